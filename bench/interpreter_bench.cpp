@@ -1,0 +1,119 @@
+// The node interpreter against LibTorch's own module.forward on every zoo model, in the same
+// run, and the interpreter's own cost per node on a graph of cheap scalar ops.
+//
+//   build/bench/interpreter_bench [ZOO_DIR] [--seconds S]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <torch/csrc/jit/runtime/graph_executor.h>
+
+#include "simulator/graph/loaded_model.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+// Alternates the two so that drift in machine speed hits both alike; returns medians (s).
+template <typename A, typename B>
+std::pair<double, double> timeInterleaved(A&& a, B&& b, double budget_seconds) {
+  for (int i = 0; i < 3; ++i) {  // warm up: the JIT profiles, then optimizes
+    a();
+    b();
+  }
+  std::vector<double> ta, tb;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(budget_seconds);
+  while ((Clock::now() < deadline && ta.size() < 2000) || ta.size() < 11) {
+    auto t0 = Clock::now();
+    a();
+    auto t1 = Clock::now();
+    b();
+    auto t2 = Clock::now();
+    ta.push_back(std::chrono::duration<double>(t1 - t0).count());
+    tb.push_back(std::chrono::duration<double>(t2 - t1).count());
+  }
+  return {median(ta), median(tb)};
+}
+
+// A module whose forward is `count` integer additions: nearly free operators, so the time
+// per node is the executor's own overhead.
+torch::jit::Module scalarChain(int count) {
+  std::string source = "def forward(self, x: int) -> int:\n";
+  for (int i = 0; i < count; ++i) source += "    x = x + " + std::to_string(i % 7 + 1) + "\n";
+  source += "    return x\n";
+  torch::jit::Module module("ScalarChain");
+  module.define(source);
+  return module;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string zoo = STICKLER_ZOO_DIR;
+  double seconds = 0.5;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--seconds" && i + 1 < argc) {
+      seconds = std::stod(argv[++i]);
+    } else {
+      zoo = arg;
+    }
+  }
+  std::ifstream index_file(zoo + "/index.json");
+  if (!index_file) {
+    std::fprintf(stderr, "interpreter_bench: no zoo at %s (build the 'zoo' target)\n", zoo.c_str());
+    return 2;
+  }
+  const auto index = nlohmann::json::parse(index_file);
+  c10::InferenceMode inference;  // both sides without autograd
+
+  std::printf("Interpreter vs module.forward (median of interleaved runs, %.1f s per model)\n",
+              seconds);
+  std::printf("%-24s %6s %12s %12s %8s\n", "model", "nodes", "forward ms", "interp ms", "ratio");
+  double log_sum = 0;
+  int count = 0;
+  for (const auto& entry : index.at("models")) {
+    const auto model = stickler::loadModel(zoo + "/" + entry.at("file").get<std::string>());
+    auto inputs = model->example_inputs;
+    auto [forward, interp] = timeInterleaved([&] { model->module.forward(inputs); },
+                                             [&] { model->interpreter->run(inputs); }, seconds);
+    const double ratio = interp / forward;
+    log_sum += std::log(ratio);
+    ++count;
+    std::printf("%-24s %6zu %12.3f %12.3f %7.3fx\n", entry.at("name").get<std::string>().c_str(),
+                model->interpreter->stepCount(), forward * 1e3, interp * 1e3, ratio);
+  }
+  std::printf("geometric mean ratio: %.3fx (target: at most 1.05x)\n\n", std::exp(log_sum / count));
+
+  constexpr int kNodes = 2000;
+  auto chain = scalarChain(kNodes);
+  auto graph = chain.get_method("forward").graph()->copy();
+  stickler::ModuleTable modules;
+  modules.add({.path = "", .class_name = "ScalarChain"});
+  stickler::Interpreter interpreter(chain, graph, modules);
+  std::vector<c10::IValue> args{c10::IValue(int64_t{1})};
+  // The JIT's optimizer would fold the chain away; its plain interpreter is the fair baseline.
+  torch::jit::GraphOptimizerEnabledGuard no_optimizer(false);
+  if (interpreter.run(args)[0].toInt() != chain.forward(args).toInt()) {
+    std::fprintf(stderr, "interpreter_bench: scalar chain results differ\n");
+    return 1;
+  }
+  auto [jit, ours] =
+      timeInterleaved([&] { chain.forward(args); }, [&] { interpreter.run(args); }, seconds);
+  std::printf(
+      "Per-node cost on %d integer additions: interpreter %.1f ns, TorchScript's "
+      "interpreter (optimizer off) %.1f ns (ratio %.2fx; target: well under 1000 ns)\n",
+      kNodes, ours / kNodes * 1e9, jit / kNodes * 1e9, ours / jit);
+  return 0;
+}

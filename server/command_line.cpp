@@ -1,0 +1,178 @@
+#include "server/command_line.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "simulator/support/errors.h"
+#include "tools/operation_table.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+std::string kebab(std::string name) {
+  for (char& c : name) {
+    if (c == '_') c = '-';
+  }
+  return name;
+}
+
+// The values CLI11 fills in for one subcommand, turned into the operation's JSON input.
+class SubcommandInput {
+ public:
+  SubcommandInput(CLI::App& command, const Operation& operation) : operation_(operation) {
+    const json& properties = operation.input_schema.at("properties");
+    for (const auto& name : operation.cli.positional) {
+      addOption(command, name, properties.at(name), name);
+    }
+    for (const auto& [name, schema] : properties.items()) {
+      if (std::find(operation.cli.positional.begin(), operation.cli.positional.end(), name) !=
+          operation.cli.positional.end()) {
+        continue;
+      }
+      auto renamed = operation.cli.renamed.find(name);
+      const std::string flag =
+          "--" + kebab(renamed == operation.cli.renamed.end() ? name : renamed->second);
+      addOption(command, name, schema, flag);
+    }
+    command.add_flag("--json", json_output_, "Print the result as JSON");
+  }
+
+  json toJson() const {
+    json input = json::object();
+    for (const auto& [name, value] : strings_) {
+      if (!value.empty()) input[name] = value;
+    }
+    for (const auto& [name, values] : lists_) {
+      if (!values.empty()) input[name] = values;
+    }
+    for (const auto& [name, value] : integers_) {
+      if (provided_.count(name)) input[name] = value;
+    }
+    for (const auto& [name, value] : numbers_) {
+      if (provided_.count(name)) input[name] = value;
+    }
+    for (const auto& [name, flag] : flags_) {
+      if (flag.set) input[name] = flag.value;
+    }
+    return input;
+  }
+
+  bool jsonOutput() const { return json_output_; }
+  const Operation& operation() const { return operation_; }
+
+ private:
+  struct Flag {
+    bool set = false;
+    bool value = false;
+  };
+
+  void addOption(CLI::App& command, const std::string& name, const json& schema,
+                 const std::string& flag) {
+    const std::string description = schema.value("description", "");
+    const std::string type = schema.value("type", "string");
+    const bool required = isRequired(name);
+    if (type == "boolean") {
+      const bool default_true = schema.value("default", false);
+      Flag& state = flags_[name];
+      const std::string flag_name = default_true ? "--no-" + flag.substr(2) : flag;
+      command.add_flag_callback(
+          flag_name,
+          [&state, default_true] {
+            state.set = true;
+            state.value = !default_true;
+          },
+          description);
+    } else if (type == "array") {
+      command.add_option(flag, lists_[name], description)->required(required);
+    } else if (type == "integer") {
+      command
+          .add_option_function<int64_t>(
+              flag,
+              [this, name](const int64_t& v) {
+                integers_[name] = v;
+                provided_.insert(name);
+              },
+              description)
+          ->required(required);
+    } else if (type == "number") {
+      command
+          .add_option_function<double>(
+              flag,
+              [this, name](const double& v) {
+                numbers_[name] = v;
+                provided_.insert(name);
+              },
+              description)
+          ->required(required);
+    } else {
+      command.add_option(flag, strings_[name], description)->required(required);
+    }
+  }
+
+  bool isRequired(const std::string& name) const {
+    const auto& required = operation_.input_schema.value("required", json::array());
+    return std::find(required.begin(), required.end(), name) != required.end();
+  }
+
+  const Operation& operation_;
+  std::map<std::string, std::string> strings_;
+  std::map<std::string, std::vector<std::string>> lists_;
+  std::map<std::string, int64_t> integers_;
+  std::map<std::string, double> numbers_;
+  std::map<std::string, Flag> flags_;
+  std::set<std::string> provided_;
+  bool json_output_ = false;
+};
+
+}  // namespace
+
+int runCommandLine(const std::vector<std::string>& arguments) {
+  CLI::App app{"Stickler: bring neural-network models onto the Spyre accelerator", "stickler"};
+  app.require_subcommand(1);
+  std::vector<std::unique_ptr<SubcommandInput>> inputs;
+  for (const auto& operation : operationTable()) {
+    CLI::App* command = app.add_subcommand(operation.cli.command, operation.description);
+    inputs.push_back(std::make_unique<SubcommandInput>(*command, operation));
+  }
+
+  std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "stickler: " << e.what() << "\n";
+    if (app.get_subcommands().empty()) std::cerr << "Run 'stickler --help' for the commands.\n";
+    return kExitBadInput;
+  }
+
+  for (const auto& input : inputs) {
+    const Operation& operation = input->operation();
+    if (!app.got_subcommand(operation.cli.command)) continue;
+    try {
+      const json output = operation.run(input->toJson());
+      if (input->jsonOutput()) {
+        std::cout << output.dump(2) << "\n";
+      } else {
+        std::cout << operation.render_text(output);
+      }
+      return kExitOk;
+    } catch (const UserError& e) {
+      std::cerr << "stickler " << operation.cli.command << ": " << e.what() << "\n";
+      return kExitBadInput;
+    } catch (const std::exception& e) {
+      std::cerr << "stickler " << operation.cli.command << ": internal error: " << e.what() << "\n";
+      return kExitInternal;
+    }
+  }
+  return kExitBadInput;
+}
+
+}  // namespace stickler

@@ -1,0 +1,72 @@
+#include "simulator/graph/example_inputs.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+
+namespace stickler {
+
+c10::ScalarType toScalarType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return c10::kFloat;
+    case DType::kFloat16:
+      return c10::kHalf;
+    case DType::kBFloat16:
+      return c10::kBFloat16;
+    case DType::kFloat64:
+      return c10::kDouble;
+    case DType::kInt64:
+      return c10::kLong;
+    case DType::kInt32:
+      return c10::kInt;
+    case DType::kInt8:
+      return c10::kChar;
+    case DType::kUInt8:
+      return c10::kByte;
+    case DType::kBool:
+      return c10::kBool;
+  }
+  return c10::kFloat;
+}
+
+at::Tensor makeExampleTensor(const InputSpec& input, at::Generator& generator) {
+  const auto dtype = toScalarType(input.dtype);
+  const auto options = at::TensorOptions().dtype(dtype);
+  switch (input.kind) {
+    case InputKind::kTokenIds:
+      return at::randint(0, *input.vocab_size, input.shape, generator, options.dtype(c10::kLong))
+          .to(dtype);
+    case InputKind::kMask:
+      return at::ones(input.shape, options);
+    case InputKind::kPositions: {
+      if (input.shape.empty()) return at::zeros({}, options);
+      auto positions = at::arange(input.shape.back(), options.dtype(c10::kLong));
+      return positions.expand(input.shape).contiguous().to(dtype);
+    }
+    case InputKind::kInteger:
+      return at::randint(static_cast<int64_t>(std::ceil(input.low)),
+                         static_cast<int64_t>(std::ceil(input.high)), input.shape, generator,
+                         options.dtype(c10::kLong))
+          .to(dtype);
+    case InputKind::kAuto:
+    case InputKind::kFloat:
+      break;
+  }
+  auto uniform = at::rand(input.shape, generator, at::TensorOptions().dtype(c10::kDouble));
+  return (uniform * (input.high - input.low) + input.low).to(dtype);
+}
+
+std::vector<c10::IValue> makeExampleInputs(const std::vector<InputSpec>& inputs,
+                                           const c10::FunctionSchema& forward, uint64_t seed) {
+  at::Generator generator = at::detail::createCPUGenerator(seed);
+  std::vector<c10::IValue> values;
+  for (const auto& input : inputs) values.emplace_back(makeExampleTensor(input, generator));
+  const auto& arguments = forward.arguments();
+  for (size_t i = inputs.size() + 1; i < arguments.size(); ++i) {
+    values.push_back(*arguments[i].default_value());
+  }
+  return values;
+}
+
+}  // namespace stickler

@@ -1,0 +1,293 @@
+#include "simulator/graph/loaded_model.h"
+
+#include <functional>
+#include <regex>
+#include <sstream>
+#include <unordered_set>
+
+#include "simulator/graph/example_inputs.h"
+#include "simulator/graph/model_archive.h"
+#include "simulator/graph/module_inliner.h"
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+namespace aten = torch::jit::aten;
+namespace prim = torch::jit::prim;
+namespace attr = torch::jit::attr;
+
+std::string firstLine(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+torch::jit::Module loadModule(const std::string& path) {
+  try {
+    return torch::jit::load(path, torch::kCPU);
+  } catch (const c10::Error& e) {
+    throw UserError(path +
+                    ": LibTorch cannot load the archive: " + firstLine(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    throw UserError(path + ": LibTorch cannot load the archive: " + firstLine(e.what()));
+  }
+}
+
+// "__torch__.families.vit.___torch_mangle_621.ViTModel" -> "__torch__.families.vit.ViTModel":
+// TorchScript numbers each compiled copy of a class; the number says nothing to a reader.
+std::string withoutMangling(const std::string& qualified) {
+  static const std::regex kMangle("___torch_mangle_[0-9]+\\.");
+  return std::regex_replace(qualified, kMangle, "");
+}
+
+ModuleTable buildModuleTable(const torch::jit::Module& root) {
+  ModuleTable table;
+  auto entryFor = [](const std::string& path, const torch::jit::Module& module) {
+    ModuleEntry entry;
+    entry.path = path;
+    const auto& name = module.type()->name();
+    entry.class_name = name ? name->name() : "Module";
+    entry.qualified_class = name ? withoutMangling(name->qualifiedName()) : "Module";
+    for (const auto& parameter : module.named_parameters(/*recurse=*/false)) {
+      entry.own_parameters += parameter.value.numel();
+    }
+    for (const auto& buffer : module.named_buffers(/*recurse=*/false)) {
+      entry.own_buffers += buffer.value.numel();
+    }
+    return entry;
+  };
+  for (const auto& named : root.named_modules()) table.add(entryFor(named.name, named.value));
+  return table;
+}
+
+std::string signatureText(const c10::FunctionSchema& schema) {
+  std::string text = "forward(";
+  for (size_t i = 1; i < schema.arguments().size(); ++i) {
+    text += (i > 1 ? ", " : "") + schema.arguments()[i].name();
+  }
+  return text + ")";
+}
+
+// The card must name the forward's arguments in order; trailing ones may be left to defaults.
+void checkCardAgainstSignature(const ModelCard& card, const c10::FunctionSchema& schema,
+                               const std::string& origin) {
+  const auto& arguments = schema.arguments();
+  const size_t available = arguments.size() - 1;
+  if (card.inputs.size() > available) {
+    throw UserError(origin + ": " + std::to_string(card.inputs.size()) +
+                    " inputs given, but the model takes " + std::to_string(available) + ": " +
+                    signatureText(schema));
+  }
+  for (size_t i = 0; i < card.inputs.size(); ++i) {
+    const std::string& expected = arguments[i + 1].name();
+    if (card.inputs[i].name != expected) {
+      throw UserError(origin + ": input " + std::to_string(i + 1) + " is named '" +
+                      card.inputs[i].name + "' but the model's argument is '" + expected +
+                      "': " + signatureText(schema));
+    }
+  }
+  for (size_t i = card.inputs.size() + 1; i < arguments.size(); ++i) {
+    if (!arguments[i].default_value()) {
+      throw UserError(origin + ": no value for the model's argument '" + arguments[i].name() +
+                      "' (it has no default): " + signatureText(schema));
+    }
+  }
+}
+
+// Follows a chain of prim::GetAttr from `self` to the attribute it reads.
+std::optional<c10::IValue> resolveAttribute(const Value* value, const Value* self,
+                                            const c10::IValue& self_value) {
+  if (value == self) return self_value;
+  if (value->node()->kind() != prim::GetAttr) return std::nullopt;
+  auto owner = resolveAttribute(value->node()->input(), self, self_value);
+  if (!owner || !owner->isObject()) return std::nullopt;
+  return owner->toObject()->getAttr(value->node()->s(attr::name));
+}
+
+// For integer inputs without a declared kind: the vocabulary of an embedding they index.
+std::optional<int64_t> vocabularyIndexedBy(const torch::jit::Graph& graph, const Value* input,
+                                           const c10::IValue& self_value) {
+  static const std::vector<c10::Symbol> kPassThrough = {
+      aten::view,    aten::reshape, aten::to,    aten::contiguous, aten::unsqueeze,
+      aten::squeeze, aten::expand,  aten::clone, aten::flatten};
+  for (const Node* node : allNodes(graph)) {
+    if (node->kind() != aten::embedding) continue;
+    const Value* indices = node->input(1);
+    while (indices != input && std::find(kPassThrough.begin(), kPassThrough.end(),
+                                         indices->node()->kind()) != kPassThrough.end()) {
+      indices = indices->node()->input(0);
+    }
+    if (indices != input) continue;
+    auto weight = resolveAttribute(node->input(0), graph.inputs().at(0), self_value);
+    if (weight && weight->isTensor() && weight->toTensor().dim() == 2) {
+      return weight->toTensor().size(0);
+    }
+  }
+  return std::nullopt;
+}
+
+void resolveAutoKinds(LoadedModel& model) {
+  const auto self_value = c10::IValue(model.module._ivalue());
+  for (size_t i = 0; i < model.card.inputs.size(); ++i) {
+    InputSpec& input = model.card.inputs[i];
+    if (input.kind != InputKind::kAuto) continue;
+    if (!isIntegral(input.dtype)) {
+      input.kind = InputKind::kFloat;
+      input.low = -1.0;
+      input.high = 1.0;
+      continue;
+    }
+    if (input.name.find("mask") != std::string::npos) {
+      input.kind = InputKind::kMask;
+    } else if (input.name.find("position") != std::string::npos) {
+      input.kind = InputKind::kPositions;
+    } else if (auto vocab =
+                   vocabularyIndexedBy(*model.graph, model.graph->inputs().at(i + 1), self_value)) {
+      input.kind = InputKind::kTokenIds;
+      input.vocab_size = *vocab;
+    } else {
+      input.kind = InputKind::kInteger;
+      input.low = 0;
+      input.high = 2;
+    }
+  }
+}
+
+// Records what each node saw the first time it ran.
+class ShapeRecorder : public ExecutionObserver {
+ public:
+  explicit ShapeRecorder(std::unordered_map<const Node*, NodeRecord>& records)
+      : records_(records) {}
+
+  void onNode(const Node& node, const ModuleCall*, const ValueView& inputs,
+              const MutableValueView& outputs) override {
+    NodeRecord& record = records_[&node];
+    if (record.executions++ > 0) return;
+    for (size_t i = 0; i < inputs.size(); ++i) record.inputs.push_back(describeValue(inputs[i]));
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      record.outputs.push_back(describeValue(outputs[i]));
+    }
+  }
+
+ private:
+  std::unordered_map<const Node*, NodeRecord>& records_;
+};
+
+}  // namespace
+
+std::string dtypeName(c10::ScalarType type) {
+  switch (type) {
+    case c10::kFloat:
+      return "float32";
+    case c10::kHalf:
+      return "float16";
+    case c10::kBFloat16:
+      return "bfloat16";
+    case c10::kDouble:
+      return "float64";
+    case c10::kLong:
+      return "int64";
+    case c10::kInt:
+      return "int32";
+    case c10::kShort:
+      return "int16";
+    case c10::kChar:
+      return "int8";
+    case c10::kByte:
+      return "uint8";
+    case c10::kBool:
+      return "bool";
+    default:
+      return c10::toString(type);
+  }
+}
+
+ValueDesc describeValue(const c10::IValue& value) {
+  ValueDesc desc;
+  if (value.isTensor()) {
+    const auto& tensor = value.toTensor();
+    desc.kind = "Tensor";
+    desc.shape = tensor.sizes().vec();
+    desc.dtype = dtypeName(tensor.scalar_type());
+  } else if (value.isNone()) {
+    desc.kind = "None";
+  } else if (value.isInt() || value.isDouble() || value.isBool()) {
+    desc.kind = value.isInt() ? "int" : value.isDouble() ? "float" : "bool";
+    std::ostringstream text;
+    text << value;
+    desc.value = text.str();
+  } else if (value.isList()) {
+    desc.kind = "list";
+    desc.shape = {static_cast<int64_t>(value.toListRef().size())};
+  } else if (value.isTuple()) {
+    desc.kind = "tuple";
+    desc.shape = {static_cast<int64_t>(value.toTupleRef().elements().size())};
+  } else {
+    desc.kind = value.tagKind();
+  }
+  return desc;
+}
+
+std::vector<const Node*> allNodes(const torch::jit::Graph& graph) {
+  std::vector<const Node*> nodes;
+  std::function<void(const torch::jit::Block*)> visit = [&](const torch::jit::Block* block) {
+    for (const Node* node : block->nodes()) {
+      nodes.push_back(node);
+      for (const torch::jit::Block* inner : node->blocks()) visit(inner);
+    }
+  };
+  visit(graph.block());
+  return nodes;
+}
+
+std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOptions& options) {
+  auto model = std::make_unique<LoadedModel>();
+  model->path = path;
+  const ArchiveSummary archive = inspectArchive(path);
+  model->sha256 = archive.sha256;
+  if (archive.model_card) {
+    try {
+      model->card =
+          parseModelCard(*archive.model_card, path + " (" + ModelCard::kArchivePath + ")");
+    } catch (const UserError&) {
+      if (options.inputs.empty()) throw;  // --input replaces a card that cannot be read
+    }
+  }
+  std::string card_origin = path + " (" + ModelCard::kArchivePath + ")";
+  if (!options.inputs.empty()) {
+    model->card.inputs = options.inputs;
+    model->card.from_archive = false;
+    card_origin = "--input";
+  } else if (!archive.model_card) {
+    throw UserError(path + ": no model card (" + ModelCard::kArchivePath +
+                    ") in the archive: give the inputs with --input name:shape:dtype");
+  }
+
+  model->module = loadModule(path);
+  if (!model->module.find_method("forward")) throw UserError(path + ": the model has no forward");
+  checkCardAgainstSignature(model->card, model->module.get_method("forward").function().getSchema(),
+                            card_origin);
+  model->modules = buildModuleTable(model->module);
+  std::unordered_set<const c10::TensorImpl*> seen;
+  for (const auto& parameter : model->module.parameters(/*recurse=*/true)) {
+    if (seen.insert(parameter.unsafeGetTensorImpl()).second) {
+      model->unique_parameters += parameter.numel();
+    }
+  }
+  model->graph = inlineWithModulePaths(model->module);
+  resolveAutoKinds(*model);
+
+  model->example_inputs = makeExampleInputs(
+      model->card.inputs, model->module.get_method("forward").function().getSchema(), options.seed);
+  model->interpreter = std::make_unique<Interpreter>(model->module, model->graph, model->modules);
+  ShapeRecorder recorder(model->records);
+  try {
+    model->example_outputs = model->interpreter->run(model->example_inputs, &recorder);
+  } catch (const UserError& e) {
+    throw UserError(path + ": the model does not run on its example inputs: " + e.what());
+  }
+  return model;
+}
+
+}  // namespace stickler

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <torch/script.h>
+
+#include "simulator/graph/model_card.h"
+#include "simulator/graph/module_table.h"
+#include "simulator/interpreter/interpreter.h"
+
+namespace stickler {
+
+// The type and, for tensors, the shape and dtype of one value seen in a run.
+struct ValueDesc {
+  std::string kind;  // "Tensor", "int", "float", "bool", "None", "list", "tuple", ...
+  std::vector<int64_t> shape;
+  std::string dtype;
+  std::string value;  // scalars only, e.g. "-1"
+};
+
+// What one node consumed and produced when the model ran on its example inputs.
+struct NodeRecord {
+  std::vector<ValueDesc> inputs;
+  std::vector<ValueDesc> outputs;
+  int64_t executions = 0;  // more than 1 inside loops; the descriptions are of the first
+};
+
+struct LoadOptions {
+  std::vector<InputSpec> inputs;  // from --input; when given they replace the card's
+  uint64_t seed = 0;              // for the example inputs
+};
+
+// A TorchScript model as Stickler sees it: the module, its inlined graph in which every node
+// carries its module path, the module hierarchy, example inputs from the card, and the
+// shapes every node saw when run on them.
+struct LoadedModel {
+  std::string path;
+  std::string sha256;
+  ModelCard card;
+  torch::jit::Module module;
+  std::shared_ptr<torch::jit::Graph> graph;
+  ModuleTable modules;
+  int64_t unique_parameters = 0;  // tied weights (lm_head = wte) counted once
+  std::unique_ptr<Interpreter> interpreter;
+  std::vector<c10::IValue> example_inputs;
+  std::vector<c10::IValue> example_outputs;  // the forward's outputs on the example inputs
+  std::unordered_map<const torch::jit::Node*, NodeRecord> records;
+};
+
+std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOptions& options = {});
+
+ValueDesc describeValue(const c10::IValue& value);
+std::string dtypeName(c10::ScalarType type);
+
+// Every node of `graph` in execution order (pre-order through blocks).
+std::vector<const torch::jit::Node*> allNodes(const torch::jit::Graph& graph);
+
+}  // namespace stickler

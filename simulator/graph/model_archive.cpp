@@ -1,0 +1,86 @@
+#include "simulator/graph/model_archive.h"
+
+#include <caffe2/serialize/inline_container.h>
+#include <torch/version.h>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "simulator/graph/model_card.h"
+#include "simulator/support/errors.h"
+#include "simulator/support/sha256.h"
+
+namespace stickler {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string firstLine(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+bool startsLikeZip(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::array<char, 4> magic{};
+  in.read(magic.data(), magic.size());
+  return in.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
+}
+
+}  // namespace
+
+ArchiveSummary inspectArchive(const std::string& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (!fs::exists(status)) throw UserError(path + ": no such file");
+  if (fs::is_directory(status)) throw UserError(path + ": is a directory, not a model archive");
+  if (fs::file_size(path, ec) == 0) throw UserError(path + ": empty file, not a model archive");
+
+  ArchiveSummary summary;
+  summary.sha256 = sha256File(path);
+  if (!startsLikeZip(path)) {
+    throw UserError(path +
+                    ": not a TorchScript archive (not a zip file; legacy torch.save pickles are "
+                    "not supported: save the model with torch.jit.save)");
+  }
+
+  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> reader;
+  try {
+    reader = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
+  } catch (const c10::Error& e) {
+    const std::string message = e.what_without_backtrace();
+    static const std::regex kTooNew(
+        "file with version ([0-9]+), but the maximum supported version for reading is ([0-9]+)");
+    std::smatch version;
+    if (std::regex_search(message, version, kTooNew)) {
+      throw UserError(path + ": archive format version " + version[1].str() +
+                      " is newer than this LibTorch (" + TORCH_VERSION + ") reads (at most " +
+                      version[2].str() + ")");
+    }
+    throw UserError(path + ": truncated or corrupt zip archive (" + firstLine(message) + ")");
+  }
+
+  try {
+    bool has_code = false;
+    for (const auto& record : reader->getAllRecords()) {
+      if (record.rfind("code/", 0) == 0) has_code = true;
+    }
+    if (!has_code || !reader->hasRecord("constants.pkl")) {
+      throw UserError(path +
+                      ": a torch.save checkpoint (weights only), not a TorchScript archive: "
+                      "export the model with torch.jit.trace or torch.jit.script and "
+                      "torch.jit.save");
+    }
+    const std::string card_record = std::string("extra/") + ModelCard::kArchivePath;
+    if (reader->hasRecord(card_record)) {
+      auto [data, size] = reader->getRecord(card_record);
+      summary.model_card.emplace(static_cast<const char*>(data.get()), size);
+    }
+  } catch (const c10::Error& e) {
+    throw UserError(path + ": corrupt archive (" + firstLine(e.what_without_backtrace()) + ")");
+  }
+  return summary;
+}
+
+}  // namespace stickler

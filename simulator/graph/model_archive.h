@@ -1,0 +1,19 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace stickler {
+
+// What Stickler learns from a model archive before LibTorch builds the module from it.
+struct ArchiveSummary {
+  std::string sha256;                     // of the file's bytes: caches key on content
+  std::optional<std::string> model_card;  // the extra file stickler/model.json, if present
+};
+
+// Checks that `path` is a readable TorchScript archive and reads its hash and model card.
+// Every failure is a UserError naming the file and the problem: missing, not a zip, truncated,
+// a plain torch.save checkpoint, a format version newer than this LibTorch reads.
+ArchiveSummary inspectArchive(const std::string& path);
+
+}  // namespace stickler

@@ -1,0 +1,70 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace stickler {
+
+// How example values for one model input are generated (docs/model-card.md).
+enum class InputKind {
+  kAuto,       // decided from the graph: token ids when the input feeds an embedding
+  kTokenIds,   // integers in [0, vocab_size)
+  kMask,       // all ones (nothing masked)
+  kPositions,  // 0, 1, ... along the last dimension
+  kInteger,    // integers in [low, high)
+  kFloat,      // uniform floats in [low, high)
+};
+
+// The element types Stickler accepts for inputs, by their canonical names.
+enum class DType { kFloat32, kFloat16, kBFloat16, kFloat64, kInt64, kInt32, kInt8, kUInt8, kBool };
+
+struct InputSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  InputKind kind = InputKind::kAuto;
+  std::optional<int64_t> vocab_size;  // kTokenIds
+  double low = 0.0;                   // kInteger, kFloat
+  double high = 1.0;
+};
+
+enum class OutputKind { kLogits, kHiddenStates, kEmbeddings, kOther };
+
+struct OutputSpec {
+  std::string name;
+  OutputKind kind = OutputKind::kOther;
+};
+
+// The model card: the archive's extra file `stickler/model.json`, or one built from --input flags.
+struct ModelCard {
+  static constexpr int kVersion = 1;
+  static constexpr const char* kArchivePath = "stickler/model.json";
+
+  std::string name;
+  std::string family;
+  std::string description;
+  std::vector<InputSpec> inputs;
+  std::vector<OutputSpec> outputs;  // names for the flattened outputs, in order; may be shorter
+  nlohmann::json config = nlohmann::json::object();  // free-form, e.g. the HF config
+  bool from_archive = false;
+};
+
+// Parses a model card; `origin` names where the text came from in error messages.
+ModelCard parseModelCard(const std::string& json_text, const std::string& origin);
+nlohmann::json modelCardToJson(const ModelCard& card);
+
+// Parses `name:shape:dtype[:kind]`, e.g. `input_ids:1x16:int64:tokens=50257`.
+InputSpec parseInputFlag(const std::string& flag);
+
+std::string dtypeName(DType dtype);
+std::optional<DType> dtypeFromName(const std::string& name);
+bool isIntegral(DType dtype);
+std::string inputKindName(InputKind kind);
+std::string outputKindName(OutputKind kind);
+std::string shapeString(const std::vector<int64_t>& shape);  // "[1, 16]"
+
+}  // namespace stickler

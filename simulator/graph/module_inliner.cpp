@@ -1,0 +1,148 @@
+#include "simulator/graph/module_inliner.h"
+
+#include <optional>
+
+#include <torch/csrc/jit/api/function_impl.h>
+
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::ScopePtr;
+using torch::jit::Value;
+namespace attr = torch::jit::attr;
+namespace prim = torch::jit::prim;
+
+std::string joinPath(const std::string& parent, const std::string& name) {
+  return parent.empty() ? name : parent + "." + name;
+}
+
+void setScopeRecursively(Node* node, const ScopePtr& scope) {
+  node->setScope(scope);
+  for (Block* block : node->blocks()) {
+    for (Node* inner : block->nodes()) setScopeRecursively(inner, scope);
+  }
+}
+
+std::string describeSource(const Node* node) {
+  auto position = node->sourceRange().file_line_col();
+  if (!position) return "a call without a source position";
+  return std::get<0>(*position) + ":" + std::to_string(std::get<1>(*position));
+}
+
+class ModuleInliner {
+ public:
+  explicit ModuleInliner(std::shared_ptr<Graph> graph)
+      : graph_(std::move(graph)), self_(graph_->inputs().at(0)) {}
+
+  std::shared_ptr<Graph> run() {
+    inlineBlock(graph_->block());
+    removeUnusedFunctionConstants(graph_->block());
+    return graph_;
+  }
+
+ private:
+  // Walks the GetAttr chain from a module-typed value back to `self`.
+  std::optional<std::string> submodulePath(Value* value) const {
+    if (value == self_) return std::string();
+    Node* producer = value->node();
+    if (producer->kind() != prim::GetAttr) return std::nullopt;
+    auto parent = submodulePath(producer->input());
+    if (!parent) return std::nullopt;
+    return joinPath(*parent, producer->s(attr::name));
+  }
+
+  void inlineBlock(Block* block) {
+    Node* node = block->nodes().front();
+    while (node != block->return_node()) {
+      if (node->kind() == prim::CallMethod) {
+        node = inlineMethodCall(node);
+      } else if (node->kind() == prim::CallFunction) {
+        node = inlineFunctionCall(node);
+      } else {
+        for (Block* inner : node->blocks()) inlineBlock(inner);
+        node = node->next();
+      }
+    }
+  }
+
+  // The scripting frontend leaves function constants that nothing calls; they cannot run.
+  static void removeUnusedFunctionConstants(Block* block) {
+    for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+      Node* node = *it++;
+      for (Block* inner : node->blocks()) removeUnusedFunctionConstants(inner);
+      if (node->kind() == prim::Constant && !node->hasUses() &&
+          node->output()->type()->kind() == c10::TypeKind::FunctionType) {
+        node->destroy();
+      }
+    }
+  }
+
+  // Inlines `call` and returns the first inserted node, so nested calls are inlined next.
+  Node* inlineMethodCall(Node* call) {
+    auto path = submodulePath(call->input(0));
+    if (!path) {
+      throw UserError("cannot tell which submodule is called at " + describeSource(call) +
+                      " (the module value does not come from a chain of attributes)");
+    }
+    auto class_type = call->input(0)->type()->cast<c10::ClassType>();
+    if (!class_type) {
+      throw UserError("method call on a non-module value at " + describeSource(call));
+    }
+    auto& callee = torch::jit::toGraphFunction(class_type->getMethod(call->s(attr::name)));
+    // A module calling one of its own helper methods stays in its own scope.
+    ScopePtr scope = call->scope();
+    if (modulePathOf(*call) != *path) {
+      scope = scope->push(c10::Symbol::scope(*path));
+    }
+    return inlineInScope(call, &callee, scope);
+  }
+
+  Node* inlineFunctionCall(Node* call) {
+    Node* function_constant = call->input(0)->node();
+    auto function_type = call->input(0)->type()->cast<c10::FunctionType>();
+    if (!function_type || function_constant->kind() != prim::Constant) {
+      throw UserError("call of a function value that is not a constant at " + describeSource(call));
+    }
+    call->removeInput(0);
+    Node* first = inlineInScope(call, &torch::jit::toGraphFunction(*function_type->function()),
+                                call->scope());
+    if (!function_constant->hasUses()) function_constant->destroy();
+    return first;
+  }
+
+  Node* inlineInScope(Node* call, torch::jit::GraphFunction* callee, const ScopePtr& scope) {
+    Node* before = call->prev();
+    Node* after = call->next();
+    // false: the plain graph; the "optimized" one is already inlined and lost its paths.
+    torch::jit::inlineCallTo(call, callee, /*inline_optimized_graph=*/false);
+    for (Node* node = before->next(); node != after; node = node->next()) {
+      setScopeRecursively(node, scope);
+    }
+    return before->next();
+  }
+
+  std::shared_ptr<Graph> graph_;
+  Value* self_;
+};
+
+}  // namespace
+
+std::string modulePathOf(const Node& node) {
+  // Node::scope() is not const in LibTorch 1.13; reading it does not change the node.
+  ScopePtr scope = const_cast<Node&>(node).scope();
+  if (!scope || scope->isRoot()) return std::string();
+  return scope->name().toUnqualString();
+}
+
+std::shared_ptr<Graph> inlineWithModulePaths(const torch::jit::Module& module,
+                                             const std::string& method) {
+  auto& function = torch::jit::toGraphFunction(module.get_method(method).function());
+  return ModuleInliner(function.graph()->copy()).run();
+}
+
+}  // namespace stickler

@@ -1,0 +1,21 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace stickler {
+
+struct InspectRequest {
+  std::string model;                // path to a TorchScript archive
+  std::vector<std::string> inputs;  // --input flags, replacing the model card's inputs
+  bool include_nodes = true;        // list every aten node
+};
+
+// The inspect report (docs/inspect-json.md): module tree, parameters, operator histogram,
+// inputs, outputs from a CPU run and, optionally, every aten node with its module path,
+// source position and shapes.
+nlohmann::json inspectModel(const InspectRequest& request);
+
+}  // namespace stickler

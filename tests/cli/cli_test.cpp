@@ -1,0 +1,125 @@
+// The `stickler` command line as a user runs it: exit statuses, one-line errors, output.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string quote(const std::string& arg) {
+  std::string quoted = "'";
+  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+Result stickler(const std::vector<std::string>& args) {
+  // ctest runs tests in parallel processes: each needs its own files.
+  static int calls = 0;
+  const std::string stem = ::testing::TempDir() + "/stickler_cli_" + std::to_string(::getpid()) +
+                           "_" + std::to_string(calls++);
+  const std::string out = stem + ".out";
+  const std::string err = stem + ".err";
+  std::string command = STICKLER_BINARY;
+  for (const auto& arg : args) command += " " + quote(arg);
+  command += " >" + out + " 2>" + err;
+  const int raw = std::system(command.c_str());
+  Result result;
+  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  result.out = slurp(out);
+  result.err = slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return result;
+}
+
+TEST(Cli, InspectPrintsTheCollapsedTreeAndARunSummary) {
+  const Result r = stickler({"inspect", testing::zooPath("gpt2-tiny.pt")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("h.0-1: GPT2Block x2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("input_ids"), std::string::npos);
+  EXPECT_NE(r.out.find("[1, 16, 1000]"), std::string::npos);
+  EXPECT_NE(r.out.find("aten::addmm x8"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(Cli, InspectJsonIsTheDocumentedReport) {
+  const Result r = stickler({"inspect", testing::zooPath("llama-tiny.pt"), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report.at("schema"), "stickler.inspect");
+  EXPECT_GT(report.at("nodes").size(), 100u);
+  const Result without =
+      stickler({"inspect", testing::zooPath("llama-tiny.pt"), "--json", "--no-include-nodes"});
+  ASSERT_EQ(without.status, 0) << without.err;
+  EXPECT_FALSE(nlohmann::json::parse(without.out).contains("nodes"));
+}
+
+TEST(Cli, ForeignModelWithInputFlags) {
+  const auto& foreign = testing::zooIndex().at("foreign").at(0);
+  const Result r = stickler(
+      {"inspect", testing::zooPath(foreign.at("file")), "--input", foreign.at("inputs").at(0)});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("downsample.0: Conv2d"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(from --input)"), std::string::npos);
+}
+
+TEST(Cli, BrokenArchivesExitTwoWithOneLine) {
+  for (const auto& entry : testing::zooIndex().at("broken")) {
+    const Result r = stickler({"inspect", testing::zooPath(entry.at("file"))});
+    EXPECT_EQ(r.status, 2) << entry.at("file");
+    EXPECT_NE(r.err.find(entry.at("error").get<std::string>()), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+}
+
+TEST(Cli, BadFlagsExitTwo) {
+  const std::string model = testing::zooPath("gpt2-tiny.pt");
+  Result r = stickler({"inspect", model, "--input", "input_ids:1x16:float8"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("unknown dtype 'float8'"), std::string::npos) << r.err;
+
+  r = stickler({"inspect", model, "--input", "tokens:1x16:int64"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("the model's argument is 'input_ids'"), std::string::npos) << r.err;
+
+  r = stickler({"inspect", model, "--no-such-flag"});
+  EXPECT_EQ(r.status, 2);
+  r = stickler({"inspect"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("model"), std::string::npos) << r.err;
+  r = stickler({});
+  EXPECT_EQ(r.status, 2);
+  r = stickler({"frobnicate"});
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST(Cli, HelpListsTheOperations) {
+  const Result r = stickler({"--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("inspect"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace stickler

@@ -1,0 +1,176 @@
+// Loading and inlining: exact module paths, classes, source positions, shapes, hashes.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/module_inliner.h"
+#include "simulator/graph/node_info.h"
+#include "simulator/support/sha256.h"
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+using testing::zooModel;
+using testing::zooPath;
+
+std::unique_ptr<LoadedModel> loadZoo(const std::string& name) {
+  return loadModel(zooPath(name + ".pt"));
+}
+
+// module path -> aten ops found there
+std::map<std::string, std::multiset<std::string>> opsByModule(const LoadedModel& model) {
+  std::map<std::string, std::multiset<std::string>> ops;
+  for (const torch::jit::Node* node : allNodes(*model.graph)) {
+    if (node->kind().is_aten()) ops[modulePathOf(*node)].insert(node->kind().toQualString());
+  }
+  return ops;
+}
+
+class ZooLoading : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ZooLoading, EveryAtenNodeHasAKnownModuleAndASourceLine) {
+  const auto model = loadZoo(GetParam());
+  size_t aten = 0;
+  for (const torch::jit::Node* node : allNodes(*model->graph)) {
+    if (!node->kind().is_aten()) continue;
+    ++aten;
+    const NodeOrigin origin = originOf(*node, model->modules);
+    EXPECT_NE(model->modules.find(origin.module_path), nullptr)
+        << node->kind().toQualString() << " has unknown module '" << origin.module_path << "'";
+    EXPECT_FALSE(origin.module_class.empty());
+    ASSERT_TRUE(origin.code.has_value()) << describeNode(*node, model->modules);
+    EXPECT_GT(origin.code->line, 0);
+    EXPECT_EQ(origin.code->file.rfind("code/", 0), 0u) << origin.code->file;
+  }
+  EXPECT_GT(aten, 10u);
+}
+
+TEST_P(ZooLoading, NoCallsAreLeftAndShapesAreRecorded) {
+  const auto model = loadZoo(GetParam());
+  for (const torch::jit::Node* node : allNodes(*model->graph)) {
+    EXPECT_NE(node->kind(), torch::jit::prim::CallMethod);
+    EXPECT_NE(node->kind(), torch::jit::prim::CallFunction);
+    if (!node->kind().is_aten()) continue;
+    auto record = model->records.find(node);
+    if (record == model->records.end()) continue;  // a branch the example did not take
+    EXPECT_EQ(record->second.outputs.size(), node->outputs().size());
+    for (size_t i = 0; i < node->outputs().size(); ++i) {
+      if (node->output(i)->type()->kind() == c10::TypeKind::TensorType) {
+        EXPECT_EQ(record->second.outputs[i].kind, "Tensor");
+        EXPECT_FALSE(record->second.outputs[i].dtype.empty());
+      }
+    }
+  }
+}
+
+TEST_P(ZooLoading, HashAndParametersMatchTheArchive) {
+  const auto model = loadZoo(GetParam());
+  EXPECT_EQ(model->sha256, sha256File(zooPath(GetParam() + ".pt")));
+  EXPECT_EQ(model->unique_parameters, zooModel(GetParam()).at("parameters").get<int64_t>());
+  EXPECT_EQ(model->card.name, GetParam());
+  EXPECT_TRUE(model->card.from_archive);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooLoading, ::testing::ValuesIn(testing::zooModelNames()),
+                         [](const auto& info) { return testing::testName(info.param); });
+
+TEST(ModulePaths, Gpt2KeepsModuleListLevels) {
+  const auto model = loadZoo("gpt2-tiny");
+  const auto ops = opsByModule(*model);
+  EXPECT_EQ(ops.at("transformer.h.0.attn.c_attn").count("aten::addmm"), 1u);
+  EXPECT_EQ(ops.at("transformer.h.1.mlp.act").count("aten::pow"), 1u);
+  EXPECT_EQ(ops.at("transformer.h.1.attn").count("aten::where"), 1u);
+  EXPECT_EQ(ops.at("lm_head").count("aten::linear"), 1u);
+  EXPECT_EQ(ops.count("transformer.0"), 0u);  // what torch::jit::Inline would have produced
+  EXPECT_EQ(model->modules.classOf("transformer.h.0.attn"), "GPT2Attention");
+  EXPECT_EQ(model->modules.classOf("transformer.h.0.mlp.act"), "NewGELUActivation");
+}
+
+TEST(ModulePaths, OriginalPythonLinesAreRecorded) {
+  const auto model = loadZoo("gpt2-tiny");
+  bool found = false;
+  for (const torch::jit::Node* node : allNodes(*model->graph)) {
+    if (node->kind() != torch::jit::aten::pow) continue;
+    const NodeOrigin origin = originOf(*node, model->modules);
+    if (origin.module_class != "NewGELUActivation") continue;
+    ASSERT_TRUE(origin.python.has_value());
+    EXPECT_NE(origin.python->file.find("common.py"), std::string::npos) << origin.python->file;
+    found = true;
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(ModulePaths, EachFamilyPlacesItsCharacteristicOps) {
+  auto llama = opsByModule(*loadZoo("llama-tiny"));
+  EXPECT_EQ(llama.at("model.layers.1.self_attn.rotary_emb").count("aten::cos"), 1u);
+  EXPECT_EQ(llama.at("model.layers.0.mlp.act_fn").count("aten::silu"), 1u);
+  EXPECT_EQ(llama.at("model.layers.0.input_layernorm").count("aten::pow"), 1u);
+  EXPECT_EQ(llama.at("model").count("aten::tril"), 1u);
+
+  auto bamba = opsByModule(*loadZoo("bamba-tiny"));
+  const auto& mixer = bamba.at("model.layers.0.mamba");
+  for (const char* op : {"aten::softplus", "aten::exp", "aten::cumsum", "aten::roll",
+                         "aten::slice_scatter", "aten::select_scatter", "aten::copy_"}) {
+    EXPECT_GE(mixer.count(op), 1u) << op;
+  }
+  // F.pad(mode="constant") is traced as aten::pad, which LibTorch decomposes into
+  // aten::constant_pad_nd when it runs.
+  EXPECT_GE(mixer.count("aten::pad") + mixer.count("aten::constant_pad_nd"), 1u);
+
+  auto t5 = opsByModule(*loadZoo("t5-encoder-tiny"));
+  EXPECT_GE(t5.at("encoder.block.0.layer.0.SelfAttention").count("aten::log"), 1u);
+  EXPECT_GE(t5.at("encoder.block.0.layer.0.SelfAttention").count("aten::where"), 1u);
+
+  auto mixtral = opsByModule(*loadZoo("mixtral-tiny"));
+  EXPECT_GE(mixtral.at("model.layers.1.block_sparse_moe.experts.3.w2").count("aten::linear"), 1u);
+  EXPECT_GE(mixtral.at("model.layers.0.block_sparse_moe").count("aten::topk"), 1u);
+
+  auto vit = opsByModule(*loadZoo("vit-tiny"));
+  EXPECT_GE(vit.at("embeddings.patch_embeddings.projection").count("aten::_convolution") +
+                vit.at("embeddings.patch_embeddings.projection").count("aten::conv2d"),
+            1u);
+}
+
+TEST(ModulePaths, AModelWithoutACardTakesInputsFromFlags) {
+  const auto& foreign = testing::zooIndex().at("foreign").at(0);
+  LoadOptions options;
+  for (const auto& flag : foreign.at("inputs")) options.inputs.push_back(parseInputFlag(flag));
+  const auto model = loadModel(zooPath(foreign.at("file")), options);
+  EXPECT_FALSE(model->card.from_archive);
+  const auto ops = opsByModule(*model);
+  for (const auto& path : foreign.at("expected_paths")) {
+    EXPECT_TRUE(ops.count(path)) << "no aten node in " << path;
+  }
+  EXPECT_EQ(model->modules.classOf("layer1.0"), "BasicBlock");
+}
+
+TEST(InputKinds, IntegerInputsFeedingAnEmbeddingBecomeTokenIds) {
+  LoadOptions options;
+  options.inputs = {parseInputFlag("input_ids:1x8:int64")};
+  const auto model = loadModel(zooPath("gpt2-tiny.pt"), options);
+  ASSERT_EQ(model->card.inputs.size(), 1u);
+  EXPECT_EQ(model->card.inputs[0].kind, InputKind::kTokenIds);
+  EXPECT_EQ(model->card.inputs[0].vocab_size, 1000);
+  const auto ids = model->example_inputs.at(0).toTensor();
+  EXPECT_EQ(ids.sizes().vec(), (std::vector<int64_t>{1, 8}));
+  EXPECT_LT(ids.max().item<int64_t>(), 1000);
+}
+
+TEST(InputKinds, ExampleInputsAreTheGeneratorsInputs) {
+  // The C++ loader draws the same values as tests/zoo/common.py: same generator and seed.
+  for (const std::string name : {"bert-tiny", "vit-tiny", "mixtral-tiny"}) {
+    const auto model = loadZoo(name);
+    const auto& sums = zooModel(name).at("input_sums");
+    ASSERT_EQ(model->example_inputs.size(), sums.size()) << name;
+    for (size_t i = 0; i < sums.size(); ++i) {
+      EXPECT_DOUBLE_EQ(model->example_inputs[i].toTensor().to(torch::kDouble).sum().item<double>(),
+                       sums[i].get<double>())
+          << name << " input " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stickler

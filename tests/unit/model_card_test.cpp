@@ -1,0 +1,121 @@
+#include "simulator/graph/model_card.h"
+
+#include <gtest/gtest.h>
+
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+std::string errorOf(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ModelCard, ParsesInputsOutputsAndConfig) {
+  const ModelCard card = parseModelCard(R"({
+    "name": "gpt2-tiny", "family": "gpt2",
+    "inputs": [
+      {"name": "input_ids", "shape": [1, 16], "dtype": "int64", "kind": "token_ids", "vocab_size": 1000},
+      {"name": "attention_mask", "shape": [1, 16], "dtype": "int64", "kind": "mask"},
+      {"name": "pixels", "shape": [1, 3, 8, 8], "dtype": "float32", "kind": "float", "range": [0, 2]}
+    ],
+    "outputs": [{"name": "logits", "kind": "logits"}],
+    "config": {"n_embd": 64}
+  })",
+                                        "card.json");
+  EXPECT_EQ(card.name, "gpt2-tiny");
+  EXPECT_EQ(card.family, "gpt2");
+  ASSERT_EQ(card.inputs.size(), 3u);
+  EXPECT_EQ(card.inputs[0].kind, InputKind::kTokenIds);
+  EXPECT_EQ(card.inputs[0].vocab_size, 1000);
+  EXPECT_EQ(card.inputs[0].shape, (std::vector<int64_t>{1, 16}));
+  EXPECT_EQ(card.inputs[1].kind, InputKind::kMask);
+  EXPECT_EQ(card.inputs[2].dtype, DType::kFloat32);
+  EXPECT_DOUBLE_EQ(card.inputs[2].low, 0.0);
+  EXPECT_DOUBLE_EQ(card.inputs[2].high, 2.0);
+  ASSERT_EQ(card.outputs.size(), 1u);
+  EXPECT_EQ(card.outputs[0].kind, OutputKind::kLogits);
+  EXPECT_EQ(card.config["n_embd"], 64);
+}
+
+TEST(ModelCard, RoundTripsThroughJson) {
+  const ModelCard card = parseModelCard(
+      R"({"name": "m", "inputs": [{"name": "x", "shape": [2, 3], "dtype": "bf16", "kind": "float"}]})",
+      "card.json");
+  const ModelCard again = parseModelCard(modelCardToJson(card).dump(), "again.json");
+  EXPECT_EQ(again.inputs[0].dtype, DType::kBFloat16);
+  EXPECT_EQ(again.inputs[0].shape, card.inputs[0].shape);
+  EXPECT_DOUBLE_EQ(again.inputs[0].low, -1.0);  // floats default to [-1, 1)
+}
+
+TEST(ModelCard, RejectsBadCardsWithTheFieldNamed) {
+  EXPECT_NE(errorOf([] { parseModelCard("{", "m.pt"); }).find("m.pt: model card is not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(
+      errorOf([] { parseModelCard(R"({"inputs": []})", "m.pt"); }).find("non-empty \"inputs\""),
+      std::string::npos);
+  EXPECT_NE(errorOf([] {
+              parseModelCard(R"({"inputs": [{"name": "x", "shape": [1], "dtype": "complex32"}]})",
+                             "m.pt");
+            }).find("unknown dtype 'complex32'"),
+            std::string::npos);
+  EXPECT_NE(
+      errorOf([] {
+        parseModelCard(
+            R"({"inputs": [{"name": "ids", "shape": [1], "dtype": "int64", "kind": "token_ids"}]})",
+            "m.pt");
+      }).find("inputs[0] (ids): token ids need a positive vocab_size"),
+      std::string::npos);
+  EXPECT_NE(errorOf([] {
+              parseModelCard(R"({"version": 7, "inputs": [{"name": "x", "shape": [1]}]})", "m.pt");
+            }).find("version 7 is newer"),
+            std::string::npos);
+  EXPECT_NE(errorOf([] {
+              parseModelCard(R"({"inputs": [{"name": "x", "shape": [-1]}]})", "m.pt");
+            }).find("negative dimension"),
+            std::string::npos);
+}
+
+TEST(InputFlag, ParsesShapesDtypesAndKinds) {
+  InputSpec ids = parseInputFlag("input_ids:1x16:int64:tokens=50257");
+  EXPECT_EQ(ids.name, "input_ids");
+  EXPECT_EQ(ids.shape, (std::vector<int64_t>{1, 16}));
+  EXPECT_EQ(ids.dtype, DType::kInt64);
+  EXPECT_EQ(ids.kind, InputKind::kTokenIds);
+  EXPECT_EQ(ids.vocab_size, 50257);
+
+  InputSpec pixels = parseInputFlag("pixel_values:1,3,32,32:fp16:range=-2..2");
+  EXPECT_EQ(pixels.shape, (std::vector<int64_t>{1, 3, 32, 32}));
+  EXPECT_EQ(pixels.dtype, DType::kFloat16);
+  EXPECT_EQ(pixels.kind, InputKind::kFloat);
+  EXPECT_DOUBLE_EQ(pixels.low, -2.0);
+
+  EXPECT_EQ(parseInputFlag("x:4:float32").kind, InputKind::kAuto);
+  EXPECT_EQ(parseInputFlag("mask:1x4:int64:mask").kind, InputKind::kMask);
+  EXPECT_EQ(parseInputFlag("scalar::float32").shape.size(), 0u);
+}
+
+TEST(InputFlag, RejectsMalformedFlags) {
+  EXPECT_NE(errorOf([] { parseInputFlag("x:1x2:float8"); }).find("unknown dtype 'float8'"),
+            std::string::npos);
+  EXPECT_NE(errorOf([] { parseInputFlag("x:1x2"); }).find("expected name:shape:dtype"),
+            std::string::npos);
+  EXPECT_NE(errorOf([] { parseInputFlag("x:1xq:int64"); }).find("'q' is not an integer"),
+            std::string::npos);
+  EXPECT_NE(errorOf([] { parseInputFlag(":1:int64"); }).find("input name is empty"),
+            std::string::npos);
+  EXPECT_NE(errorOf([] { parseInputFlag("x:1:int64:tokens=0"); }).find("positive vocab_size"),
+            std::string::npos);
+  EXPECT_NE(errorOf([] { parseInputFlag("x:1:float32:range=2..1"); }).find("empty range"),
+            std::string::npos);
+  EXPECT_NE(errorOf([] { parseInputFlag("x:1:float32:banana"); }).find("unknown input kind"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace stickler

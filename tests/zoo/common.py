@@ -1,0 +1,181 @@
+"""Shared pieces of the model zoo: HF-style activations, export, model cards, outliers.
+
+The families in families/ are written the way HuggingFace Transformers writes its models
+(module names, class names, code patterns), small enough to run in milliseconds.
+"""
+import json
+import math
+import zlib
+
+import torch
+from torch import nn
+
+
+class NewGELUActivation(nn.Module):
+    """GPT-2's tanh approximation of GELU, with the torch.pow(x, 3.0) that older device stacks
+    could not lower."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
+
+
+class GELUActivation(nn.Module):
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return nn.functional.gelu(input)
+
+
+class SiLUActivation(nn.SiLU):
+    pass
+
+
+def seed_for(name: str) -> int:
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def token_input(name, batch, seq, vocab, dtype="int64"):
+    return {"name": name, "shape": [batch, seq], "dtype": dtype, "kind": "token_ids", "vocab_size": vocab}
+
+
+def mask_input(name, batch, seq):
+    return {"name": name, "shape": [batch, seq], "dtype": "int64", "kind": "mask"}
+
+
+def float_input(name, shape, low=-1.0, high=1.0):
+    return {"name": name, "shape": list(shape), "dtype": "float32", "kind": "float", "range": [low, high]}
+
+
+_DTYPES = {"int64": torch.int64, "int32": torch.int32, "float32": torch.float32, "bool": torch.bool}
+
+
+def example_inputs(inputs, seed=0):
+    """Example tensors for a card's inputs, drawn exactly as Stickler's C++ loader draws them
+    (same CPU generator, seed and order), so both sides run the model on the same values."""
+    gen = torch.Generator().manual_seed(seed)
+    values = []
+    for spec in inputs:
+        dtype = _DTYPES[spec["dtype"]]
+        if spec["kind"] == "token_ids":
+            values.append(torch.randint(0, spec["vocab_size"], spec["shape"], generator=gen).to(dtype))
+        elif spec["kind"] == "mask":
+            values.append(torch.ones(spec["shape"], dtype=dtype))
+        else:
+            low, high = spec["range"]
+            values.append((torch.rand(spec["shape"], generator=gen, dtype=torch.float64) * (high - low) + low).to(dtype))
+    return tuple(values)
+
+
+def add_outliers(model, hidden_size, seed, count=2, embedding_scale=60.0, norm_scale=8.0):
+    """Gives weights the structure of trained models: a few hidden channels carry activations
+    far larger than the rest (embedding columns and norm gains scaled up on those channels)."""
+    gen = torch.Generator().manual_seed(seed + 1)
+    channels = torch.randperm(hidden_size, generator=gen)[:count]
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            if isinstance(module, nn.Embedding) and module.embedding_dim == hidden_size:
+                module.weight[:, channels] *= embedding_scale
+            weight = getattr(module, "weight", None)
+            is_norm = isinstance(module, nn.LayerNorm) or type(module).__name__.endswith("RMSNorm") or type(module).__name__.endswith("LayerNorm")
+            if is_norm and isinstance(weight, torch.Tensor) and weight.dim() == 1 and weight.numel() == hidden_size:
+                weight[channels] *= norm_scale
+    return [int(c) for c in channels]
+
+
+def record_module_calls(model, inputs):
+    """The order in which modules are entered when the eager model runs: the C++ interpreter's
+    module boundaries must come in the same order. A module registered under two names (T5's
+    shared embedding is also encoder.embed_tokens) is named by the path it is called through."""
+    calls = []
+    stack = []
+    handles = []
+    aliases = {}
+    for name, module in model.named_modules(remove_duplicate=False):
+        if name:
+            aliases.setdefault(module, []).append(name)
+
+    def enter(module, args):
+        parent = stack[-1] if stack else ""
+        names = aliases[module]
+        called_as = next((n for n in names if n.rpartition(".")[0] == parent), None)
+        called_as = called_as or next((n for n in names if n.startswith(parent + ".")), names[0])
+        calls.append(called_as)
+        stack.append(called_as)
+
+    def leave(module, args, output):
+        stack.pop()
+
+    for module in aliases:
+        handles.append(module.register_forward_pre_hook(enter))
+        handles.append(module.register_forward_hook(leave))
+    with torch.no_grad():
+        model(*inputs)
+    for handle in handles:
+        handle.remove()
+    return calls
+
+
+def flatten_tensors(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        out = []
+        for item in value:
+            out.extend(flatten_tensors(item))
+        return out
+    return []
+
+
+def export(model, inputs, method):
+    with torch.no_grad():
+        if method == "trace":
+            return torch.jit.trace(model, inputs, check_trace=False)
+        if method == "script":
+            return torch.jit.script(model)
+    raise ValueError(method)
+
+
+def write_model(path, model, card, method):
+    """Exports `model` to a TorchScript archive with its card; returns what the index records."""
+    model.eval()
+    inputs = example_inputs(card["inputs"])
+    calls = record_module_calls(model, inputs)
+    with torch.no_grad():
+        outputs = flatten_tensors(model(*inputs))
+    exported = export(model, inputs, method)
+    torch.jit.save(exported, path, _extra_files={"stickler/model.json": json.dumps(card, indent=2)})
+    return {
+        "module_calls": calls,
+        "output_shapes": [list(t.shape) for t in outputs],
+        "input_sums": [float(t.double().sum()) for t in inputs],
+    }
+
+
+_renamed_classes = {}
+
+
+def rename_classes(model, old_prefix, new_prefix):
+    """Gives each `old_prefix*` module the `new_prefix*` class name, as Transformers names the
+    classes it copies from one model into another (BertLayer -> XLMRobertaLayer)."""
+    for module in model.modules():
+        cls = type(module)
+        if cls.__name__.startswith(old_prefix):
+            key = (cls, new_prefix)
+            if key not in _renamed_classes:
+                name = new_prefix + cls.__name__[len(old_prefix):]
+                module_name = "transformers.models." + new_prefix.lower() + ".modeling_" + new_prefix.lower()
+                _renamed_classes[key] = type(name, (cls,), {"__module__": module_name, "__qualname__": name})
+            module.__class__ = _renamed_classes[key]
+
+
+def init_weights_like_transformers(model, std=0.02):
+    """Transformers' _init_weights: normal(0, initializer_range) for linear, convolution and
+    embedding weights, zero biases and padding rows; norms keep their ones."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
+                module.weight.normal_(mean=0.0, std=std)
+                if module.bias is not None:
+                    module.bias.zero_()
+            elif isinstance(module, nn.Embedding):
+                module.weight.normal_(mean=0.0, std=std)
+                if module.padding_idx is not None:
+                    module.weight[module.padding_idx].zero_()

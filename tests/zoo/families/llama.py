@@ -1,0 +1,193 @@
+"""Llama-style decoders (LlamaForCausalLM, and the Qwen2 and Granite variants): RMSNorm with
+pow(2) and an fp32 upcast, rotary embeddings computed with sin/cos, grouped-query attention
+with repeat_kv, a SiLU-gated MLP, a causal mask built with tril, Granite's multipliers and
+Qwen2's q/k/v biases."""
+import torch
+from torch import nn
+
+from common import mask_input, rename_classes, token_input
+
+FAMILY = "llama"
+
+
+class LlamaRMSNorm(nn.Module):
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+class LlamaRotaryEmbedding(nn.Module):
+    def __init__(self, dim, base=10000.0):
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, x, position_ids):
+        inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        position_ids_expanded = position_ids[:, None, :].float()
+        freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(dtype=x.dtype), emb.sin().to(dtype=x.dtype)
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin):
+    cos = cos.unsqueeze(1)
+    sin = sin.unsqueeze(1)
+    return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
+
+
+def repeat_kv(hidden_states: torch.Tensor, n_rep: int) -> torch.Tensor:
+    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, n_rep, slen, head_dim)
+    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.hidden_size = config["hidden_size"]
+        self.num_heads = config["num_attention_heads"]
+        self.head_dim = config["head_dim"]
+        self.num_key_value_heads = config["num_key_value_heads"]
+        self.num_key_value_groups = self.num_heads // self.num_key_value_heads
+        self.scaling = config.get("attention_multiplier", self.head_dim ** -0.5)
+        bias = config.get("attention_bias", False)
+        self.q_proj = nn.Linear(self.hidden_size, self.num_heads * self.head_dim, bias=bias)
+        self.k_proj = nn.Linear(self.hidden_size, self.num_key_value_heads * self.head_dim, bias=bias)
+        self.v_proj = nn.Linear(self.hidden_size, self.num_key_value_heads * self.head_dim, bias=bias)
+        self.o_proj = nn.Linear(self.num_heads * self.head_dim, self.hidden_size, bias=False)
+        self.rotary_emb = LlamaRotaryEmbedding(self.head_dim, base=config.get("rope_theta", 10000.0))
+
+    def forward(self, hidden_states, attention_mask, position_ids):
+        bsz, q_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        cos, sin = self.rotary_emb(value_states, position_ids)
+        query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scaling
+        attn_weights = attn_weights + attention_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous().reshape(bsz, q_len, -1)
+        return self.o_proj(attn_output)
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.gate_proj = nn.Linear(config["hidden_size"], config["intermediate_size"], bias=False)
+        self.up_proj = nn.Linear(config["hidden_size"], config["intermediate_size"], bias=False)
+        self.down_proj = nn.Linear(config["intermediate_size"], config["hidden_size"], bias=False)
+        self.act_fn = nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.self_attn = LlamaAttention(config)
+        self.mlp = LlamaMLP(config)
+        self.input_layernorm = LlamaRMSNorm(config["hidden_size"], eps=config["rms_norm_eps"])
+        self.post_attention_layernorm = LlamaRMSNorm(config["hidden_size"], eps=config["rms_norm_eps"])
+        self.residual_multiplier = config.get("residual_multiplier", 1.0)
+
+    def forward(self, hidden_states, attention_mask, position_ids):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states = self.self_attn(hidden_states, attention_mask, position_ids)
+        hidden_states = residual + hidden_states * self.residual_multiplier
+        residual = hidden_states
+        hidden_states = self.mlp(self.post_attention_layernorm(hidden_states))
+        return residual + hidden_states * self.residual_multiplier
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(config["vocab_size"], config["hidden_size"])
+        self.layers = nn.ModuleList([LlamaDecoderLayer(config) for _ in range(config["num_hidden_layers"])])
+        self.norm = LlamaRMSNorm(config["hidden_size"], eps=config["rms_norm_eps"])
+        self.embedding_multiplier = config.get("embedding_multiplier", 1.0)
+
+    def _causal_mask(self, attention_mask, dtype):
+        seq_len = attention_mask.shape[-1]
+        causal = torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))
+        keep = causal[None, None, :, :] & attention_mask[:, None, None, :].to(torch.bool)
+        return torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)
+
+    def forward(self, input_ids, attention_mask):
+        inputs_embeds = self.embed_tokens(input_ids) * self.embedding_multiplier
+        position_ids = torch.arange(0, input_ids.shape[1], dtype=torch.long).unsqueeze(0)
+        causal_mask = self._causal_mask(attention_mask, inputs_embeds.dtype)
+        hidden_states = inputs_embeds
+        for decoder_layer in self.layers:
+            hidden_states = decoder_layer(hidden_states, causal_mask, position_ids)
+        return self.norm(hidden_states)
+
+
+class LlamaForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.model = LlamaModel(config)
+        self.lm_head = nn.Linear(config["hidden_size"], config["vocab_size"], bias=False)
+        self.logits_scaling = config.get("logits_scaling", 1.0)
+
+    def forward(self, input_ids, attention_mask):
+        hidden_states = self.model(input_ids, attention_mask)
+        logits = self.lm_head(hidden_states)
+        return logits / self.logits_scaling
+
+
+def _config(model_type, hidden, layers, heads, kv_heads, head_dim, vocab, intermediate, **extra):
+    return dict(model_type=model_type, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                num_key_value_heads=kv_heads, head_dim=head_dim, vocab_size=vocab, intermediate_size=intermediate,
+                rms_norm_eps=1e-6, **extra)
+
+
+VARIANTS = {
+    "llama-tiny": _config("llama", 128, 2, 4, 2, 32, 1000, 256),
+    "llama-hd64": _config("llama", 256, 1, 4, 2, 64, 1000, 512),
+    "llama-4layer-outliers": dict(_config("llama", 128, 4, 2, 1, 64, 1000, 384), outliers=True),
+    "qwen2-hd128": _config("qwen2", 256, 1, 2, 1, 128, 1009, 512, attention_bias=True, rope_theta=1000000.0),
+    "granite-hd80": _config("granite", 160, 2, 2, 1, 80, 1000, 320, embedding_multiplier=12.0,
+                            residual_multiplier=0.22, attention_multiplier=0.015625, logits_scaling=8.0),
+}
+
+_CLASS_PREFIX = {"llama": "Llama", "qwen2": "Qwen2", "granite": "Granite"}
+
+
+def build(name, config):
+    model = LlamaForCausalLM(config)
+    prefix = _CLASS_PREFIX[config["model_type"]]
+    if prefix != "Llama":
+        rename_classes(model, "Llama", prefix)
+    card = {
+        "name": name,
+        "family": config["model_type"],
+        "description": f"{prefix}-style decoder (RMSNorm, rotary embeddings, grouped-query attention, SiLU MLP)",
+        "inputs": [token_input("input_ids", 1, 16, config["vocab_size"]), mask_input("attention_mask", 1, 16)],
+        "outputs": [{"name": "logits", "kind": "logits"}],
+        "config": config,
+    }
+    return model, card, "trace", config["hidden_size"]

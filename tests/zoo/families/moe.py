@@ -1,0 +1,126 @@
+"""A small mixture-of-experts decoder (MixtralForCausalLM style), exported with torch.jit.script
+so the routing stays data-dependent: router softmax, topk, and a per-expert dispatch that loops
+over the top-k slots (prim::Loop) and calls an expert only when tokens chose it (prim::If)."""
+from typing import Tuple
+
+import torch
+from torch import Tensor, nn
+from torch.jit import Final
+
+from common import mask_input, rename_classes, token_input
+from families.llama import LlamaAttention, LlamaRMSNorm
+
+FAMILY = "mixtral"
+
+
+
+class MixtralBlockSparseTop2MLP(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.w1 = nn.Linear(config["hidden_size"], config["intermediate_size"], bias=False)
+        self.w2 = nn.Linear(config["intermediate_size"], config["hidden_size"], bias=False)
+        self.w3 = nn.Linear(config["hidden_size"], config["intermediate_size"], bias=False)
+        self.act_fn = nn.SiLU()
+
+    def forward(self, hidden_states: Tensor) -> Tensor:
+        return self.w2(self.act_fn(self.w1(hidden_states)) * self.w3(hidden_states))
+
+
+class MixtralSparseMoeBlock(nn.Module):
+    top_k: Final[int]
+
+    def __init__(self, config):
+        super().__init__()
+        self.hidden_dim = config["hidden_size"]
+        self.num_experts = config["num_local_experts"]
+        self.top_k = config["num_experts_per_tok"]
+        self.gate = nn.Linear(self.hidden_dim, self.num_experts, bias=False)
+        self.experts = nn.ModuleList([MixtralBlockSparseTop2MLP(config) for _ in range(self.num_experts)])
+
+    def forward(self, hidden_states: Tensor) -> Tuple[Tensor, Tensor]:
+        batch_size = hidden_states.size(0)
+        sequence_length = hidden_states.size(1)
+        hidden_states = hidden_states.view(-1, self.hidden_dim)
+        router_logits = self.gate(hidden_states)
+        routing_weights = nn.functional.softmax(router_logits, dim=1, dtype=torch.float)
+        routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
+        routing_weights = routing_weights / routing_weights.sum(dim=-1, keepdim=True)
+        routing_weights = routing_weights.to(hidden_states.dtype)
+        final_hidden_states = torch.zeros((batch_size * sequence_length, self.hidden_dim), dtype=hidden_states.dtype)
+        for k in range(self.top_k):
+            expert_of_token = selected_experts[:, k]
+            weight_of_token = routing_weights[:, k, None]
+            for expert_idx, expert_layer in enumerate(self.experts):
+                token_idx = torch.nonzero(expert_of_token == expert_idx).squeeze(-1)
+                if token_idx.numel() > 0:
+                    current_state = hidden_states.index_select(0, token_idx)
+                    current_hidden_states = expert_layer(current_state) * weight_of_token.index_select(0, token_idx)
+                    final_hidden_states = final_hidden_states.index_add(0, token_idx, current_hidden_states)
+        return final_hidden_states.reshape(batch_size, sequence_length, self.hidden_dim), router_logits
+
+
+class MixtralDecoderLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.self_attn = LlamaAttention(config)
+        self.block_sparse_moe = MixtralSparseMoeBlock(config)
+        self.input_layernorm = LlamaRMSNorm(config["hidden_size"], eps=config["rms_norm_eps"])
+        self.post_attention_layernorm = LlamaRMSNorm(config["hidden_size"], eps=config["rms_norm_eps"])
+
+    def forward(self, hidden_states: Tensor, attention_mask: Tensor, position_ids: Tensor) -> Tensor:
+        residual = hidden_states
+        hidden_states = self.self_attn(self.input_layernorm(hidden_states), attention_mask, position_ids)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states, router_logits = self.block_sparse_moe(self.post_attention_layernorm(hidden_states))
+        return residual + hidden_states
+
+
+class MixtralModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(config["vocab_size"], config["hidden_size"])
+        self.layers = nn.ModuleList([MixtralDecoderLayer(config) for _ in range(config["num_hidden_layers"])])
+        self.norm = LlamaRMSNorm(config["hidden_size"], eps=config["rms_norm_eps"])
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        hidden_states = self.embed_tokens(input_ids)
+        seq_len = input_ids.size(1)
+        position_ids = torch.arange(0, seq_len, dtype=torch.long).unsqueeze(0)
+        causal = torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))
+        keep = causal[None, None] & attention_mask[:, None, None, :].to(torch.bool)
+        causal_mask = torch.zeros(keep.shape, dtype=hidden_states.dtype).masked_fill(~keep, -3.4028234663852886e38)  # float32 min
+        for decoder_layer in self.layers:
+            hidden_states = decoder_layer(hidden_states, causal_mask, position_ids)
+        return self.norm(hidden_states)
+
+
+class MixtralForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.model = MixtralModel(config)
+        self.lm_head = nn.Linear(config["hidden_size"], config["vocab_size"], bias=False)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        return self.lm_head(self.model(input_ids, attention_mask))
+
+
+VARIANTS = {
+    "mixtral-tiny": dict(model_type="mixtral", hidden_size=128, intermediate_size=192, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=1000,
+                         num_local_experts=4, num_experts_per_tok=2, rms_norm_eps=1e-5),
+}
+
+
+def build(name, config):
+    model = MixtralForCausalLM(config)
+    rename_classes(model, "Llama", "Mixtral")
+    card = {
+        "name": name,
+        "family": FAMILY,
+        "description": "Mixtral-style mixture-of-experts decoder, scripted (data-dependent routing)",
+        "inputs": [token_input("input_ids", 1, 16, config["vocab_size"]), mask_input("attention_mask", 1, 16)],
+        "outputs": [{"name": "logits", "kind": "logits"}],
+        "config": config,
+    }
+    return model, card, "script", config["hidden_size"]

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace stickler {
+
+// MCP tool annotations: hints a client shows or acts on. Stickler never reaches outside the
+// machine, so openWorldHint is always false.
+struct ToolAnnotations {
+  bool read_only = true;
+  bool destructive = false;
+  bool idempotent = true;
+};
+
+// How an operation appears on the command line. Every input property becomes a flag named
+// after it in kebab-case (`include_nodes` -> `--include-nodes`, or `--no-include-nodes` for a
+// boolean that defaults to true) unless listed as positional or renamed.
+struct CliSpec {
+  std::string command;                         // e.g. "inspect"
+  std::vector<std::string> positional;         // properties taken as positional arguments
+  std::map<std::string, std::string> renamed;  // property -> flag name ("inputs" -> "input")
+};
+
+// One entry of the operation table: a function from a JSON input to a JSON output, with the
+// schemas and descriptions that the CLI and the MCP server both present. A tool is written
+// once, here, and appears in both front-ends.
+struct Operation {
+  std::string name;  // snake_case, the MCP tool name
+  std::string title;
+  std::string description;  // written for an agent deciding whether to call it
+  nlohmann::json input_schema;
+  nlohmann::json output_schema;
+  ToolAnnotations annotations;
+  CliSpec cli;
+  // Throws UserError for bad input (a precise, one-line message).
+  std::function<nlohmann::json(const nlohmann::json& input)> run;
+  // The output for people, when the CLI is not asked for --json.
+  std::function<std::string(const nlohmann::json& output)> render_text;
+};
+
+}  // namespace stickler

@@ -1,0 +1,51 @@
+#include "tools/operation_table.h"
+
+#include "simulator/support/errors.h"
+
+namespace stickler {
+
+const std::vector<Operation>& operationTable() {
+  static const std::vector<Operation> table = {
+      makeInspectModelOperation(),
+  };
+  return table;
+}
+
+const Operation* findOperation(std::string_view name) {
+  for (const auto& operation : operationTable()) {
+    if (operation.name == name || operation.cli.command == name) return &operation;
+  }
+  return nullptr;
+}
+
+std::string requireString(const nlohmann::json& input, const char* field) {
+  if (!input.contains(field))
+    throw UserError(std::string("missing required field '") + field + "'");
+  if (!input[field].is_string())
+    throw UserError(std::string("field '") + field + "' must be a string");
+  return input[field];
+}
+
+std::vector<std::string> optionalStrings(const nlohmann::json& input, const char* field) {
+  std::vector<std::string> values;
+  if (!input.contains(field)) return values;
+  if (!input[field].is_array()) {
+    throw UserError(std::string("field '") + field + "' must be an array of strings");
+  }
+  for (const auto& item : input[field]) {
+    if (!item.is_string()) {
+      throw UserError(std::string("field '") + field + "' must be an array of strings");
+    }
+    values.push_back(item);
+  }
+  return values;
+}
+
+bool optionalBool(const nlohmann::json& input, const char* field, bool fallback) {
+  if (!input.contains(field)) return fallback;
+  if (!input[field].is_boolean())
+    throw UserError(std::string("field '") + field + "' must be a boolean");
+  return input[field];
+}
+
+}  // namespace stickler
