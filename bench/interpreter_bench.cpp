@@ -59,7 +59,7 @@ torch::jit::Module scalarChain(int count) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int runBenchmarks(int argc, char** argv) {
   std::string zoo = STICKLER_ZOO_DIR;
   double seconds = 0.5;
   for (int i = 1; i < argc; ++i) {
@@ -116,4 +116,13 @@ int main(int argc, char** argv) {
       "interpreter (optimizer off) %.1f ns (ratio %.2fx; target: well under 1000 ns)\n",
       kNodes, ours / kNodes * 1e9, jit / kNodes * 1e9, ours / jit);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return runBenchmarks(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "interpreter_bench: %s\n", e.what());
+    return 1;
+  }
 }

@@ -2,9 +2,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "simulator/support/errors.h"
 #include "tools/operation_table.h"

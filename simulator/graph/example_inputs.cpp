@@ -60,9 +60,10 @@ at::Tensor makeExampleTensor(const InputSpec& input, at::Generator& generator) {
 std::vector<c10::IValue> makeExampleInputs(const std::vector<InputSpec>& inputs,
                                            const c10::FunctionSchema& forward, uint64_t seed) {
   at::Generator generator = at::detail::createCPUGenerator(seed);
-  std::vector<c10::IValue> values;
-  for (const auto& input : inputs) values.emplace_back(makeExampleTensor(input, generator));
   const auto& arguments = forward.arguments();
+  std::vector<c10::IValue> values;
+  values.reserve(arguments.size());
+  for (const auto& input : inputs) values.emplace_back(makeExampleTensor(input, generator));
   for (size_t i = inputs.size() + 1; i < arguments.size(); ++i) {
     values.push_back(*arguments[i].default_value());
   }

@@ -82,9 +82,9 @@ void checkCardAgainstSignature(const ModelCard& card, const c10::FunctionSchema&
   for (size_t i = 0; i < card.inputs.size(); ++i) {
     const std::string& expected = arguments[i + 1].name();
     if (card.inputs[i].name != expected) {
-      throw UserError(origin + ": input " + std::to_string(i + 1) + " is named '" +
-                      card.inputs[i].name + "' but the model's argument is '" + expected +
-                      "': " + signatureText(schema));
+      std::string message = origin + ": input " + std::to_string(i + 1) + " is named '";
+      message += card.inputs[i].name + "' but the model's argument is '" + expected + "': ";
+      throw UserError(message + signatureText(schema));
     }
   }
   for (size_t i = card.inputs.size() + 1; i < arguments.size(); ++i) {
@@ -229,6 +229,24 @@ ValueDesc describeValue(const c10::IValue& value) {
   return desc;
 }
 
+namespace {
+void appendTensors(const c10::IValue& value, std::vector<at::Tensor>& out) {
+  if (value.isTensor()) {
+    out.push_back(value.toTensor());
+  } else if (value.isTuple()) {
+    for (const auto& element : value.toTupleRef().elements()) appendTensors(element, out);
+  } else if (value.isList()) {
+    for (const auto& element : value.toListRef()) appendTensors(element, out);
+  }
+}
+}  // namespace
+
+std::vector<at::Tensor> flattenTensors(const std::vector<c10::IValue>& values) {
+  std::vector<at::Tensor> tensors;
+  for (const auto& value : values) appendTensors(value, tensors);
+  return tensors;
+}
+
 std::vector<const Node*> allNodes(const torch::jit::Graph& graph) {
   std::vector<const Node*> nodes;
   std::function<void(const torch::jit::Block*)> visit = [&](const torch::jit::Block* block) {
@@ -286,6 +304,9 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
     model->example_outputs = model->interpreter->run(model->example_inputs, &recorder);
   } catch (const UserError& e) {
     throw UserError(path + ": the model does not run on its example inputs: " + e.what());
+  } catch (const std::exception& e) {  // e.g. a branch condition of the wrong type
+    throw UserError(path +
+                    ": the model does not run on its example inputs: " + firstLine(e.what()));
   }
   return model;
 }

@@ -56,6 +56,9 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
 ValueDesc describeValue(const c10::IValue& value);
 std::string dtypeName(c10::ScalarType type);
 
+// The tensors in a value, depth-first through tuples and lists: how outputs are numbered.
+std::vector<at::Tensor> flattenTensors(const std::vector<c10::IValue>& values);
+
 // Every node of `graph` in execution order (pre-order through blocks).
 std::vector<const torch::jit::Node*> allNodes(const torch::jit::Graph& graph);
 

@@ -16,7 +16,8 @@ struct DTypeName {
   DType dtype;
   const char* name;
 };
-// The first name of each dtype is canonical; the others are accepted aliases.
+// The first kCanonicalDTypes entries are the canonical names; the rest are accepted aliases.
+constexpr size_t kCanonicalDTypes = 9;
 constexpr std::array<DTypeName, 17> kDTypeNames{{
     {DType::kFloat32, "float32"},
     {DType::kFloat16, "float16"},
@@ -39,7 +40,8 @@ constexpr std::array<DTypeName, 17> kDTypeNames{{
 
 std::string acceptedDTypes() {
   std::string list;
-  for (size_t i = 0; i < 9; ++i) list += (i ? ", " : "") + std::string(kDTypeNames[i].name);
+  for (size_t i = 0; i < kCanonicalDTypes; ++i)
+    list += (i ? ", " : "") + std::string(kDTypeNames[i].name);
   return list;
 }
 

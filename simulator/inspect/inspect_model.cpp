@@ -78,16 +78,6 @@ json operatorHistogram(const LoadedModel& model) {
   return histogram;
 }
 
-void flattenTensors(const c10::IValue& value, std::vector<at::Tensor>& out) {
-  if (value.isTensor()) {
-    out.push_back(value.toTensor());
-  } else if (value.isTuple()) {
-    for (const auto& element : value.toTupleRef().elements()) flattenTensors(element, out);
-  } else if (value.isList()) {
-    for (const auto& element : value.toListRef()) flattenTensors(element, out);
-  }
-}
-
 json summarizeOutput(const at::Tensor& tensor, OutputKind kind) {
   json summary{{"shape", tensor.sizes().vec()}, {"dtype", dtypeName(tensor.scalar_type())}};
   if (!tensor.is_floating_point() || tensor.numel() == 0) return summary;
@@ -109,8 +99,7 @@ json summarizeOutput(const at::Tensor& tensor, OutputKind kind) {
 }
 
 json outputsToJson(const LoadedModel& model) {
-  std::vector<at::Tensor> tensors;
-  for (const auto& output : model.example_outputs) flattenTensors(output, tensors);
+  const std::vector<at::Tensor> tensors = flattenTensors(model.example_outputs);
   json outputs = json::array();
   for (size_t i = 0; i < tensors.size(); ++i) {
     const bool named = i < model.card.outputs.size();

@@ -70,8 +70,7 @@ torch::jit::Operation containerOperation(const torch::jit::Node& node) {
       };
     }
     case prim::isinstance: {
-      std::vector<c10::TypePtr> types = node.tys(attr::types);
-      return [types](Stack& stack) {
+      return [types = node.tys(attr::types)](Stack& stack) {
         c10::TypePtr type = torch::jit::pop(stack).type();
         bool matches = false;
         for (const auto& candidate : types) matches = matches || type->isSubtypeOf(*candidate);
@@ -86,15 +85,13 @@ torch::jit::Operation containerOperation(const torch::jit::Node& node) {
       };
     }
     case prim::GetAttr: {
-      std::string name = node.s(attr::name);
-      return [name](Stack& stack) {
+      return [name = node.s(attr::name)](Stack& stack) {
         auto object = torch::jit::pop(stack).toObject();
         stack.push_back(object->getAttr(name));
       };
     }
     case prim::SetAttr: {
-      std::string name = node.s(attr::name);
-      return [name](Stack& stack) {
+      return [name = node.s(attr::name)](Stack& stack) {
         auto value = torch::jit::pop(stack);
         torch::jit::pop(stack).toObject()->setAttr(name, std::move(value));
       };

@@ -29,7 +29,7 @@ std::string finishHex(EVP_MD_CTX* ctx) {
   EVP_DigestFinal_ex(ctx, digest.data(), &length);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
-  hex.reserve(length * 2);
+  hex.reserve(static_cast<size_t>(length) * 2);
   for (unsigned int i = 0; i < length; ++i) {
     hex.push_back(kHex[digest[i] >> 4]);
     hex.push_back(kHex[digest[i] & 0xf]);

@@ -19,22 +19,6 @@ namespace {
 using testing::zooModel;
 using testing::zooPath;
 
-void flatten(const c10::IValue& value, std::vector<at::Tensor>& out) {
-  if (value.isTensor()) {
-    out.push_back(value.toTensor());
-  } else if (value.isTuple()) {
-    for (const auto& element : value.toTupleRef().elements()) flatten(element, out);
-  } else if (value.isList()) {
-    for (const auto& element : value.toListRef()) flatten(element, out);
-  }
-}
-
-std::vector<at::Tensor> tensorsOf(const std::vector<c10::IValue>& values) {
-  std::vector<at::Tensor> tensors;
-  for (const auto& value : values) flatten(value, tensors);
-  return tensors;
-}
-
 // Same shape, dtype and bytes.
 ::testing::AssertionResult bitwiseEqual(const at::Tensor& a, const at::Tensor& b) {
   if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) {
@@ -54,13 +38,13 @@ class ZooInterpreter : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ZooInterpreter, OutputsAreBitwiseEqualToModuleForward) {
   const auto model = loadModel(zooPath(GetParam() + ".pt"));
-  const auto ours = tensorsOf(model->interpreter->run(model->example_inputs));
+  const auto ours = flattenTensors(model->interpreter->run(model->example_inputs));
   ASSERT_FALSE(ours.empty());
   // The JIT's profiling executor switches to an optimized plan after its first runs: compare
   // against several runs so both plans are covered.
   for (int run = 0; run < 3; ++run) {
     c10::InferenceMode inference;
-    const auto theirs = tensorsOf({model->module.forward(model->example_inputs)});
+    const auto theirs = flattenTensors({model->module.forward(model->example_inputs)});
     ASSERT_EQ(ours.size(), theirs.size());
     for (size_t i = 0; i < ours.size(); ++i) {
       EXPECT_TRUE(bitwiseEqual(ours[i], theirs[i])) << "output " << i << " on forward run " << run;
@@ -136,9 +120,9 @@ TEST(InterpreterForeignModel, BitwiseEqualWithFlagInputs) {
   LoadOptions options;
   for (const auto& flag : foreign.at("inputs")) options.inputs.push_back(parseInputFlag(flag));
   const auto model = loadModel(zooPath(foreign.at("file")), options);
-  const auto ours = tensorsOf(model->interpreter->run(model->example_inputs));
+  const auto ours = flattenTensors(model->interpreter->run(model->example_inputs));
   c10::InferenceMode inference;
-  const auto theirs = tensorsOf({model->module.forward(model->example_inputs)});
+  const auto theirs = flattenTensors({model->module.forward(model->example_inputs)});
   ASSERT_EQ(ours.size(), 1u);
   EXPECT_TRUE(bitwiseEqual(ours[0], theirs[0]));
 
@@ -170,18 +154,18 @@ class ZeroModuleOutput : public ExecutionObserver {
 
 TEST(InterpreterObserver, AReplacedModuleOutputIsWhatFlowsOn) {
   const auto model = loadModel(zooPath("llama-tiny.pt"));
-  const auto baseline = tensorsOf(model->interpreter->run(model->example_inputs)).at(0);
+  const auto baseline = flattenTensors(model->interpreter->run(model->example_inputs)).at(0);
   EXPECT_GT(baseline.abs().max().item<float>(), 0.0f);
   // lm_head has no bias: zeros into it give all-zero logits.
   ZeroModuleOutput zero("model.norm");
-  const auto logits = tensorsOf(model->interpreter->run(model->example_inputs, &zero)).at(0);
+  const auto logits = flattenTensors(model->interpreter->run(model->example_inputs, &zero)).at(0);
   EXPECT_EQ(zero.replaced, 1);
   EXPECT_EQ(logits.abs().max().item<float>(), 0.0f);
 }
 
 TEST(InterpreterObserver, AReplacedNodeOutputIsWhatFlowsOn) {
   const auto model = loadModel(zooPath("gpt2-tiny.pt"));
-  const auto baseline = tensorsOf(model->interpreter->run(model->example_inputs)).at(0);
+  const auto baseline = flattenTensors(model->interpreter->run(model->example_inputs)).at(0);
 
   struct ReplaceFirstEmbedding : ExecutionObserver {
     bool identical = false;
@@ -196,10 +180,11 @@ TEST(InterpreterObserver, AReplacedNodeOutputIsWhatFlowsOn) {
   };
   ReplaceFirstEmbedding same;
   same.identical = true;
-  EXPECT_TRUE(bitwiseEqual(tensorsOf(model->interpreter->run(model->example_inputs, &same)).at(0),
-                           baseline));
+  EXPECT_TRUE(bitwiseEqual(
+      flattenTensors(model->interpreter->run(model->example_inputs, &same)).at(0), baseline));
   ReplaceFirstEmbedding doubled;
-  const auto changed = tensorsOf(model->interpreter->run(model->example_inputs, &doubled)).at(0);
+  const auto changed =
+      flattenTensors(model->interpreter->run(model->example_inputs, &doubled)).at(0);
   EXPECT_TRUE(doubled.done);
   EXPECT_FALSE(bitwiseEqual(changed, baseline));
 }
@@ -340,8 +325,8 @@ TEST(InterpreterMemory, IntermediatesAreFreedAfterTheirLastUse) {
 
 TEST(Interpreter, IsDeterministicAndReentrant) {
   const auto model = loadModel(zooPath("bamba-tiny.pt"));
-  const auto first = tensorsOf(model->interpreter->run(model->example_inputs));
-  const auto second = tensorsOf(model->interpreter->run(model->example_inputs));
+  const auto first = flattenTensors(model->interpreter->run(model->example_inputs));
+  const auto second = flattenTensors(model->interpreter->run(model->example_inputs));
   ASSERT_EQ(first.size(), second.size());
   for (size_t i = 0; i < first.size(); ++i) EXPECT_TRUE(bitwiseEqual(first[i], second[i]));
 }
