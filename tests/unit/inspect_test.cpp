@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "tests/unit/zoo.h"
+#include "tools/operation_table.h"
 
 namespace stickler {
 namespace {
@@ -88,6 +91,42 @@ TEST(InspectOutputs, LogitsSummaryNamesTheTopToken) {
   EXPECT_LT(logits.at("top1_last_position").get<int64_t>(), 1000);
   EXPECT_LE(logits.at("min").get<double>(), logits.at("mean").get<double>());
   EXPECT_GT(report.at("parameters").at("tied"), 0);  // lm_head shares wte's weight
+}
+
+}  // namespace
+}  // namespace stickler
+
+namespace stickler {
+namespace {
+
+// The text `stickler inspect` prints, for every zoo model: through the operation table, as the
+// CLI renders it.
+TEST(InspectText, EveryZooModelShowsItsCollapsedLayers) {
+  const std::map<std::string, std::string> expected = {
+      {"gpt2-tiny", "h.0-1: GPT2Block x2"},
+      {"gpt2-h80", "h.0-2: GPT2Block x3"},
+      {"bert-tiny", "layer.0-1: BertLayer x2"},
+      {"xlm-roberta-tiny", "layer.0-1: XLMRobertaLayer x2"},
+      {"mpnet-tiny", "layer.0-1: MPNetLayer x2"},
+      {"llama-4layer-outliers", "layers.0-3: LlamaDecoderLayer x4"},
+      {"granite-hd80", "layers.0-1: GraniteDecoderLayer x2"},
+      {"vit-tiny", "layer.0-1: ViTLayer x2"},
+      {"t5-encoder-dkv64", "block.1-2: T5Block x2"},  // block 0 holds the relative bias
+      {"mixtral-tiny", "experts.0-3: MixtralBlockSparseTop2MLP x4"},
+  };
+  const Operation* inspect = findOperation("inspect_model");
+  ASSERT_NE(inspect, nullptr);
+  for (const auto& name : testing::zooModelNames()) {
+    const json output = inspect->run({{"model", zooPath(name + ".pt")}, {"include_nodes", false}});
+    const std::string text = inspect->render_text(output);
+    EXPECT_EQ(text.rfind(name + " (", 0), 0u) << text;
+    EXPECT_NE(text.find(output.at("model").at("class").get<std::string>()), std::string::npos);
+    EXPECT_NE(text.find("Operators ("), std::string::npos);
+    auto it = expected.find(name);
+    if (it != expected.end()) {
+      EXPECT_NE(text.find(it->second), std::string::npos) << text;
+    }
+  }
 }
 
 }  // namespace
