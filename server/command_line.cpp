@@ -165,7 +165,7 @@ int runCommandLine(const std::vector<std::string>& arguments) {
       } else {
         std::cout << operation.render_text(output);
       }
-      return kExitOk;
+      return operation.exit_status ? operation.exit_status(output) : kExitOk;
     } catch (const UserError& e) {
       std::cerr << "stickler " << operation.cli.command << ": " << e.what() << "\n";
       return kExitBadInput;

@@ -41,6 +41,8 @@ struct Operation {
   std::function<nlohmann::json(const nlohmann::json& input)> run;
   // The output for people, when the CLI is not asked for --json.
   std::function<std::string(const nlohmann::json& output)> render_text;
+  // The CLI's exit status for a result (0 when absent): `run` exits 1 on a failing verdict.
+  std::function<int(const nlohmann::json& output)> exit_status;
 };
 
 }  // namespace stickler

@@ -7,6 +7,8 @@ namespace stickler {
 const std::vector<Operation>& operationTable() {
   static const std::vector<Operation> table = {
       makeInspectModelOperation(),
+      makeCheckSupportOperation(),
+      makeRunModelOperation(),
   };
   return table;
 }
@@ -45,6 +47,13 @@ bool optionalBool(const nlohmann::json& input, const char* field, bool fallback)
   if (!input.contains(field)) return fallback;
   if (!input[field].is_boolean())
     throw UserError(std::string("field '") + field + "' must be a boolean");
+  return input[field];
+}
+
+double optionalNumber(const nlohmann::json& input, const char* field, double fallback) {
+  if (!input.contains(field)) return fallback;
+  if (!input[field].is_number())
+    throw UserError(std::string("field '") + field + "' must be a number");
   return input[field];
 }
 

@@ -19,8 +19,11 @@ const Operation* findOperation(std::string_view name);
 std::string requireString(const nlohmann::json& input, const char* field);
 std::vector<std::string> optionalStrings(const nlohmann::json& input, const char* field);
 bool optionalBool(const nlohmann::json& input, const char* field, bool fallback);
+double optionalNumber(const nlohmann::json& input, const char* field, double fallback);
 
 // Entries of the table, one per tool file.
 Operation makeInspectModelOperation();
+Operation makeCheckSupportOperation();
+Operation makeRunModelOperation();
 
 }  // namespace stickler

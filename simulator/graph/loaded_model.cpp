@@ -209,6 +209,7 @@ ValueDesc describeValue(const c10::IValue& value) {
     const auto& tensor = value.toTensor();
     desc.kind = "Tensor";
     desc.shape = tensor.sizes().vec();
+    desc.strides = tensor.strides().vec();
     desc.dtype = dtypeName(tensor.scalar_type());
   } else if (value.isNone()) {
     desc.kind = "None";

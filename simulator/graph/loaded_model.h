@@ -18,6 +18,7 @@ namespace stickler {
 struct ValueDesc {
   std::string kind;  // "Tensor", "int", "float", "bool", "None", "list", "tuple", ...
   std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // tensors: memory layout, which decides the stick dimension
   std::string dtype;
   std::string value;  // scalars only, e.g. "-1"
 };

@@ -18,6 +18,7 @@ class Execution {
       : program_(program),
         modules_(modules),
         observer_(observer),
+        shortcuts_(observer == nullptr || !observer->seesShapeArithmetic()),
         registers_(program.initial_registers) {}
 
   std::vector<c10::IValue> run(std::vector<c10::IValue> inputs) {
@@ -55,7 +56,10 @@ class Execution {
       if (!step.boundaries.empty()) crossBoundaries(step.boundaries);
       switch (step.kind) {
         case StepKind::kOperation:
-          runOperation(step);
+          if (!runOperation(step)) {
+            for (uint32_t reg : step.release) registers_[reg] = c10::IValue();
+            continue;
+          }
           break;
         case StepKind::kIf:
           runIf(step);
@@ -78,12 +82,13 @@ class Execution {
     for (uint32_t reg : block.release_at_end) registers_[reg] = c10::IValue();
   }
 
-  void runOperation(const Step& step) {
-    if (observer_ == nullptr) {
-      if (step.skip_unobserved) return;
+  // Whether `step` runs for real (false: shortcut, and the observer does not see it).
+  bool runOperation(const Step& step) {
+    if (shortcuts_) {
+      if (step.skip_unobserved) return false;
       if (step.scalar_source >= 0) {
         registers_[step.outputs[0]] = registers_[step.scalar_source];
-        return;
+        return false;
       }
     }
     stack_.clear();
@@ -100,6 +105,8 @@ class Execution {
       }
     } else {
       for (uint32_t reg : step.inputs) stack_.push_back(registers_[reg]);
+      observer_->beforeNode(*step.node, step.call < 0 ? nullptr : &program_.calls[step.call],
+                            NodeInputs(&stack_));
     }
     try {
       step.operation(stack_);
@@ -110,6 +117,7 @@ class Execution {
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       registers_[step.outputs[i]] = std::move(stack_[i]);
     }
+    return true;
   }
 
   void runIf(const Step& step) {
@@ -148,6 +156,7 @@ class Execution {
   const CompiledProgram& program_;
   const ModuleTable& modules_;
   ExecutionObserver* observer_;
+  bool shortcuts_;
   std::vector<c10::IValue> registers_;
   Stack stack_;
 };

@@ -45,16 +45,36 @@ class MutableValueView : public ValueView {
   }
 };
 
+// The values an operator node is about to consume. Replacing one changes what this node sees
+// only: the value in the interpreter's register, read by other nodes, stays as it was. This is
+// how a device sees a value that crosses to it (rounded to its number format, say).
+class NodeInputs {
+ public:
+  explicit NodeInputs(std::vector<c10::IValue>* stack) : stack_(stack) {}
+  size_t size() const { return stack_->size(); }
+  const c10::IValue& operator[](size_t i) const { return (*stack_)[i]; }
+  void replace(size_t i, c10::IValue value) const { (*stack_)[i] = std::move(value); }
+
+ private:
+  std::vector<c10::IValue>* stack_;
+};
+
 // Called by the interpreter as it executes. Module boundaries come in execution order and
 // nest properly; a module whose call produced no executable node has no boundary.
 class ExecutionObserver {
  public:
   virtual ~ExecutionObserver() = default;
   virtual void onModuleEnter(const ModuleCall& /*call*/, const ValueView& /*inputs*/) {}
+  // Before an operator node runs (not for prim::If / prim::Loop, whose blocks run nodes).
+  virtual void beforeNode(const torch::jit::Node& /*node*/, const ModuleCall* /*module*/,
+                          const NodeInputs& /*inputs*/) {}
   // `module` is the innermost module call the node belongs to, nullptr for the root module.
   virtual void onNode(const torch::jit::Node& /*node*/, const ModuleCall* /*module*/,
                       const ValueView& /*inputs*/, const MutableValueView& /*outputs*/) {}
   virtual void onModuleExit(const ModuleCall& /*call*/, const MutableValueView& /*outputs*/) {}
+  // Whether to see the host's shape arithmetic that tracing leaves (aten::Int of a
+  // prim::NumToTensor): an observer that does not may let the interpreter shortcut it.
+  virtual bool seesShapeArithmetic() const { return true; }
 };
 
 struct CompiledProgram;

@@ -9,49 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/cli_runner.h"
 #include "tests/unit/zoo.h"
 
 namespace stickler {
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string quote(const std::string& arg) {
-  std::string quoted = "'";
-  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-Result stickler(const std::vector<std::string>& args) {
-  // ctest runs tests in parallel processes: each needs its own files.
-  static int calls = 0;
-  const std::string stem = ::testing::TempDir() + "/stickler_cli_" + std::to_string(::getpid()) +
-                           "_" + std::to_string(calls++);
-  const std::string out = stem + ".out";
-  const std::string err = stem + ".err";
-  std::string command = STICKLER_BINARY;
-  for (const auto& arg : args) command += " " + quote(arg);
-  command += " >" + out + " 2>" + err;
-  const int raw = std::system(command.c_str());
-  Result result;
-  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  result.out = slurp(out);
-  result.err = slurp(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return result;
-}
+using testing::Result;
+using testing::stickler;
 
 TEST(Cli, InspectPrintsTheCollapsedTreeAndARunSummary) {
   const Result r = stickler({"inspect", testing::zooPath("gpt2-tiny.pt")});

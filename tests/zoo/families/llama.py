@@ -169,7 +169,7 @@ VARIANTS = {
     "llama-tiny": _config("llama", 128, 2, 4, 2, 32, 1000, 256),
     "llama-hd64": _config("llama", 256, 1, 4, 2, 64, 1000, 512),
     "llama-4layer-outliers": dict(_config("llama", 128, 4, 2, 1, 64, 1000, 384), outliers=True),
-    "qwen2-hd128": _config("qwen2", 256, 1, 2, 1, 128, 1009, 512, attention_bias=True, rope_theta=1000000.0),
+    "qwen2-hd128": _config("qwen2", 256, 1, 2, 1, 128, 1024, 512, attention_bias=True, rope_theta=1000000.0),
     "granite-hd80": _config("granite", 160, 2, 2, 1, 80, 1000, 320, embedding_multiplier=12.0,
                             residual_multiplier=0.22, attention_multiplier=0.015625, logits_scaling=8.0),
 }

@@ -1,0 +1,117 @@
+// spyre-sim on a fault-free profile against the cpu backend on the same models, in one run:
+// the cost of device numerics (rounding where values leave kernels, weights converted once),
+// and, separately, of running each device run in a worker process.
+//
+//   build/bench/simulator_bench [ZOO_DIR] [--seconds S] [--profile P]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "simulator/backends/backend.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+template <typename A, typename B>
+std::pair<double, double> timeInterleaved(A&& a, B&& b, double budget_seconds, size_t at_least) {
+  for (int i = 0; i < 2; ++i) {
+    a();
+    b();
+  }
+  std::vector<double> ta, tb;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(budget_seconds);
+  while ((Clock::now() < deadline && ta.size() < 1000) || ta.size() < at_least) {
+    auto t0 = Clock::now();
+    a();
+    auto t1 = Clock::now();
+    b();
+    auto t2 = Clock::now();
+    ta.push_back(std::chrono::duration<double>(t1 - t0).count());
+    tb.push_back(std::chrono::duration<double>(t2 - t1).count());
+  }
+  return {median(ta), median(tb)};
+}
+
+int runBenchmarks(int argc, char** argv) {
+  std::string zoo = STICKLER_ZOO_DIR;
+  std::string profile = "spyre-2026-clean";
+  double seconds = 0.5;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--seconds" && i + 1 < argc) {
+      seconds = std::stod(argv[++i]);
+    } else if (arg == "--profile" && i + 1 < argc) {
+      profile = argv[++i];
+    } else {
+      zoo = arg;
+    }
+  }
+  std::ifstream index_file(zoo + "/index.json");
+  if (!index_file) {
+    std::fprintf(stderr, "simulator_bench: no zoo at %s (build the 'zoo' target)\n", zoo.c_str());
+    return 2;
+  }
+  const auto index = nlohmann::json::parse(index_file);
+  const auto cpu = stickler::makeBackend(stickler::parseBackendSpec("cpu"));
+  const auto sim = stickler::makeBackend(stickler::parseBackendSpec("spyre-sim:" + profile));
+
+  std::printf("spyre-sim:%s against cpu (medians of interleaved runs; models that compile)\n",
+              profile.c_str());
+  std::printf("%-22s %10s %12s %8s %14s %8s\n", "model", "cpu ms", "sim ms", "ratio",
+              "sim+worker ms", "ratio");
+  double log_sum = 0, log_sum_worker = 0;
+  int count = 0;
+  for (const auto& entry : index.at("models")) {
+    const auto model = stickler::loadModel(zoo + "/" + entry.at("file").get<std::string>());
+    const auto on_cpu = cpu->compile(*model, {});
+    const auto on_sim = sim->compile(*model, {});
+    if (!on_sim->ok()) continue;
+    const auto& inputs = model->example_inputs;
+    stickler::RunOptions here;
+    here.in_process = true;
+    auto [cpu_time, sim_time] = timeInterleaved([&] { on_cpu->run(inputs, {}); },
+                                                [&] { on_sim->run(inputs, here); }, seconds, 11);
+    auto [cpu_again, worker_time] = timeInterleaved([&] { on_cpu->run(inputs, {}); },
+                                                    [&] { on_sim->run(inputs, {}); }, seconds, 5);
+    const double ratio = sim_time / cpu_time;
+    const double worker_ratio = worker_time / cpu_again;
+    log_sum += std::log(ratio);
+    log_sum_worker += std::log(worker_ratio);
+    ++count;
+    std::printf("%-22s %10.3f %12.3f %7.2fx %14.3f %7.2fx\n",
+                entry.at("name").get<std::string>().c_str(), cpu_time * 1e3, sim_time * 1e3, ratio,
+                worker_time * 1e3, worker_ratio);
+  }
+  if (count == 0) {
+    std::printf("no zoo model compiles on %s\n", profile.c_str());
+    return 1;
+  }
+  std::printf(
+      "geometric mean: simulated execution %.2fx (target: at most 1.5x); "
+      "with a worker process per run %.2fx\n",
+      std::exp(log_sum / count), std::exp(log_sum_worker / count));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return runBenchmarks(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "simulator_bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,74 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/script.h>
+
+#include "simulator/backends/backend_spec.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/lowering/lowering.h"
+
+namespace stickler {
+
+struct RunOptions {
+  double timeout_seconds = 300;  // device runs in a worker are killed after this
+  // Called as the model runs (on the device backends, inside the worker process: what it
+  // learns must come back through the outputs).
+  ExecutionObserver* observer = nullptr;
+  // Run a device backend in this process instead of a worker (benchmarks): a runtime-abort
+  // fault then throws instead of aborting.
+  bool in_process = false;
+};
+
+// The outcome of one run on a backend.
+struct BackendRun {
+  enum class Status { kCompleted, kAborted, kTimedOut, kFailed };
+  Status status = Status::kFailed;
+  std::vector<c10::IValue> outputs;
+  std::string message;     // why it did not complete
+  std::string device_log;  // what the device process printed (an assertion, say)
+  int signal = 0;
+  // Where a device run had got to when it stopped.
+  const torch::jit::Node* node = nullptr;
+  const ModuleCall* module = nullptr;        // the innermost module of that node
+  const ModuleCall* last_entered = nullptr;  // the last module boundary crossed inward
+  int64_t nodes_run = 0;
+  double seconds = 0.0;
+};
+
+std::string runStatusName(BackendRun::Status status);
+
+// A model compiled for a backend: the lowering report, and, when it compiled, a runnable plan.
+class CompiledModel {
+ public:
+  virtual ~CompiledModel() = default;
+  const LoweringResult& lowering() const { return lowering_; }
+  bool ok() const { return lowering_.ok(); }
+  // Runs the compiled model on `inputs` (the forward's arguments). Only when ok().
+  virtual BackendRun run(const std::vector<c10::IValue>& inputs,
+                         const RunOptions& options) const = 0;
+
+ protected:
+  LoweringResult lowering_;
+};
+
+// The interface every backend implements (docs/backends.md): compile a graph for a device into
+// a plan or a list of blockers, then run the plan with the interpreter's observer.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const BackendSpec& spec() const = 0;
+  // The format device values are held in (fp32 for the CPU backends).
+  virtual NumberFormat format() const = 0;
+  virtual const DeviceProfile* profile() const { return nullptr; }
+  // Lowers `model` with the modules of `placement` on the device, the rest on the CPU.
+  virtual std::unique_ptr<CompiledModel> compile(const LoadedModel& model,
+                                                 const Placement& placement) const = 0;
+};
+
+std::unique_ptr<Backend> makeBackend(const BackendSpec& spec);
+
+}  // namespace stickler

@@ -1,0 +1,54 @@
+#include "simulator/backends/float64_graph.h"
+
+#include <functional>
+
+#include <torch/csrc/jit/ir/ir.h>
+
+namespace stickler {
+
+using torch::jit::Block;
+using torch::jit::Node;
+namespace prim = torch::jit::prim;
+
+std::shared_ptr<torch::jit::Graph> toFloat64Graph(const torch::jit::Graph& source) {
+  auto graph = const_cast<torch::jit::Graph&>(source).copy();  // copy() is not const in 1.13
+  const auto float32 = static_cast<int64_t>(c10::ScalarType::Float);
+  const auto float64 = static_cast<int64_t>(c10::ScalarType::Double);
+  std::function<void(Block*)> visit = [&](Block* block) {
+    for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+      Node* node = *it++;
+      for (Block* inner : node->blocks()) visit(inner);
+      if (node->kind() == prim::Constant) {
+        auto value = torch::jit::toIValue(node->output());
+        if (value && value->isTensor() && value->toTensor().scalar_type() == c10::kFloat) {
+          torch::jit::WithInsertPoint guard(node);
+          auto* replacement = graph->insertConstant(value->toTensor().to(c10::kDouble));
+          replacement->node()->setScope(node->scope());
+          node->output()->replaceAllUsesWith(replacement);
+          node->destroy();
+        }
+        continue;
+      }
+      const auto* schema = node->maybeSchema();
+      if (schema == nullptr) continue;
+      for (size_t i = 0; i < node->inputs().size() && i < schema->arguments().size(); ++i) {
+        if (schema->arguments()[i].name() != "dtype") continue;
+        auto dtype = torch::jit::toIValue(node->input(i));
+        if (!dtype || !dtype->isInt() || dtype->toInt() != float32) continue;
+        torch::jit::WithInsertPoint guard(node);
+        node->replaceInput(i, graph->insertConstant(float64));
+      }
+    }
+  };
+  visit(graph->block());
+  return graph;
+}
+
+c10::IValue toFloat64Value(const c10::IValue& value) {
+  if (value.isTensor() && value.toTensor().is_floating_point()) {
+    return value.toTensor().to(c10::kDouble);
+  }
+  return value;
+}
+
+}  // namespace stickler

@@ -1,0 +1,138 @@
+#include "simulator/backends/worker.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include <ATen/Parallel.h>
+
+namespace stickler {
+namespace {
+
+constexpr char kOk = 'O';
+constexpr char kError = 'E';
+
+void writeAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t written = ::write(fd, data, size);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    data += written;
+    size -= static_cast<size_t>(written);
+  }
+}
+
+[[noreturn]] void runChild(const std::function<std::string(WorkerProgress&)>& job,
+                           WorkerProgress* progress, int out_fd, int err_fd) {
+  ::dup2(err_fd, STDERR_FILENO);
+  // OpenMP's thread pool does not survive fork(); one thread never touches it.
+  at::set_num_threads(1);
+  std::string reply;
+  try {
+    reply = std::string(1, kOk) + job(*progress);
+  } catch (const std::exception& e) {
+    reply = std::string(1, kError) + e.what();
+  } catch (...) {
+    reply = std::string(1, kError) + "unknown exception";
+  }
+  writeAll(out_fd, reply.data(), reply.size());
+  ::_exit(0);
+}
+
+}  // namespace
+
+WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progress)>& job,
+                          double timeout_seconds) {
+  void* shared = ::mmap(nullptr, sizeof(WorkerProgress), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) throw std::runtime_error("mmap for the worker's progress failed");
+  auto* progress = new (shared) WorkerProgress();
+  int out_pipe[2], err_pipe[2];
+  if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) {
+    ::munmap(shared, sizeof(WorkerProgress));
+    throw std::runtime_error(std::string("pipe for the worker failed: ") + std::strerror(errno));
+  }
+  std::fflush(nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::munmap(shared, sizeof(WorkerProgress));
+    throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    runChild(job, progress, out_pipe[1], err_pipe[1]);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+
+  WorkerOutcome outcome;
+  std::string reply;
+  const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
+  bool out_open = true, err_open = true, timed_out = false;
+  char buffer[1 << 16];
+  while (out_open || err_open) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0},
+                     {err_open ? err_pipe[0] : -1, POLLIN, 0}};
+    const int ready = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (ready < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t got = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (got > 0) {
+        (i == 0 ? reply : outcome.stderr_text).append(buffer, static_cast<size_t>(got));
+      } else if (got == 0 || errno != EINTR) {
+        (i == 0 ? out_open : err_open) = false;
+      }
+    }
+  }
+  if (timed_out) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ::close(out_pipe[0]);
+  ::close(err_pipe[0]);
+  outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  outcome.node = progress->node.load();
+  outcome.module_call = progress->module_call.load();
+  outcome.last_entered = progress->last_entered.load();
+  outcome.nodes_run = progress->nodes_run.load();
+  ::munmap(shared, sizeof(WorkerProgress));
+
+  if (timed_out) {
+    outcome.status = WorkerOutcome::Status::kTimedOut;
+    outcome.message =
+        "the device run did not finish within " + std::to_string(timeout_seconds) + " s";
+  } else if (WIFSIGNALED(status)) {
+    outcome.status = WorkerOutcome::Status::kAborted;
+    outcome.signal = WTERMSIG(status);
+    outcome.message = std::string("the device process died of ") + ::strsignal(outcome.signal);
+  } else if (!reply.empty() && reply[0] == kOk) {
+    outcome.status = WorkerOutcome::Status::kCompleted;
+    outcome.payload = reply.substr(1);
+  } else {
+    outcome.status = WorkerOutcome::Status::kFailed;
+    outcome.message =
+        reply.empty() ? "the device process exited without a result" : reply.substr(1);
+  }
+  return outcome;
+}
+
+}  // namespace stickler

@@ -1,0 +1,249 @@
+#include "simulator/device/device_profile.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr int kProfileVersion = 1;
+constexpr int kMaxExtendsDepth = 8;
+
+const std::set<std::string> kLayoutConstraints = {"stick_aligned_offsets", "not_on_stick_dim",
+                                                  "unit_step_only", "materializing_consumer"};
+
+OpSupport supportFromName(const std::string& name, const std::string& where) {
+  if (name == "native") return OpSupport::kNative;
+  if (name == "decomposed") return OpSupport::kDecomposed;
+  if (name == "cpu-fallback") return OpSupport::kCpuFallback;
+  if (name == "unsupported") return OpSupport::kUnsupported;
+  throw UserError(where + ": unknown support '" + name +
+                  "' (expected native, decomposed, cpu-fallback or unsupported)");
+}
+
+OpEntry parseOpEntry(const json& entry, const std::string& where) {
+  OpEntry op;
+  if (entry.is_string()) {
+    op.support = supportFromName(entry, where);
+    return op;
+  }
+  if (!entry.is_object() || !entry.contains("support") || !entry["support"].is_string()) {
+    throw UserError(where + ": an operator is \"native\" (etc.) or {\"support\": ..., ...}");
+  }
+  op.support = supportFromName(entry["support"], where);
+  op.note = entry.value("note", "");
+  for (const auto& constraint : entry.value("layout", json::array())) {
+    if (!constraint.is_string() || !kLayoutConstraints.count(constraint.get<std::string>())) {
+      throw UserError(where + ": unknown layout constraint " + constraint.dump() +
+                      " (expected stick_aligned_offsets, not_on_stick_dim, unit_step_only or "
+                      "materializing_consumer)");
+    }
+    op.layout.insert(constraint.get<std::string>());
+  }
+  return op;
+}
+
+json readJson(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError(path + ": no such profile file");
+  try {
+    return json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw UserError(path + ": not valid JSON: " + e.what());
+  }
+}
+
+std::string resolvePath(const std::string& name_or_path) {
+  const bool is_path =
+      name_or_path.find('/') != std::string::npos ||
+      (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+  if (is_path) return name_or_path;
+  const std::string path = profileDirectory() + "/" + name_or_path + ".json";
+  if (!fs::exists(path)) {
+    std::string known;
+    for (const auto& name : listProfiles()) known += (known.empty() ? "" : ", ") + name;
+    throw UserError("no device profile named '" + name_or_path + "' (shipped: " + known + ")");
+  }
+  return path;
+}
+
+// Merges `child` over `parent`: objects merge key by key (operators entry by entry), anything
+// else (including the faults list) is replaced.
+json mergeOver(const json& parent, const json& child) {
+  json merged = parent;
+  for (const auto& [key, value] : child.items()) {
+    if (value.is_object() && merged.contains(key) && merged[key].is_object() && key != "effect") {
+      merged[key] = mergeOver(merged[key], value);
+    } else {
+      merged[key] = value;
+    }
+  }
+  return merged;
+}
+
+json resolveExtends(const json& document, const std::string& origin, int depth) {
+  if (!document.is_object()) throw UserError(origin + ": a profile must be a JSON object");
+  if (!document.contains("extends")) return document;
+  if (depth >= kMaxExtendsDepth) throw UserError(origin + ": \"extends\" chain too long");
+  const std::string parent_name = document.value("extends", "");
+  const std::string parent_path = resolvePath(parent_name);
+  json parent = resolveExtends(readJson(parent_path), parent_path, depth + 1);
+  json child = document;
+  child.erase("extends");
+  parent.erase("name");
+  parent.erase("description");
+  return mergeOver(parent, child);
+}
+
+template <typename T>
+T numberField(const json& object, const char* key, T fallback, const std::string& where) {
+  if (!object.contains(key)) return fallback;
+  if (!object[key].is_number()) throw UserError(where + ": \"" + key + "\" must be a number");
+  const T value = object[key].get<T>();
+  if (!(value > 0)) throw UserError(where + ": \"" + key + "\" must be positive");
+  return value;
+}
+
+}  // namespace
+
+std::string opSupportName(OpSupport support) {
+  switch (support) {
+    case OpSupport::kNative:
+      return "native";
+    case OpSupport::kDecomposed:
+      return "decomposed";
+    case OpSupport::kCpuFallback:
+      return "cpu-fallback";
+    case OpSupport::kUnsupported:
+      return "unsupported";
+  }
+  return "unsupported";
+}
+
+const OpEntry& DeviceProfile::entryFor(const std::string& op) const {
+  static OpEntry fallbacks[4] = {{OpSupport::kNative},
+                                 {OpSupport::kDecomposed},
+                                 {OpSupport::kCpuFallback},
+                                 {OpSupport::kUnsupported}};
+  auto it = operators.find(op);
+  if (it != operators.end()) return it->second;
+  return fallbacks[static_cast<int>(default_support)];
+}
+
+std::string profileDirectory() {
+  if (const char* dir = std::getenv("STICKLER_PROFILE_DIR")) return dir;
+  return STICKLER_PROFILE_DIR;
+}
+
+std::vector<std::string> listProfiles() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(profileDirectory(), ec)) {
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+DeviceProfile parseProfile(const json& raw, const std::string& origin) {
+  const json document = resolveExtends(raw, origin, 0);
+  const int version = document.value("version", kProfileVersion);
+  if (version > kProfileVersion) {
+    throw UserError(origin + ": profile version " + std::to_string(version) +
+                    " is newer than this Stickler understands (" + std::to_string(kProfileVersion) +
+                    ")");
+  }
+  DeviceProfile profile;
+  profile.path = origin;
+  try {
+    profile.name = document.value("name", fs::path(origin).stem().string());
+    profile.description = document.value("description", "");
+    profile.sources = document.value("sources", std::vector<std::string>{});
+  } catch (const json::exception&) {
+    throw UserError(origin + ": name, description and sources must be strings");
+  }
+
+  const json device = document.value("device", json::object());
+  const std::string at = origin + ": device";
+  profile.device.cores = numberField(device, "cores", profile.device.cores, at);
+  profile.device.corelets_per_core =
+      numberField(device, "corelets_per_core", profile.device.corelets_per_core, at);
+  profile.device.scratchpad_bytes =
+      numberField(device, "scratchpad_bytes", profile.device.scratchpad_bytes, at);
+  profile.device.core_span_bytes =
+      numberField(device, "core_span_bytes", profile.device.core_span_bytes, at);
+  profile.device.stick_bytes = numberField(device, "stick_bytes", profile.device.stick_bytes, at);
+  profile.device.card_memory_bytes =
+      numberField(device, "card_memory_bytes", profile.device.card_memory_bytes, at);
+  profile.device.host_link_bytes_per_second = numberField(
+      device, "host_link_bytes_per_second", profile.device.host_link_bytes_per_second, at);
+  profile.device.transfer_latency_seconds =
+      numberField(device, "transfer_latency_seconds", profile.device.transfer_latency_seconds, at);
+  if (profile.device.stick_bytes % 2 != 0) throw UserError(at + ": stick_bytes must be even");
+
+  const std::string format = document.value("number_format", "dl16");
+  auto parsed = formatFromName(format);
+  if (!parsed || *parsed == NumberFormat::kFloat32) {
+    throw UserError(origin + ": number_format must be dl16, fp16 or bf16, not '" + format + "'");
+  }
+  profile.format = *parsed;
+  const std::string integers = document.value("integers", "int32");
+  if (integers != "int32" && integers != "int64") {
+    throw UserError(origin + ": integers must be int32 or int64");
+  }
+  profile.narrow_integers = integers == "int32";
+  const std::string fusion = document.value("fusion", "none");
+  if (fusion == "none") {
+    profile.fusion = FusionPolicy::kNone;
+  } else if (fusion == "pointwise") {
+    profile.fusion = FusionPolicy::kPointwise;
+  } else {
+    throw UserError(origin + ": fusion must be none or pointwise, not '" + fusion + "'");
+  }
+  profile.default_support = supportFromName(document.value("default_support", "cpu-fallback"),
+                                            origin + ": default_support");
+
+  const json operators = document.value("operators", json::object());
+  if (!operators.is_object()) throw UserError(origin + ": \"operators\" must be an object");
+  for (const auto& [name, entry] : operators.items()) {
+    if (name.find("::") == std::string::npos) {
+      throw UserError(origin + ": operator '" + name + "' needs its namespace (aten::" + name +
+                      ")");
+    }
+    profile.operators[name] = parseOpEntry(entry, origin + ": operators." + name);
+  }
+  const json faults = document.value("faults", json::array());
+  if (!faults.is_array()) throw UserError(origin + ": \"faults\" must be an array");
+  for (size_t i = 0; i < faults.size(); ++i) {
+    profile.faults.push_back(
+        parseFaultRule(faults[i], origin + ": faults[" + std::to_string(i) + "]"));
+  }
+  return profile;
+}
+
+DeviceProfile loadProfile(const std::string& name_or_path) {
+  const std::string path = resolvePath(name_or_path);
+  return parseProfile(readJson(path), path);
+}
+
+json profileSummary(const DeviceProfile& profile) {
+  json faults = json::array();
+  for (const auto& fault : profile.faults) faults.push_back(faultRuleToJson(fault));
+  return {{"name", profile.name},
+          {"path", profile.path},
+          {"number_format", formatName(profile.format)},
+          {"fusion", profile.fusion == FusionPolicy::kNone ? "none" : "pointwise"},
+          {"cores", profile.device.cores},
+          {"stick_bytes", profile.device.stick_bytes},
+          {"scratchpad_bytes", profile.device.scratchpad_bytes},
+          {"core_span_bytes", profile.device.core_span_bytes},
+          {"faults", faults}};
+}
+
+}  // namespace stickler

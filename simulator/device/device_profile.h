@@ -1,0 +1,82 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "simulator/faults/fault_rule.h"
+#include "simulator/numerics/number_format.h"
+
+namespace stickler {
+
+// How the device stack handles an operator (docs/device-profiles.md).
+enum class OpSupport {
+  kNative,       // one device kernel
+  kDecomposed,   // several device kernels (e.g. linear = matmul + add)
+  kCpuFallback,  // runs on the host: the result is copied back, with a warning
+  kUnsupported,  // a compile-time blocker
+};
+
+std::string opSupportName(OpSupport support);
+
+struct OpEntry {
+  OpSupport support = OpSupport::kCpuFallback;
+  // Per-op layout constraints the lowering checks: "stick_aligned_offsets" (slices and splits
+  // of the stick dimension start at whole sticks), "not_on_stick_dim" (e.g. flip),
+  // "unit_step_only" (slice_scatter), "materializing_consumer" (expand).
+  std::set<std::string> layout;
+  std::string note;
+};
+
+enum class FusionPolicy {
+  kNone,       // every operator is its own kernel (today's Inductor heuristics)
+  kPointwise,  // chains of pointwise operators, ending at most in one reduction, fuse
+};
+
+// The hardware facts the simulator needs (FACTS.md).
+struct DeviceFacts {
+  int cores = 32;
+  int corelets_per_core = 2;
+  int64_t scratchpad_bytes = 2 * 1024 * 1024;
+  int64_t core_span_bytes = 268431360;  // 255.996 MiB
+  int stick_bytes = 128;
+  int64_t card_memory_bytes = 128LL * 1024 * 1024 * 1024;
+  double host_link_bytes_per_second = 32e9;  // assumption: PCIe Gen5 x16, see docs
+  double transfer_latency_seconds = 10e-6;   // assumption, see docs
+};
+
+// A device profile: a snapshot of a device stack (simulator/profiles/*.json).
+struct DeviceProfile {
+  std::string name;
+  std::string description;
+  std::string path;
+  std::vector<std::string> sources;
+  DeviceFacts device;
+  NumberFormat format = NumberFormat::kDL16;
+  bool narrow_integers = true;  // int64 is narrowed to int32 on the device
+  FusionPolicy fusion = FusionPolicy::kNone;
+  OpSupport default_support = OpSupport::kCpuFallback;
+  std::map<std::string, OpEntry> operators;
+  std::vector<FaultRule> faults;
+
+  const OpEntry& entryFor(const std::string& op) const;
+  // Values of the device's 16-bit format in one stick (64 for 128-byte sticks).
+  int64_t stickElements() const { return device.stick_bytes / 2; }
+};
+
+// The directory of shipped profiles: $STICKLER_PROFILE_DIR, else simulator/profiles.
+std::string profileDirectory();
+// Shipped profile names (file names without .json), sorted.
+std::vector<std::string> listProfiles();
+// A profile by name (a file in profileDirectory()) or by path (anything with a '/' or ending in
+// .json). "extends" chains are resolved. Throws UserError naming the file and the problem.
+DeviceProfile loadProfile(const std::string& name_or_path);
+DeviceProfile parseProfile(const nlohmann::json& document, const std::string& origin);
+
+nlohmann::json profileSummary(const DeviceProfile& profile);
+
+}  // namespace stickler

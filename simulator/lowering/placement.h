@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "simulator/graph/module_table.h"
+
+namespace stickler {
+
+// Which modules run on the device; the rest runs on the CPU reference in the same run.
+// An empty list places the whole model on the device.
+struct Placement {
+  std::vector<std::string> device_modules;
+
+  bool wholeModel() const { return device_modules.empty(); }
+  bool onDevice(const std::string& module_path) const {
+    if (device_modules.empty()) return true;
+    for (const auto& module : device_modules) {
+      if (isWithin(module_path, module)) return true;
+    }
+    return false;
+  }
+};
+
+}  // namespace stickler

@@ -1,0 +1,63 @@
+#include "simulator/numerics/tensor_rounding.h"
+
+namespace stickler {
+
+at::Tensor roundToFormat(const at::Tensor& tensor, NumberFormat format) {
+  if (format == NumberFormat::kFloat32 || !tensor.is_floating_point() || tensor.numel() == 0) {
+    return tensor;
+  }
+  if (format == NumberFormat::kFloat16 || format == NumberFormat::kBFloat16) {
+    // LibTorch's own conversions round to nearest even, as the IEEE and bfloat16 formats do.
+    const auto narrow = format == NumberFormat::kFloat16 ? c10::kHalf : c10::kBFloat16;
+    return tensor.to(narrow).to(tensor.scalar_type());
+  }
+  // Every op's outputs pass through here on the device: avoid dispatcher round trips (each
+  // costs about as much as a small kernel) in the common case of a contiguous float32 tensor.
+  if (tensor.scalar_type() != c10::kFloat) {
+    return roundToFormat(tensor.to(c10::kFloat), format).to(tensor.scalar_type());
+  }
+  const at::Tensor source = tensor.is_contiguous() ? tensor : tensor.contiguous();
+  at::Tensor rounded = at::empty(source.sizes(), source.options());
+  roundToDL16(source.data_ptr<float>(), rounded.data_ptr<float>(), source.numel());
+  return rounded;
+}
+
+bool roundUnsharedInPlace(const at::Tensor& tensor, NumberFormat format) {
+  if (format != NumberFormat::kDL16 || tensor.scalar_type() != c10::kFloat ||
+      !tensor.is_contiguous() || tensor.use_count() != 1 || !tensor.has_storage() ||
+      tensor.storage().use_count() != 1 || tensor.storage_offset() != 0 ||
+      static_cast<size_t>(tensor.numel()) * sizeof(float) != tensor.storage().nbytes()) {
+    return false;
+  }
+  float* data = tensor.data_ptr<float>();
+  roundToDL16(data, data, tensor.numel());
+  return true;
+}
+
+at::Tensor narrowToInt32(const at::Tensor& tensor) {
+  if (tensor.scalar_type() != c10::kLong || tensor.numel() == 0) return tensor;
+  const at::Tensor source = tensor.is_contiguous() ? tensor : tensor.contiguous();
+  const int64_t* data = source.data_ptr<int64_t>();
+  bool fits = true;
+  for (int64_t i = 0; i < source.numel() && fits; ++i) {
+    fits = data[i] == static_cast<int64_t>(static_cast<int32_t>(data[i]));
+  }
+  return fits ? tensor : tensor.to(c10::kInt).to(c10::kLong);
+}
+
+c10::IValue toDeviceValue(const c10::IValue& value, NumberFormat format) {
+  if (value.isTensor()) {
+    const at::Tensor& tensor = value.toTensor();
+    return tensor.is_floating_point() ? roundToFormat(tensor, format) : narrowToInt32(tensor);
+  }
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> list;
+    for (const at::Tensor& tensor : value.toTensorList()) {
+      list.push_back(toDeviceValue(tensor, format).toTensor());
+    }
+    return list;
+  }
+  return value;
+}
+
+}  // namespace stickler

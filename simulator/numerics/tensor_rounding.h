@@ -1,0 +1,25 @@
+#pragma once
+
+#include <torch/script.h>
+
+#include "simulator/numerics/number_format.h"
+
+namespace stickler {
+
+// The tensor as a device holding it in `format` would give it back: floating values rounded
+// (the dtype is kept), anything else unchanged. Returns the input itself for kFloat32.
+at::Tensor roundToFormat(const at::Tensor& tensor, NumberFormat format);
+
+// Rounds a float32 tensor's own values in place when nothing else can see them (the only
+// reference to its TensorImpl and its storage): saves an allocation per device kernel.
+// Returns false, changing nothing, otherwise.
+bool roundUnsharedInPlace(const at::Tensor& tensor, NumberFormat format);
+
+// An integer tensor as a device that narrows integers to int32 gives it back: values wrap as
+// a C cast to int32 would; the dtype is kept.
+at::Tensor narrowToInt32(const at::Tensor& tensor);
+
+// The value (a tensor, or tensors inside lists and tuples) with both of the above applied.
+c10::IValue toDeviceValue(const c10::IValue& value, NumberFormat format);
+
+}  // namespace stickler

@@ -1,0 +1,149 @@
+// Backends: the CPU references, CPU emulation of a device format, and the simulated device:
+// its numerics, its faults, aborts in a worker, hybrid placements.
+#include "simulator/backends/backend.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "simulator/numerics/tensor_rounding.h"
+#include "tests/unit/synthetic_models.h"
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+using testing::zooPath;
+
+BackendRun runOn(const LoadedModel& model, const std::string& backend_text,
+                 Placement placement = {}, RunOptions options = {}) {
+  const auto backend = makeBackend(parseBackendSpec(backend_text));
+  const auto compiled = backend->compile(model, placement);
+  EXPECT_TRUE(compiled->ok()) << backend_text;
+  return compiled->run(model.example_inputs, options);
+}
+
+bool sameBytes(const at::Tensor& a, const at::Tensor& b) {
+  return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() &&
+         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
+}
+
+double cosine(const at::Tensor& a, const at::Tensor& b) {
+  const auto x = a.to(at::kDouble).reshape({-1});
+  const auto y = b.to(at::kDouble).reshape({-1});
+  return ((x * y).sum() / (x.norm() * y.norm())).item<double>();
+}
+
+TEST(CpuBackends, CpuIsTheReferenceAndCpu64IsClose) {
+  const auto model = loadModel(zooPath("llama-tiny.pt"));
+  const auto reference = flattenTensors(model->example_outputs).at(0);
+  const auto cpu = runOn(*model, "cpu");
+  ASSERT_EQ(cpu.status, BackendRun::Status::kCompleted);
+  EXPECT_TRUE(sameBytes(flattenTensors(cpu.outputs).at(0), reference));
+
+  const auto wide = runOn(*model, "cpu64");
+  const auto logits64 = flattenTensors(wide.outputs).at(0);
+  EXPECT_EQ(logits64.scalar_type(), at::kDouble);  // the dtypes the graph names widened too
+  EXPECT_FALSE(sameBytes(logits64.to(at::kFloat), reference));
+  EXPECT_LT((logits64 - reference.to(at::kDouble)).abs().max().item<double>(), 1e-4);
+}
+
+TEST(EmulatedBackend, ValuesAreInTheFormatAndDeterministic) {
+  const auto model = loadModel(zooPath("vit-tiny.pt"));
+  const auto reference = flattenTensors(model->example_outputs);
+  for (const std::string format : {"dl16", "fp16", "bf16"}) {
+    const auto first = flattenTensors(runOn(*model, "cpu-emulated:" + format).outputs);
+    const auto second = flattenTensors(runOn(*model, "cpu-emulated:" + format).outputs);
+    const NumberFormat parsed = *formatFromName(format);
+    for (size_t i = 0; i < first.size(); ++i) {
+      EXPECT_TRUE(sameBytes(first[i], second[i])) << format;
+      EXPECT_TRUE(sameBytes(roundToFormat(first[i], parsed), first[i])) << format;  // representable
+      EXPECT_FALSE(sameBytes(first[i], reference[i])) << format;
+      EXPECT_GT(cosine(first[i], reference[i]), 0.999) << format;
+    }
+  }
+  // bf16 (8 fraction bits) drifts more than DL16 (9), which drifts more than fp16 (10).
+  auto error = [&](const std::string& format) {
+    const auto out = flattenTensors(runOn(*model, "cpu-emulated:" + format).outputs).at(0);
+    return (out - reference[0]).abs().mean().item<double>();
+  };
+  EXPECT_GT(error("bf16"), error("dl16"));
+  EXPECT_GT(error("dl16"), error("fp16"));
+}
+
+TEST(SpyreSim, CleanProfilePassesWhereFusionChangesNumerics) {
+  const auto model = loadModel(zooPath("vit-tiny.pt"));
+  const auto reference = flattenTensors(model->example_outputs).at(0);
+  const auto plain = flattenTensors(runOn(*model, "spyre-sim:spyre-2026-clean").outputs).at(0);
+  const auto fused =
+      flattenTensors(runOn(*model, "spyre-sim:" + testing::testProfile("fused-clean.json")).outputs)
+          .at(0);
+  EXPECT_GT(cosine(plain, reference), 0.999);
+  EXPECT_GT(cosine(fused, reference), 0.999);
+  EXPECT_FALSE(sameBytes(plain, fused));  // values stay fp32 inside fused kernels
+  // The device's values are DL16 where they leave a kernel, and its runs repeat exactly.
+  EXPECT_TRUE(sameBytes(roundToFormat(plain, NumberFormat::kDL16), plain));
+  EXPECT_TRUE(
+      sameBytes(flattenTensors(runOn(*model, "spyre-sim:spyre-2026-clean").outputs).at(0), plain));
+}
+
+TEST(SpyreSim, AFaultCorruptsItsModule) {
+  const auto model = loadModel(zooPath("vit-tiny.pt"));
+  const auto outputs = flattenTensors(
+      runOn(*model, "spyre-sim:" + testing::testProfile("layernorm-after-add.json")).outputs);
+  EXPECT_GT(at::isnan(outputs.at(0)).sum().item<int64_t>(), 0);
+}
+
+TEST(SpyreSim, ARuntimeAbortLeavesTheCallerAliveAndNamesTheModule) {
+  const auto model = loadModel(zooPath("qwen2-hd128.pt"));
+  const auto run = runOn(*model, "spyre-sim:" + testing::testProfile("abort-in-attention.json"));
+  EXPECT_EQ(run.status, BackendRun::Status::kAborted);
+  EXPECT_EQ(run.signal, SIGABRT);
+  ASSERT_NE(run.module, nullptr);
+  EXPECT_EQ(run.module->path, "model.layers.0.self_attn");
+  EXPECT_EQ(run.module->class_name, "Qwen2Attention");
+  ASSERT_NE(run.node, nullptr);
+  EXPECT_EQ(run.node->kind(), torch::jit::aten::softmax);
+  EXPECT_NE(run.device_log.find("Assertion"), std::string::npos);
+  EXPECT_TRUE(run.outputs.empty());
+  // ...and this process goes on: the same model runs again on a clean profile.
+  EXPECT_EQ(runOn(*model, "spyre-sim:spyre-2026-clean").status, BackendRun::Status::kCompleted);
+}
+
+TEST(SpyreSim, HybridPlacementRunsOnlyChosenModulesOnTheDevice) {
+  const auto model = loadModel(zooPath("qwen2-hd128.pt"));
+  const std::string abort = "spyre-sim:" + testing::testProfile("abort-in-attention.json");
+  // The aborting softmax stays on the CPU when only the MLP is on the device.
+  const auto mlp_only = runOn(*model, abort, Placement{{"model.layers.0.mlp"}});
+  EXPECT_EQ(mlp_only.status, BackendRun::Status::kCompleted);
+  const auto logits = flattenTensors(mlp_only.outputs).at(0);
+  const auto reference = flattenTensors(model->example_outputs).at(0);
+  EXPECT_FALSE(sameBytes(logits, reference));  // the MLP's DL16 numerics show
+  EXPECT_GT(cosine(logits, reference), 0.9999);
+  EXPECT_EQ(runOn(*model, abort, Placement{{"model.layers.0.self_attn"}}).status,
+            BackendRun::Status::kAborted);
+}
+
+TEST(SpyreSim, InProcessRunsThrowInsteadOfAborting) {
+  const auto model = loadModel(zooPath("qwen2-hd128.pt"));
+  RunOptions options;
+  options.in_process = true;
+  const auto backend =
+      makeBackend(parseBackendSpec("spyre-sim:" + testing::testProfile("abort-in-attention.json")));
+  const auto compiled = backend->compile(*model, {});
+  EXPECT_THROW(compiled->run(model->example_inputs, options), std::exception);
+}
+
+TEST(SpyreSim, IntegersNarrowToInt32) {
+  const char* card =
+      R"({"inputs": [{"name": "x", "shape": [4], "dtype": "int64", "kind": "integer", "range": [1, 2]}]})";
+  const auto model = loadModel(testing::writeScriptedModel(
+      "BigIntegers", "def forward(self, x):\n    return x * 4294967296 + 5\n", card));
+  const auto cpu = flattenTensors(model->example_outputs).at(0);
+  const auto device = flattenTensors(runOn(*model, "spyre-sim:spyre-2026-clean").outputs).at(0);
+  EXPECT_TRUE(at::equal(device, cpu.to(at::kInt).to(at::kLong)));  // 2^32 wraps away
+  EXPECT_FALSE(at::equal(device, cpu));
+}
+
+}  // namespace
+}  // namespace stickler

@@ -1,0 +1,73 @@
+// The worker process: what a device run that returns, throws, aborts or hangs looks like.
+#include "simulator/backends/worker.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace stickler {
+namespace {
+
+TEST(Worker, ReturnsWhatTheJobReturns) {
+  const auto outcome = runInWorker(
+      [](WorkerProgress& progress) {
+        progress.node = 7;
+        return std::string("bytes\0with a nul", 16);
+      },
+      30);
+  EXPECT_EQ(outcome.status, WorkerOutcome::Status::kCompleted);
+  EXPECT_EQ(outcome.payload, std::string("bytes\0with a nul", 16));
+  EXPECT_EQ(outcome.node, 7);
+}
+
+TEST(Worker, AnAbortIsAResultWithWhereItHappened) {
+  const auto outcome = runInWorker(
+      [](WorkerProgress& progress) -> std::string {
+        progress.node = 42;
+        progress.module_call = 3;
+        std::fprintf(stderr, "vendor.cpp:12: Assertion `x' failed.\n");
+        std::abort();
+      },
+      30);
+  EXPECT_EQ(outcome.status, WorkerOutcome::Status::kAborted);
+  EXPECT_EQ(outcome.signal, SIGABRT);
+  EXPECT_EQ(outcome.node, 42);
+  EXPECT_EQ(outcome.module_call, 3);
+  EXPECT_NE(outcome.stderr_text.find("Assertion `x' failed"), std::string::npos);
+}
+
+TEST(Worker, AnExceptionIsAFailure) {
+  const auto outcome = runInWorker(
+      [](WorkerProgress&) -> std::string { throw std::runtime_error("no memory"); }, 30);
+  EXPECT_EQ(outcome.status, WorkerOutcome::Status::kFailed);
+  EXPECT_EQ(outcome.message, "no memory");
+}
+
+TEST(Worker, AHangIsKilledAtTheTimeout) {
+  const auto outcome = runInWorker(
+      [](WorkerProgress&) -> std::string {
+        std::this_thread::sleep_for(std::chrono::seconds(60));
+        return "";
+      },
+      0.5);
+  EXPECT_EQ(outcome.status, WorkerOutcome::Status::kTimedOut);
+  EXPECT_LT(outcome.seconds, 30.0);
+}
+
+TEST(Worker, LargeResultsAndLogsDoNotDeadlock) {
+  const auto outcome = runInWorker(
+      [](WorkerProgress&) {
+        for (int i = 0; i < 20000; ++i) std::fprintf(stderr, "log line %d\n", i);
+        return std::string(8 << 20, 'x');
+      },
+      60);
+  EXPECT_EQ(outcome.status, WorkerOutcome::Status::kCompleted);
+  EXPECT_EQ(outcome.payload.size(), size_t{8} << 20);
+  EXPECT_NE(outcome.stderr_text.find("log line 19999"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stickler

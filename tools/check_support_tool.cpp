@@ -1,0 +1,99 @@
+// check_support: what stops a model from compiling for a device profile, found in one pass.
+#include "simulator/lowering/check_support.h"
+#include "tools/lowering_text.h"
+#include "tools/operation_table.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+json inputSchema() {
+  return json::parse(R"({
+    "type": "object",
+    "properties": {
+      "model": {"type": "string", "description": "Path to a TorchScript archive (.pt)."},
+      "profile": {
+        "type": "string",
+        "default": "spyre-2026",
+        "description": "Device profile: a shipped name (spyre-2026, spyre-2025, spyre-2026-clean, spyre-2025-clean) or a path to a profile JSON."
+      },
+      "inputs": {
+        "type": "array", "items": {"type": "string"},
+        "description": "Input specs name:shape:dtype[:kind], replacing the model card's inputs."
+      },
+      "modules": {
+        "type": "array", "items": {"type": "string"},
+        "description": "Module paths to place on the device (the rest stays on the CPU); all of the model when absent."
+      }
+    },
+    "required": ["model"],
+    "additionalProperties": false
+  })");
+}
+
+json outputSchema() {
+  return json::parse(R"({
+    "type": "object",
+    "properties": {
+      "schema": {"const": "stickler.check"},
+      "version": {"type": "integer"},
+      "model": {"type": "object"},
+      "profile": {"type": "object"},
+      "placement": {},
+      "lowering": {"type": "object"}
+    },
+    "required": ["schema", "version", "model", "profile", "lowering"]
+  })");
+}
+
+json run(const json& input) {
+  CheckSupportRequest request;
+  request.model = requireString(input, "model");
+  if (input.contains("profile")) request.profile = requireString(input, "profile");
+  request.inputs = optionalStrings(input, "inputs");
+  request.device_modules = optionalStrings(input, "modules");
+  return checkSupport(request);
+}
+
+std::string renderText(const json& report) {
+  const auto& lowering = report.at("lowering");
+  std::string out = report["model"].value("name", report["model"]["path"].get<std::string>()) +
+                    " on " + report["profile"]["name"].get<std::string>() + ": ";
+  const std::string status = lowering.at("status");
+  const auto& blockers = lowering.at("blockers");
+  if (status == "blocked") {
+    out += std::to_string(blockers.size()) + " blocker" + (blockers.size() == 1 ? "" : "s") + "\n";
+  } else if (status == "compiler_error") {
+    out += "the compiler failed\n";
+  } else {
+    out += "compiles\n";
+  }
+  return out + renderLoweringText(lowering);
+}
+
+}  // namespace
+
+Operation makeCheckSupportOperation() {
+  Operation op;
+  op.name = "check_support";
+  op.title = "Check device support";
+  op.description =
+      "Lower a model for a Spyre device profile and list everything that stops it from "
+      "compiling, in one pass: unsupported operators, stick-alignment problems (sizes not in "
+      "whole 64-value sticks, RoPE with head_dim/2 < 64, mismatched stick dims, zero-length "
+      "tensors), weights that exceed the per-core span, kernels that cannot tile into the "
+      "scratchpad. Each blocker names the op, module path, class, shapes and source line and the "
+      "rule that fired. Also reports CPU-fallback operators and their transfer cost.";
+  op.input_schema = inputSchema();
+  op.output_schema = outputSchema();
+  op.annotations = {.read_only = true, .destructive = false, .idempotent = true};
+  op.cli = {.command = "check",
+            .positional = {"model"},
+            .renamed = {{"inputs", "input"}, {"modules", "module"}}};
+  op.run = run;
+  op.render_text = renderText;
+  return op;
+}
+
+}  // namespace stickler
