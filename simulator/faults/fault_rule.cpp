@@ -137,6 +137,33 @@ FaultEffect parseEffect(const json& entry, const std::string& where) {
   return effect;
 }
 
+json effectToJson(const FaultEffect& effect) {
+  json entry{{"kind", effectKindName(effect.kind)}};
+  switch (effect.kind) {
+    case FaultEffect::Kind::kCompileError:
+    case FaultEffect::Kind::kRuntimeAbort:
+      entry["message"] = effect.message;
+      break;
+    case FaultEffect::Kind::kAccumulateNarrow:
+      entry["format"] = formatName(effect.format);
+      entry["chunk"] = effect.chunk;
+      break;
+    case FaultEffect::Kind::kDropPartialStickTail:
+      entry["fill"] = effect.fill;
+      break;
+    case FaultEffect::Kind::kWrongScale:
+      entry["factor"] = effect.factor;
+      break;
+    case FaultEffect::Kind::kNanOnRange:
+      entry["range"] = {effect.low, effect.high};
+      break;
+    case FaultEffect::Kind::kLeak:
+      entry["value"] = effect.value;
+      break;
+  }
+  return entry;
+}
+
 }  // namespace
 
 std::string effectKindName(FaultEffect::Kind kind) {
@@ -186,7 +213,7 @@ json faultRuleToJson(const FaultRule& rule) {
             {"module", rule.module},
             {"shape", shapes},
             {"fused_with", rule.fused_with}}},
-          {"effect", effectKindName(rule.effect.kind)}};
+          {"effect", effectToJson(rule.effect)}};
 }
 
 bool globMatch(const std::string& pattern, const std::string& text) {
