@@ -12,39 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_timing.h"
+
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
 #include "simulator/graph/loaded_model.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
-
-// Alternates the two so that drift in machine speed hits both alike; returns medians (s).
-template <typename A, typename B>
-std::pair<double, double> timeInterleaved(A&& a, B&& b, double budget_seconds) {
-  for (int i = 0; i < 3; ++i) {  // warm up: the JIT profiles, then optimizes
-    a();
-    b();
-  }
-  std::vector<double> ta, tb;
-  const auto deadline = Clock::now() + std::chrono::duration<double>(budget_seconds);
-  while ((Clock::now() < deadline && ta.size() < 2000) || ta.size() < 11) {
-    auto t0 = Clock::now();
-    a();
-    auto t1 = Clock::now();
-    b();
-    auto t2 = Clock::now();
-    ta.push_back(std::chrono::duration<double>(t1 - t0).count());
-    tb.push_back(std::chrono::duration<double>(t2 - t1).count());
-  }
-  return {median(ta), median(tb)};
-}
+using stickler::bench::timeInterleaved;
 
 // A module whose forward is `count` integer additions: nearly free operators, so the time
 // per node is the executor's own overhead.

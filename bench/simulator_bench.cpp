@@ -13,36 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_timing.h"
+
 #include "simulator/backends/backend.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
-
-template <typename A, typename B>
-std::pair<double, double> timeInterleaved(A&& a, B&& b, double budget_seconds, size_t at_least) {
-  for (int i = 0; i < 2; ++i) {
-    a();
-    b();
-  }
-  std::vector<double> ta, tb;
-  const auto deadline = Clock::now() + std::chrono::duration<double>(budget_seconds);
-  while ((Clock::now() < deadline && ta.size() < 1000) || ta.size() < at_least) {
-    auto t0 = Clock::now();
-    a();
-    auto t1 = Clock::now();
-    b();
-    auto t2 = Clock::now();
-    ta.push_back(std::chrono::duration<double>(t1 - t0).count());
-    tb.push_back(std::chrono::duration<double>(t2 - t1).count());
-  }
-  return {median(ta), median(tb)};
-}
+using stickler::bench::timeInterleaved;
 
 int runBenchmarks(int argc, char** argv) {
   std::string zoo = STICKLER_ZOO_DIR;
@@ -82,9 +59,9 @@ int runBenchmarks(int argc, char** argv) {
     stickler::RunOptions here;
     here.in_process = true;
     auto [cpu_time, sim_time] = timeInterleaved([&] { on_cpu->run(inputs, {}); },
-                                                [&] { on_sim->run(inputs, here); }, seconds, 11);
-    auto [cpu_again, worker_time] = timeInterleaved([&] { on_cpu->run(inputs, {}); },
-                                                    [&] { on_sim->run(inputs, {}); }, seconds, 5);
+                                                [&] { on_sim->run(inputs, here); }, seconds, 11, 2);
+    auto [cpu_again, worker_time] = timeInterleaved(
+        [&] { on_cpu->run(inputs, {}); }, [&] { on_sim->run(inputs, {}); }, seconds, 5, 2);
     const double ratio = sim_time / cpu_time;
     const double worker_ratio = worker_time / cpu_again;
     log_sum += std::log(ratio);

@@ -2,6 +2,7 @@
 #include "simulator/lowering/check_support.h"
 #include "tools/lowering_text.h"
 #include "tools/operation_table.h"
+#include "tools/schema_fields.h"
 
 namespace stickler {
 namespace {
@@ -9,27 +10,24 @@ namespace {
 using nlohmann::json;
 
 json inputSchema() {
-  return json::parse(R"({
+  json schema = json::parse(R"({
     "type": "object",
     "properties": {
-      "model": {"type": "string", "description": "Path to a TorchScript archive (.pt)."},
       "profile": {
         "type": "string",
         "default": "spyre-2026",
         "description": "Device profile: a shipped name (spyre-2026, spyre-2025, spyre-2026-clean, spyre-2025-clean) or a path to a profile JSON."
-      },
-      "inputs": {
-        "type": "array", "items": {"type": "string"},
-        "description": "Input specs name:shape:dtype[:kind], replacing the model card's inputs."
-      },
-      "modules": {
-        "type": "array", "items": {"type": "string"},
-        "description": "Module paths to place on the device (the rest stays on the CPU); all of the model when absent."
       }
     },
     "required": ["model"],
     "additionalProperties": false
   })");
+  schema["properties"]["model"] = modelField();
+  schema["properties"]["inputs"] = inputsField();
+  schema["properties"]["modules"] = modulesField(
+      "Module paths to place on the device (the rest stays on the CPU); all of the model when "
+      "absent.");
+  return schema;
 }
 
 json outputSchema() {

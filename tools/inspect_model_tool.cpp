@@ -4,6 +4,7 @@
 #include "simulator/inspect/inspect_model.h"
 #include "simulator/inspect/module_tree.h"
 #include "tools/operation_table.h"
+#include "tools/schema_fields.h"
 
 namespace stickler {
 namespace {
@@ -11,18 +12,9 @@ namespace {
 using nlohmann::json;
 
 json inputSchema() {
-  return json::parse(R"({
+  json schema = json::parse(R"({
     "type": "object",
     "properties": {
-      "model": {
-        "type": "string",
-        "description": "Path to a TorchScript archive (.pt), ideally with a model card (stickler/model.json)."
-      },
-      "inputs": {
-        "type": "array",
-        "items": {"type": "string"},
-        "description": "Input specs name:shape:dtype[:kind] (e.g. input_ids:1x16:int64:tokens=50257), replacing the model card's inputs. Needed when the archive has no card."
-      },
       "include_nodes": {
         "type": "boolean",
         "default": true,
@@ -32,6 +24,9 @@ json inputSchema() {
     "required": ["model"],
     "additionalProperties": false
   })");
+  schema["properties"]["model"] = modelField();
+  schema["properties"]["inputs"] = inputsField();
+  return schema;
 }
 
 json outputSchema() {

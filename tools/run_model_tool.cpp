@@ -4,6 +4,7 @@
 #include "simulator/run/run_model.h"
 #include "tools/lowering_text.h"
 #include "tools/operation_table.h"
+#include "tools/schema_fields.h"
 
 namespace stickler {
 namespace {
@@ -11,22 +12,13 @@ namespace {
 using nlohmann::json;
 
 json inputSchema() {
-  return json::parse(R"({
+  json schema = json::parse(R"({
     "type": "object",
     "properties": {
-      "model": {"type": "string", "description": "Path to a TorchScript archive (.pt)."},
       "backend": {
         "type": "string",
         "default": "spyre-sim:spyre-2026",
         "description": "cpu, cpu64, cpu-emulated:<dl16|fp16|bf16>, or spyre-sim:<profile name or path> (spyre-2026, spyre-2025, spyre-2026-clean, spyre-2025-clean)."
-      },
-      "inputs": {
-        "type": "array", "items": {"type": "string"},
-        "description": "Input specs name:shape:dtype[:kind], replacing the model card's inputs."
-      },
-      "modules": {
-        "type": "array", "items": {"type": "string"},
-        "description": "Run only these modules on the device and the rest on the CPU reference (a hybrid run); all of the model when absent."
       },
       "timeout_seconds": {
         "type": "number", "default": 300,
@@ -36,6 +28,12 @@ json inputSchema() {
     "required": ["model"],
     "additionalProperties": false
   })");
+  schema["properties"]["model"] = modelField();
+  schema["properties"]["inputs"] = inputsField();
+  schema["properties"]["modules"] = modulesField(
+      "Run only these modules on the device and the rest on the CPU reference (a hybrid run); "
+      "all of the model when absent.");
+  return schema;
 }
 
 json outputSchema() {

@@ -64,7 +64,7 @@ std::string resolvePath(const std::string& name_or_path) {
       name_or_path.find('/') != std::string::npos ||
       (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
   if (is_path) return name_or_path;
-  const std::string path = profileDirectory() + "/" + name_or_path + ".json";
+  std::string path = profileDirectory() + "/" + name_or_path + ".json";
   if (!fs::exists(path)) {
     std::string known;
     for (const auto& name : listProfiles()) known += (known.empty() ? "" : ", ") + name;
@@ -212,11 +212,13 @@ DeviceProfile parseProfile(const json& raw, const std::string& origin) {
   const json operators = document.value("operators", json::object());
   if (!operators.is_object()) throw UserError(origin + ": \"operators\" must be an object");
   for (const auto& [name, entry] : operators.items()) {
+    std::string where = origin;
+    where += ": operators.";
+    where += name;
     if (name.find("::") == std::string::npos) {
-      throw UserError(origin + ": operator '" + name + "' needs its namespace (aten::" + name +
-                      ")");
+      throw UserError(where + ": an operator needs its namespace (aten::" + name + ")");
     }
-    profile.operators[name] = parseOpEntry(entry, origin + ": operators." + name);
+    profile.operators[name] = parseOpEntry(entry, where);
   }
   const json faults = document.value("faults", json::array());
   if (!faults.is_array()) throw UserError(origin + ": \"faults\" must be an array");

@@ -260,6 +260,12 @@ std::vector<const Node*> allNodes(const torch::jit::Graph& graph) {
   return nodes;
 }
 
+LoadOptions loadOptionsFromFlags(const std::vector<std::string>& input_flags) {
+  LoadOptions options;
+  for (const auto& flag : input_flags) options.inputs.push_back(parseInputFlag(flag));
+  return options;
+}
+
 std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOptions& options) {
   auto model = std::make_unique<LoadedModel>();
   model->path = path;

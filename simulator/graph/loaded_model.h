@@ -54,6 +54,9 @@ struct LoadedModel {
 
 std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOptions& options = {});
 
+// LoadOptions from --input flags (name:shape:dtype[:kind]).
+LoadOptions loadOptionsFromFlags(const std::vector<std::string>& input_flags);
+
 ValueDesc describeValue(const c10::IValue& value);
 std::string dtypeName(c10::ScalarType type);
 

@@ -115,8 +115,7 @@ json outputsToJson(const LoadedModel& model) {
 }  // namespace
 
 json inspectModel(const InspectRequest& request) {
-  LoadOptions options;
-  for (const auto& flag : request.inputs) options.inputs.push_back(parseInputFlag(flag));
+  const LoadOptions options = loadOptionsFromFlags(request.inputs);
   const auto model = loadModel(request.model, options);
 
   // Time a second run: the first one recorded shapes through an observer.

@@ -7,15 +7,9 @@ namespace stickler {
 
 nlohmann::json checkSupport(const CheckSupportRequest& request) {
   const DeviceProfile profile = loadProfile(request.profile);
-  LoadOptions options;
-  for (const auto& flag : request.inputs) options.inputs.push_back(parseInputFlag(flag));
+  const LoadOptions options = loadOptionsFromFlags(request.inputs);
   const auto model = loadModel(request.model, options);
-  Placement placement{request.device_modules};
-  for (const auto& module : placement.device_modules) {
-    if (model->modules.find(module) == nullptr) {
-      throw UserError("no module '" + module + "' in " + request.model);
-    }
-  }
+  const Placement placement = makePlacement(model->modules, request.device_modules, request.model);
   const LoweringResult result = lower(*model, profile, placement);
   nlohmann::json report = loweringToJson(result, *model, profile);
   return {{"schema", "stickler.check"},

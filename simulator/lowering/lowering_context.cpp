@@ -67,10 +67,15 @@ bool LoweringContext::isWeight(const Value* value) const {
 }
 
 std::string LoweringContext::weightName(const Value* value) const {
-  std::string name;
+  std::vector<std::string> parts;  // innermost attribute first
   for (const Node* node = value->node(); node->kind() == prim::GetAttr;
        node = node->input()->node()) {
-    name = node->s(attr::name) + (name.empty() ? "" : "." + name);
+    parts.push_back(node->s(attr::name));
+  }
+  std::string name;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+    if (!name.empty()) name += '.';
+    name += *it;
   }
   return name;
 }

@@ -22,4 +22,9 @@ struct Placement {
   }
 };
 
+// The placement of `device_modules` in a model: each must be a module of it (UserError naming
+// the model otherwise).
+Placement makePlacement(const ModuleTable& modules, const std::vector<std::string>& device_modules,
+                        const std::string& model_path);
+
 }  // namespace stickler

@@ -1,5 +1,6 @@
 #include "simulator/numerics/number_format.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -22,8 +23,17 @@ const float kDL16LowestBinade = std::ldexp(1.0f, -31);
 const float kDL16SmallestPositive = std::ldexp(1.0f + 1.0f / 512.0f, -31);
 
 float roundToFloat16(float x) {
-  // IEEE binary16 through the compiler's conversion (round to nearest even, subnormals).
-  return static_cast<float>(static_cast<_Float16>(x));
+  // IEEE binary16: 10 fraction bits, subnormals below 2^-14, round to nearest even (the
+  // default floating-point environment's nearbyint), overflow from 65520 on.
+  if (std::isnan(x) || std::isinf(x)) return x;
+  const float magnitude = std::fabs(x);
+  if (magnitude >= 65520.0f) return std::copysign(std::numeric_limits<float>::infinity(), x);
+  int exponent = 0;
+  std::frexp(magnitude, &exponent);  // magnitude in [2^(exponent-1), 2^exponent)
+  const int quantum_exponent = std::max(exponent - 1, -14) - 10;
+  const float rounded =
+      std::ldexp(std::nearbyint(std::ldexp(magnitude, -quantum_exponent)), quantum_exponent);
+  return std::copysign(rounded, x);
 }
 
 float roundToBFloat16(float x) {

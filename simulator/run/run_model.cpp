@@ -46,15 +46,9 @@ json runModel(const RunRequest& request) {
   const BackendSpec spec = parseBackendSpec(request.backend);
   const auto backend = makeBackend(spec);
   if (!(request.timeout_seconds > 0)) throw UserError("timeout_seconds must be positive");
-  LoadOptions options;
-  for (const auto& flag : request.inputs) options.inputs.push_back(parseInputFlag(flag));
+  const LoadOptions options = loadOptionsFromFlags(request.inputs);
   const auto model = loadModel(request.model, options);
-  Placement placement{request.device_modules};
-  for (const auto& module : placement.device_modules) {
-    if (model->modules.find(module) == nullptr) {
-      throw UserError("no module '" + module + "' in " + request.model);
-    }
-  }
+  const Placement placement = makePlacement(model->modules, request.device_modules, request.model);
 
   json report{
       {"schema", "stickler.run"},

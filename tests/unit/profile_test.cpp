@@ -86,7 +86,8 @@ TEST(Profiles, BadProfilesAreRefusedWithTheFieldNamed) {
   EXPECT_NE(
       errorOf({{"operators", {{"aten::mm", "sometimes"}}}}).find("unknown support 'sometimes'"),
       std::string::npos);
-  EXPECT_NE(errorOf({{"operators", {{"mm", "native"}}}}).find("needs its namespace"),
+  EXPECT_NE(errorOf({{"operators", {{"mm", "native"}}}})
+                .find("operators.mm: an operator needs its namespace"),
             std::string::npos);
   EXPECT_NE(errorOf({{"number_format", "fp8"}}).find("number_format must be"), std::string::npos);
   EXPECT_NE(errorOf({{"fusion", "everything"}}).find("fusion must be none or pointwise"),

@@ -7,7 +7,6 @@
 namespace stickler {
 
 using torch::jit::Node;
-using torch::jit::Value;
 
 namespace {
 

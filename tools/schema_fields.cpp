@@ -1,0 +1,26 @@
+#include "tools/schema_fields.h"
+
+namespace stickler {
+
+using nlohmann::json;
+
+json modelField() {
+  return {
+      {"type", "string"},
+      {"description",
+       "Path to a TorchScript archive (.pt), ideally with a model card (stickler/model.json)."}};
+}
+
+json inputsField() {
+  return {{"type", "array"},
+          {"items", {{"type", "string"}}},
+          {"description",
+           "Input specs name:shape:dtype[:kind] (e.g. input_ids:1x16:int64:tokens=50257), "
+           "replacing the model card's inputs. Needed when the archive has no card."}};
+}
+
+json modulesField(const char* description) {
+  return {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", description}};
+}
+
+}  // namespace stickler

@@ -1,0 +1,12 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace stickler {
+
+// Input-schema properties several operations share, described once.
+nlohmann::json modelField();   // "model": the archive path
+nlohmann::json inputsField();  // "inputs": --input specs replacing the card's
+nlohmann::json modulesField(const char* description);  // "modules": a device placement
+
+}  // namespace stickler
