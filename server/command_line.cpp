@@ -159,7 +159,8 @@ int runCommandLine(const std::vector<std::string>& arguments) {
     const Operation& operation = input->operation();
     if (!app.got_subcommand(operation.cli.command)) continue;
     try {
-      const json output = operation.run(input->toJson());
+      OperationContext context;  // paths as given, nothing kept between runs
+      const json output = operation.run(input->toJson(), context);
       if (input->jsonOutput()) {
         std::cout << output.dump(2) << "\n";
       } else {

@@ -45,13 +45,14 @@ json outputSchema() {
   })");
 }
 
-json run(const json& input) {
+json run(const json& input, OperationContext& context) {
   CheckSupportRequest request;
-  request.model = requireString(input, "model");
-  if (input.contains("profile")) request.profile = requireString(input, "profile");
+  request.model = context.resolvePath(requireString(input, "model"));
+  if (input.contains("profile"))
+    request.profile = resolveProfile(requireString(input, "profile"), context);
   request.inputs = optionalStrings(input, "inputs");
   request.device_modules = optionalStrings(input, "modules");
-  return checkSupport(request);
+  return checkSupport(request, context.task(), context.models());
 }
 
 std::string renderText(const json& report) {

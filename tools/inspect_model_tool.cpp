@@ -51,12 +51,12 @@ json outputSchema() {
   })");
 }
 
-json run(const json& input) {
+json run(const json& input, OperationContext& context) {
   InspectRequest request;
-  request.model = requireString(input, "model");
+  request.model = context.resolvePath(requireString(input, "model"));
   request.inputs = optionalStrings(input, "inputs");
   request.include_nodes = optionalBool(input, "include_nodes", true);
-  return inspectModel(request);
+  return inspectModel(request, context.task(), context.models());
 }
 
 ModuleTreeNode treeFromJson(const json& node) {

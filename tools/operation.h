@@ -7,7 +7,27 @@
 
 #include <nlohmann/json.hpp>
 
+#include "simulator/support/task_control.h"
+
 namespace stickler {
+
+class ModelCache;
+
+// What an operation gets from the front-end that runs it. The CLI's is this default: paths as
+// given, no progress, nothing cached. The MCP server's confines paths to the workspace roots,
+// reports progress and logs to the client, cancels, and keeps models loaded per session.
+class OperationContext {
+ public:
+  virtual ~OperationContext() = default;
+  // Progress reporting and the cancellation flag, for the simulator's long operations.
+  virtual TaskControl task() { return {}; }
+  // A log message for the caller (MCP: notifications/message at or above the session's level).
+  virtual void log(const std::string& level, const std::string& message) {}
+  // A file path the caller named, resolved; throws UserError when it may not be used.
+  virtual std::string resolvePath(const std::string& path) { return path; }
+  // Models kept loaded across calls, or nullptr.
+  virtual ModelCache* models() { return nullptr; }
+};
 
 // MCP tool annotations: hints a client shows or acts on. Stickler never reaches outside the
 // machine, so openWorldHint is always false.
@@ -37,8 +57,8 @@ struct Operation {
   nlohmann::json output_schema;
   ToolAnnotations annotations;
   CliSpec cli;
-  // Throws UserError for bad input (a precise, one-line message).
-  std::function<nlohmann::json(const nlohmann::json& input)> run;
+  // Throws UserError for bad input (a precise, one-line message), Cancelled when cancelled.
+  std::function<nlohmann::json(const nlohmann::json& input, OperationContext& context)> run;
   // The output for people, when the CLI is not asked for --json.
   std::function<std::string(const nlohmann::json& output)> render_text;
   // The CLI's exit status for a result (0 when absent): `run` exits 1 on a failing verdict.

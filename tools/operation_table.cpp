@@ -50,6 +50,19 @@ bool optionalBool(const nlohmann::json& input, const char* field, bool fallback)
   return input[field];
 }
 
+std::string resolveProfile(const std::string& name_or_path, OperationContext& context) {
+  const bool is_path =
+      name_or_path.find('/') != std::string::npos ||
+      (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+  return is_path ? context.resolvePath(name_or_path) : name_or_path;
+}
+
+std::string resolveBackend(const std::string& spec, OperationContext& context) {
+  const std::string prefix = "spyre-sim:";
+  if (spec.rfind(prefix, 0) != 0) return spec;
+  return prefix + resolveProfile(spec.substr(prefix.size()), context);
+}
+
 double optionalNumber(const nlohmann::json& input, const char* field, double fallback) {
   if (!input.contains(field)) return fallback;
   if (!input[field].is_number())

@@ -21,6 +21,11 @@ std::vector<std::string> optionalStrings(const nlohmann::json& input, const char
 bool optionalBool(const nlohmann::json& input, const char* field, bool fallback);
 double optionalNumber(const nlohmann::json& input, const char* field, double fallback);
 
+// A device profile named by the caller: a shipped name as is, a path resolved by the context.
+std::string resolveProfile(const std::string& name_or_path, OperationContext& context);
+// A backend spec whose spyre-sim profile is a path gets that path resolved by the context.
+std::string resolveBackend(const std::string& spec, OperationContext& context);
+
 // Entries of the table, one per tool file.
 Operation makeInspectModelOperation();
 Operation makeCheckSupportOperation();

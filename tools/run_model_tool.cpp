@@ -55,14 +55,15 @@ json outputSchema() {
   })");
 }
 
-json run(const json& input) {
+json run(const json& input, OperationContext& context) {
   RunRequest request;
-  request.model = requireString(input, "model");
-  if (input.contains("backend")) request.backend = requireString(input, "backend");
+  request.model = context.resolvePath(requireString(input, "model"));
+  if (input.contains("backend"))
+    request.backend = resolveBackend(requireString(input, "backend"), context);
   request.inputs = optionalStrings(input, "inputs");
   request.device_modules = optionalStrings(input, "modules");
   request.timeout_seconds = optionalNumber(input, "timeout_seconds", request.timeout_seconds);
-  return runModel(request);
+  return runModel(request, context.task(), context.models());
 }
 
 std::string number(double value, const char* format = "%.4g") {

@@ -15,6 +15,8 @@ std::string runStatusName(BackendRun::Status status) {
       return "timed_out";
     case BackendRun::Status::kFailed:
       return "failed";
+    case BackendRun::Status::kCancelled:
+      return "cancelled";
   }
   return "failed";
 }

@@ -21,11 +21,13 @@ struct RunOptions {
   // Run a device backend in this process instead of a worker (benchmarks): a runtime-abort
   // fault then throws instead of aborting.
   bool in_process = false;
+  // Set by the caller to stop the run: a worker is killed at once.
+  const std::atomic<bool>* cancelled = nullptr;
 };
 
 // The outcome of one run on a backend.
 struct BackendRun {
-  enum class Status { kCompleted, kAborted, kTimedOut, kFailed };
+  enum class Status { kCompleted, kAborted, kTimedOut, kFailed, kCancelled };
   Status status = Status::kFailed;
   std::vector<c10::IValue> outputs;
   std::string message;     // why it did not complete

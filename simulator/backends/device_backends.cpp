@@ -52,7 +52,7 @@ class DeviceCompiled : public CompiledModel {
           const auto bytes = torch::jit::pickle_save(c10::ivalue::Tuple::create(outputs));
           return std::string(bytes.begin(), bytes.end());
         },
-        options.timeout_seconds);
+        options.timeout_seconds, options.cancelled);
     BackendRun run;
     run.seconds = outcome.seconds;
     run.message = outcome.message;
@@ -83,6 +83,9 @@ class DeviceCompiled : public CompiledModel {
         break;
       case WorkerOutcome::Status::kFailed:
         run.status = BackendRun::Status::kFailed;
+        break;
+      case WorkerOutcome::Status::kCancelled:
+        run.status = BackendRun::Status::kCancelled;
         break;
     }
     return run;

@@ -51,7 +51,7 @@ void writeAll(int fd, const char* data, size_t size) {
 }  // namespace
 
 WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progress)>& job,
-                          double timeout_seconds) {
+                          double timeout_seconds, const std::atomic<bool>* cancelled) {
   void* shared = ::mmap(nullptr, sizeof(WorkerProgress), PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) throw std::runtime_error("mmap for the worker's progress failed");
@@ -79,7 +79,7 @@ WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progre
   WorkerOutcome outcome;
   std::string reply;
   const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
-  bool out_open = true, err_open = true, timed_out = false;
+  bool out_open = true, err_open = true, timed_out = false, was_cancelled = false;
   char buffer[1 << 16];
   while (out_open || err_open) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -89,9 +89,14 @@ WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progre
       timed_out = true;
       break;
     }
+    if (cancelled != nullptr && cancelled->load()) {
+      was_cancelled = true;
+      break;
+    }
     pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0},
                      {err_open ? err_pipe[0] : -1, POLLIN, 0}};
-    const int ready = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left, 1000)));
+    // Wake up now and then to notice a cancellation.
+    const int ready = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left, 50)));
     if (ready < 0 && errno != EINTR) break;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -103,7 +108,7 @@ WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progre
       }
     }
   }
-  if (timed_out) ::kill(pid, SIGKILL);
+  if (timed_out || was_cancelled) ::kill(pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -116,7 +121,10 @@ WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progre
   outcome.nodes_run = progress->nodes_run.load();
   ::munmap(shared, sizeof(WorkerProgress));
 
-  if (timed_out) {
+  if (was_cancelled) {
+    outcome.status = WorkerOutcome::Status::kCancelled;
+    outcome.message = "the device run was cancelled";
+  } else if (timed_out) {
     outcome.status = WorkerOutcome::Status::kTimedOut;
     outcome.message =
         "the device run did not finish within " + std::to_string(timeout_seconds) + " s";

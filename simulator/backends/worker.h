@@ -22,6 +22,7 @@ struct WorkerOutcome {
     kFailed,     // the job threw; `message` holds what
     kAborted,    // the worker died of a signal (SIGABRT from an assertion, or another)
     kTimedOut,   // killed after the timeout
+    kCancelled,  // killed because the caller cancelled
   };
   Status status = Status::kFailed;
   std::string payload;
@@ -39,7 +40,8 @@ struct WorkerOutcome {
 // not the end of the caller. The job returns bytes for the caller and may update `progress`.
 // The worker inherits the caller's memory (models already loaded), runs with one thread, and
 // exits without running the caller's destructors.
+// When `cancelled` becomes true the worker is killed.
 WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progress)>& job,
-                          double timeout_seconds);
+                          double timeout_seconds, const std::atomic<bool>* cancelled = nullptr);
 
 }  // namespace stickler

@@ -114,9 +114,11 @@ json outputsToJson(const LoadedModel& model) {
 
 }  // namespace
 
-json inspectModel(const InspectRequest& request) {
-  const LoadOptions options = loadOptionsFromFlags(request.inputs);
-  const auto model = loadModel(request.model, options);
+json inspectModel(const InspectRequest& request, const TaskControl& control, ModelCache* cache) {
+  control.progress(0, 2, "loading " + request.model);
+  const auto model = obtainModel(request.model, request.inputs, cache);
+  control.checkCancelled();
+  control.progress(1, 2, "running it on the CPU");
 
   // Time a second run: the first one recorded shapes through an observer.
   const auto start = std::chrono::steady_clock::now();

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "simulator/graph/model_cache.h"
+#include "simulator/support/task_control.h"
+
 namespace stickler {
 
 struct InspectRequest {
@@ -16,6 +19,8 @@ struct InspectRequest {
 // The inspect report (docs/inspect-json.md): module tree, parameters, operator histogram,
 // inputs, outputs from a CPU run and, optionally, every aten node with its module path,
 // source position and shapes.
-nlohmann::json inspectModel(const InspectRequest& request);
+// `cache`, when given, keeps the loaded model for later calls.
+nlohmann::json inspectModel(const InspectRequest& request, const TaskControl& control = {},
+                            ModelCache* cache = nullptr);
 
 }  // namespace stickler

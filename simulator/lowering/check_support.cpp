@@ -5,10 +5,13 @@
 
 namespace stickler {
 
-nlohmann::json checkSupport(const CheckSupportRequest& request) {
+nlohmann::json checkSupport(const CheckSupportRequest& request, const TaskControl& control,
+                            ModelCache* cache) {
   const DeviceProfile profile = loadProfile(request.profile);
-  const LoadOptions options = loadOptionsFromFlags(request.inputs);
-  const auto model = loadModel(request.model, options);
+  control.progress(0, 2, "loading " + request.model);
+  const auto model = obtainModel(request.model, request.inputs, cache);
+  control.checkCancelled();
+  control.progress(1, 2, "lowering for " + profile.name);
   const Placement placement = makePlacement(model->modules, request.device_modules, request.model);
   const LoweringResult result = lower(*model, profile, placement);
   nlohmann::json report = loweringToJson(result, *model, profile);

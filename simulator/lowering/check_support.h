@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "simulator/graph/model_cache.h"
+#include "simulator/support/task_control.h"
+
 namespace stickler {
 
 struct CheckSupportRequest {
@@ -16,6 +19,7 @@ struct CheckSupportRequest {
 
 // Lowers the model for a device profile and reports every blocker in one pass, the
 // cpu-fallback operators with their transfer cost, and the kernels (docs/check-json.md).
-nlohmann::json checkSupport(const CheckSupportRequest& request);
+nlohmann::json checkSupport(const CheckSupportRequest& request, const TaskControl& control = {},
+                            ModelCache* cache = nullptr);
 
 }  // namespace stickler

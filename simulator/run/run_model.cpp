@@ -42,12 +42,13 @@ json runToJson(const BackendRun& run, const LoadedModel& model) {
 
 }  // namespace
 
-json runModel(const RunRequest& request) {
+json runModel(const RunRequest& request, const TaskControl& control, ModelCache* cache) {
   const BackendSpec spec = parseBackendSpec(request.backend);
   const auto backend = makeBackend(spec);
   if (!(request.timeout_seconds > 0)) throw UserError("timeout_seconds must be positive");
-  const LoadOptions options = loadOptionsFromFlags(request.inputs);
-  const auto model = loadModel(request.model, options);
+  control.progress(0, 4, "loading " + request.model);
+  const auto model = obtainModel(request.model, request.inputs, cache);
+  control.checkCancelled();
   const Placement placement = makePlacement(model->modules, request.device_modules, request.model);
 
   json report{
@@ -57,7 +58,9 @@ json runModel(const RunRequest& request) {
       {"backend", backendToJson(*backend)},
       {"placement", placement.wholeModel() ? json("whole model") : json(placement.device_modules)}};
 
+  control.progress(1, 4, "compiling for " + spec.text);
   const auto compiled = backend->compile(*model, placement);
+  control.checkCancelled();
   if (const DeviceProfile* profile = backend->profile()) {
     report["compile"] = loweringToJson(compiled->lowering(), *model, *profile);
   } else {
@@ -71,7 +74,11 @@ json runModel(const RunRequest& request) {
 
   RunOptions run_options;
   run_options.timeout_seconds = request.timeout_seconds;
+  run_options.cancelled = control.cancelled;
+  control.progress(2, 4, "running on " + spec.text);
   const BackendRun run = compiled->run(model->example_inputs, run_options);
+  if (run.status == BackendRun::Status::kCancelled) throw Cancelled();
+  control.progress(3, 4, "comparing with the CPU reference");
   report["run"] = runToJson(run, *model);
   if (run.status != BackendRun::Status::kCompleted) {
     report["verdict"] = runStatusName(run.status);

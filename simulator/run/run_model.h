@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "simulator/graph/model_cache.h"
+#include "simulator/support/task_control.h"
+
 namespace stickler {
 
 struct RunRequest {
@@ -25,6 +28,7 @@ enum RunExitStatus : int {
 
 // Runs the model on the backend and on the CPU reference, compares the outputs end to end and
 // gives a verdict (docs/run-json.md). The report's "exit_status" is one of RunExitStatus.
-nlohmann::json runModel(const RunRequest& request);
+nlohmann::json runModel(const RunRequest& request, const TaskControl& control = {},
+                        ModelCache* cache = nullptr);
 
 }  // namespace stickler

@@ -116,8 +116,10 @@ TEST(InspectText, EveryZooModelShowsItsCollapsedLayers) {
   };
   const Operation* inspect = findOperation("inspect_model");
   ASSERT_NE(inspect, nullptr);
+  OperationContext context;
   for (const auto& name : testing::zooModelNames()) {
-    const json output = inspect->run({{"model", zooPath(name + ".pt")}, {"include_nodes", false}});
+    const json output =
+        inspect->run({{"model", zooPath(name + ".pt")}, {"include_nodes", false}}, context);
     const std::string text = inspect->render_text(output);
     EXPECT_EQ(text.rfind(name + " (", 0), 0u) << text;
     EXPECT_NE(text.find(output.at("model").at("class").get<std::string>()), std::string::npos);

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <atomic>
 #include <thread>
 
 namespace stickler {
@@ -67,6 +68,29 @@ TEST(Worker, LargeResultsAndLogsDoNotDeadlock) {
   EXPECT_EQ(outcome.status, WorkerOutcome::Status::kCompleted);
   EXPECT_EQ(outcome.payload.size(), size_t{8} << 20);
   EXPECT_NE(outcome.stderr_text.find("log line 19999"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stickler
+
+namespace stickler {
+namespace {
+
+TEST(Worker, ACancelledRunIsKilledAtOnce) {
+  std::atomic<bool> cancelled{false};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancelled = true;
+  });
+  const auto outcome = runInWorker(
+      [](WorkerProgress&) -> std::string {
+        std::this_thread::sleep_for(std::chrono::seconds(60));
+        return "";
+      },
+      60, &cancelled);
+  canceller.join();
+  EXPECT_EQ(outcome.status, WorkerOutcome::Status::kCancelled);
+  EXPECT_LT(outcome.seconds, 10.0);
 }
 
 }  // namespace

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace stickler {
+
+struct LoadedModel;
+
+// Models loaded in one session (an MCP session, say), kept across calls: a model is loaded
+// once and reloaded when its file changes (size or modification time) or its inputs differ.
+class ModelCache {
+ public:
+  explicit ModelCache(size_t capacity = 8) : capacity_(capacity) {}
+  // The model at `path` with these --input flags (empty: the card's inputs).
+  std::shared_ptr<const LoadedModel> get(const std::string& path,
+                                         const std::vector<std::string>& input_flags);
+  size_t size() const;
+  size_t loads() const;  // how many times a model was actually loaded
+
+ private:
+  struct Entry {
+    std::shared_ptr<const LoadedModel> model;
+    int64_t file_size = 0;
+    int64_t modified = 0;
+    uint64_t last_used = 0;
+  };
+  mutable std::mutex mutex_;
+  std::map<std::string, Entry> entries_;
+  size_t capacity_;
+  uint64_t clock_ = 0;
+  size_t loads_ = 0;
+};
+
+// The model from `cache` when there is one, else freshly loaded.
+std::shared_ptr<const LoadedModel> obtainModel(const std::string& path,
+                                               const std::vector<std::string>& input_flags,
+                                               ModelCache* cache);
+
+}  // namespace stickler
