@@ -27,6 +27,9 @@ class OperationContext {
   virtual std::string resolvePath(const std::string& path) { return path; }
   // Models kept loaded across calls, or nullptr.
   virtual ModelCache* models() { return nullptr; }
+  // How many entries a long list (nodes, blockers) gets when the caller did not say: 0 for all
+  // (the command line), a page over MCP, where results must stay well under 25,000 tokens.
+  virtual size_t listLimit() { return 0; }
 };
 
 // MCP tool annotations: hints a client shows or acts on. Stickler never reaches outside the

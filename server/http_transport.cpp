@@ -1,0 +1,368 @@
+#include "server/http_transport.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "server/json_rpc.h"
+
+namespace stickler {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kSessionHeader = "Mcp-Session-Id";
+constexpr const char* kVersionHeader = "MCP-Protocol-Version";
+constexpr int kRetryMilliseconds = 1000;
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// "example.com:8080" -> "example.com"; "[::1]:8080" -> "[::1]".
+std::string hostWithoutPort(const std::string& host) {
+  if (!host.empty() && host.front() == '[') {
+    const auto end = host.find(']');
+    return end == std::string::npos ? host : host.substr(0, end + 1);
+  }
+  const auto colon = host.rfind(':');
+  return colon == std::string::npos ? host : host.substr(0, colon);
+}
+
+// The messages of one SSE response, kept so that a client can resume it (GET with
+// Last-Event-ID) after the stream closed before its response.
+class EventStream {
+ public:
+  explicit EventStream(std::string id) : id_(std::move(id)) {}
+  const std::string& id() const { return id_; }
+
+  void push(const json& message) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    events_.push_back(message.dump(-1, ' ', false, json::error_handler_t::replace));
+    changed_.notify_all();
+  }
+  void finish() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    finished_ = true;
+    changed_.notify_all();
+  }
+  void detach() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    detached_ = true;
+    changed_.notify_all();
+  }
+  bool finished() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return finished_;
+  }
+
+  // Writes the events after `next` (1-based) to the sink as they come, until the stream is
+  // finished (true), detached (true: the client resumes later), or the client left (false).
+  bool relay(httplib::DataSink& sink, size_t next, bool priming) {
+    if (priming) {
+      // An event with an id and no data first, so that the client can resume from it.
+      const std::string event = "id: " + id_ + ":0\nretry: " + std::to_string(kRetryMilliseconds) + "\ndata: \n\n";
+      if (!sink.write(event.data(), event.size())) return false;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      while (next <= events_.size()) {
+        const std::string event = "id: " + id_ + ":" + std::to_string(next) + "\nevent: message\ndata: " +
+                                  events_[next - 1] + "\n\n";
+        ++next;
+        lock.unlock();
+        const bool written = sink.write(event.data(), event.size());
+        lock.lock();
+        if (!written) return false;
+      }
+      if (finished_) return true;
+      if (detached_ && !resumed_) return true;
+      changed_.wait_for(lock, std::chrono::milliseconds(500));
+      if (!sink.is_writable()) return false;
+    }
+  }
+  // A GET with Last-Event-ID takes the stream over.
+  void resume() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    resumed_ = true;
+  }
+
+ private:
+  std::string id_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::string> events_;
+  bool finished_ = false;
+  bool detached_ = false;
+  bool resumed_ = false;
+};
+
+class SseChannel : public ClientChannel {
+ public:
+  explicit SseChannel(std::shared_ptr<EventStream> stream) : stream_(std::move(stream)) {}
+  void send(const json& message) override { stream_->push(message); }
+  void closeStream() override { stream_->detach(); }
+
+ private:
+  std::shared_ptr<EventStream> stream_;
+};
+
+// A JSON response cannot carry notifications or requests: they are dropped.
+class NoChannel : public ClientChannel {
+ public:
+  void send(const json&) override {}
+  bool carriesRequests() const override { return false; }
+};
+
+class HttpTransport {
+ public:
+  HttpTransport(McpServer& server, const HttpOptions& options) : server_(server), options_(options) {
+    allowed_hosts_ = {"localhost", "127.0.0.1", "[::1]", "::1"};
+    if (options.host != "0.0.0.0" && options.host != "::") allowed_hosts_.push_back(lower(options.host));
+    for (const auto& host : options.allowed_hosts) allowed_hosts_.push_back(lower(host));
+  }
+
+  int run(const std::function<void(int)>& on_listening) {
+    httplib::Server http;
+    const int threads = options_.threads;
+    http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    http.set_payload_max_length(options_.max_request_bytes);
+    http.set_keep_alive_max_count(1000);
+    http.set_read_timeout(30, 0);
+    http.set_write_timeout(30, 0);
+    http.set_pre_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
+      return guard(request, response);
+    });
+    http.Post("/mcp", [this](const httplib::Request& request, httplib::Response& response) { post(request, response); });
+    http.Get("/mcp", [this](const httplib::Request& request, httplib::Response& response) { get(request, response); });
+    http.Delete("/mcp", [this](const httplib::Request& request, httplib::Response& response) { remove(request, response); });
+    http.Put("/mcp", [](const httplib::Request&, httplib::Response& response) { response.status = 405; });
+    http.Patch("/mcp", [](const httplib::Request&, httplib::Response& response) { response.status = 405; });
+    const int port = options_.port == 0 ? http.bind_to_any_port(options_.host)
+                                        : (http.bind_to_port(options_.host, options_.port) ? options_.port : -1);
+    if (port <= 0) {
+      std::fprintf(stderr, "stickler serve: cannot listen on %s:%d\n", options_.host.c_str(), options_.port);
+      return 1;
+    }
+    if (on_listening) on_listening(port);
+    return http.listen_after_bind() ? 0 : 1;
+  }
+
+ private:
+  static void jsonError(httplib::Response& response, int status, int code, const std::string& message,
+                        const json& id = nullptr) {
+    response.status = status;
+    response.set_content(rpcError(id, code, message).dump(), "application/json");
+  }
+
+  // Before any handler: authentication, Host and Origin (DNS rebinding).
+  httplib::Server::HandlerResponse guard(const httplib::Request& request, httplib::Response& response) {
+    if (request.path != "/mcp") return httplib::Server::HandlerResponse::Unhandled;
+    const std::string host = lower(hostWithoutPort(request.get_header_value("Host")));
+    if (std::find(allowed_hosts_.begin(), allowed_hosts_.end(), host) == allowed_hosts_.end()) {
+      jsonError(response, 403, rpc_error::kInvalidRequest, "Host '" + host + "' is not allowed");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (request.has_header("Origin")) {
+      const std::string origin = lower(request.get_header_value("Origin"));
+      const auto scheme = origin.find("://");
+      const std::string origin_host =
+          scheme == std::string::npos ? "" : hostWithoutPort(origin.substr(scheme + 3));
+      const bool listed = std::find(options_.allowed_origins.begin(), options_.allowed_origins.end(), origin) !=
+                          options_.allowed_origins.end();
+      const bool local = std::find(allowed_hosts_.begin(), allowed_hosts_.end(), origin_host) != allowed_hosts_.end();
+      if (!listed && !local) {
+        jsonError(response, 403, rpc_error::kInvalidRequest, "Origin '" + origin + "' is not allowed");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    if (options_.bearer_token) {
+      const std::string expected = "Bearer " + *options_.bearer_token;
+      const std::string given = request.get_header_value("Authorization");
+      // Compare in time independent of where they differ.
+      unsigned char difference = given.size() == expected.size() ? 0 : 1;
+      for (size_t i = 0; i < expected.size(); ++i) {
+        difference |= static_cast<unsigned char>((i < given.size() ? given[i] : 0) ^ expected[i]);
+      }
+      if (difference != 0) {
+        response.set_header("WWW-Authenticate", "Bearer");
+        jsonError(response, 401, rpc_error::kInvalidRequest, "missing or wrong bearer token");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  }
+
+  bool checkVersion(const httplib::Request& request, httplib::Response& response) {
+    if (!request.has_header(kVersionHeader)) return true;  // 2025-03-26 clients do not send it
+    const std::string version = request.get_header_value(kVersionHeader);
+    const auto& supported = McpServer::supportedProtocolVersions();
+    if (std::find(supported.begin(), supported.end(), version) != supported.end()) return true;
+    jsonError(response, 400, rpc_error::kInvalidRequest, "unsupported MCP-Protocol-Version '" + version + "'");
+    return false;
+  }
+
+  std::shared_ptr<McpSession> sessionOf(const httplib::Request& request, httplib::Response& response) {
+    if (!request.has_header(kSessionHeader)) {
+      jsonError(response, 400, rpc_error::kInvalidRequest, "missing Mcp-Session-Id: send initialize first");
+      return nullptr;
+    }
+    auto session = server_.findSession(request.get_header_value(kSessionHeader));
+    if (!session) jsonError(response, 404, rpc_error::kInvalidRequest, "unknown or ended session");
+    return session;
+  }
+
+  void post(const httplib::Request& request, httplib::Response& response) {
+    const std::string type = lower(request.get_header_value("Content-Type"));
+    if (type.rfind("application/json", 0) != 0) {
+      jsonError(response, 415, rpc_error::kInvalidRequest, "Content-Type must be application/json");
+      return;
+    }
+    json message;
+    try {
+      message = json::parse(request.body);
+    } catch (const json::parse_error& e) {
+      jsonError(response, 400, rpc_error::kParseError, std::string("parse error: ") + e.what());
+      return;
+    }
+    const RpcMessage parsed = classifyMessage(message);
+    if (parsed.kind == RpcMessage::Kind::kInvalid) {
+      jsonError(response, 400, rpc_error::kInvalidRequest, "invalid request: " + parsed.problem, parsed.id);
+      return;
+    }
+    if (!checkVersion(request, response)) return;
+    std::shared_ptr<McpSession> session;
+    if (parsed.kind == RpcMessage::Kind::kRequest && parsed.method == "initialize") {
+      if (request.has_header(kSessionHeader)) {
+        jsonError(response, 400, rpc_error::kInvalidRequest, "initialize starts a session: send it without Mcp-Session-Id",
+                  parsed.id);
+        return;
+      }
+      session = server_.createSession();
+      response.set_header(kSessionHeader, session->id());
+    } else {
+      session = sessionOf(request, response);
+      if (!session) return;
+    }
+    if (parsed.kind != RpcMessage::Kind::kRequest) {
+      NoChannel channel;
+      server_.handle(*session, message, channel);
+      response.status = 202;
+      return;
+    }
+    const std::string accept = lower(request.get_header_value("Accept"));
+    if (McpServer::mayStream(message) && accept.find("text/event-stream") != std::string::npos) {
+      stream(session, message, response);
+      return;
+    }
+    NoChannel channel;
+    const auto answer = server_.handle(*session, message, channel);
+    if (!answer) {
+      jsonError(response, 200, rpc_error::kInternalError, "request cancelled", parsed.id);
+      return;
+    }
+    response.set_content(answer->dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  }
+
+  // Answers a request with an SSE stream: the handling runs on its own thread, so that it can
+  // go on after the stream closes early; its messages are kept for a resumed stream.
+  void stream(const std::shared_ptr<McpSession>& session, const json& message, httplib::Response& response) {
+    auto events = std::make_shared<EventStream>(session->id().substr(0, 8) + std::to_string(next_stream_++));
+    {
+      std::lock_guard<std::mutex> lock(streams_mutex_);
+      streams_[events->id()] = events;
+    }
+    std::thread([this, session, events, message] {
+      SseChannel channel(events);
+      if (auto answer = server_.handle(*session, message, channel)) events->push(*answer);
+      events->finish();
+      forgetLater(events);
+    }).detach();
+    response.set_header("Cache-Control", "no-cache");
+    response.set_chunked_content_provider("text/event-stream", [events](size_t, httplib::DataSink& sink) {
+      if (events->relay(sink, 1, /*priming=*/true)) sink.done();
+      return true;
+    });
+  }
+
+  // GET resumes a stream after the event the client saw last; without Last-Event-ID there is
+  // no stream to offer.
+  void get(const httplib::Request& request, httplib::Response& response) {
+    if (!checkVersion(request, response)) return;
+    auto session = sessionOf(request, response);
+    if (!session) return;
+    if (!request.has_header("Last-Event-ID")) {
+      response.status = 405;
+      response.set_header("Allow", "POST, DELETE");
+      return;
+    }
+    const std::string last = request.get_header_value("Last-Event-ID");
+    const auto colon = last.rfind(':');
+    std::shared_ptr<EventStream> events;
+    size_t next = 0;
+    if (colon != std::string::npos) {
+      std::lock_guard<std::mutex> lock(streams_mutex_);
+      auto it = streams_.find(last.substr(0, colon));
+      if (it != streams_.end() && it->first.rfind(session->id().substr(0, 8), 0) == 0) events = it->second;
+      try {
+        next = std::stoul(last.substr(colon + 1)) + 1;
+      } catch (const std::exception&) {
+        events = nullptr;
+      }
+    }
+    if (!events) {
+      jsonError(response, 404, rpc_error::kInvalidRequest, "no stream to resume from Last-Event-ID '" + last + "'");
+      return;
+    }
+    events->resume();
+    response.set_header("Cache-Control", "no-cache");
+    response.set_chunked_content_provider("text/event-stream", [events, next](size_t, httplib::DataSink& sink) {
+      if (events->relay(sink, next, /*priming=*/false)) sink.done();
+      return true;
+    });
+  }
+
+  void remove(const httplib::Request& request, httplib::Response& response) {
+    auto session = sessionOf(request, response);
+    if (!session) return;
+    session->cancelAll();
+    server_.closeSession(session->id());
+    response.status = 200;
+  }
+
+  // A finished stream stays resumable for a while, then goes.
+  void forgetLater(const std::shared_ptr<EventStream>& events) {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    finished_.push_back({events->id(), std::chrono::steady_clock::now()});
+    const auto cutoff = std::chrono::steady_clock::now() - std::chrono::minutes(5);
+    while (!finished_.empty() && finished_.front().second < cutoff) {
+      streams_.erase(finished_.front().first);
+      finished_.erase(finished_.begin());
+    }
+  }
+
+  McpServer& server_;
+  const HttpOptions& options_;
+  std::vector<std::string> allowed_hosts_;
+  std::mutex streams_mutex_;
+  std::map<std::string, std::shared_ptr<EventStream>> streams_;
+  std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> finished_;
+  std::atomic<uint64_t> next_stream_{1};
+};
+
+}  // namespace
+
+int serveHttp(McpServer& server, const HttpOptions& options, const std::function<void(int port)>& on_listening) {
+  HttpTransport transport(server, options);
+  return transport.run(on_listening);
+}
+
+}  // namespace stickler

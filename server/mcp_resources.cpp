@@ -1,0 +1,127 @@
+// stickler:// resources: the shipped device profiles and the documentation.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "server/json_rpc.h"
+#include "server/mcp_catalog.h"
+#include "simulator/device/device_profile.h"
+
+namespace stickler {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string docsDirectory() {
+  if (const char* dir = std::getenv("STICKLER_DOCS_DIR")) return dir;
+  return STICKLER_DOCS_DIR;
+}
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> docPages() {
+  std::vector<std::string> pages;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(docsDirectory(), ec)) {
+    if (entry.path().extension() == ".md") pages.push_back(entry.path().stem().string());
+  }
+  std::sort(pages.begin(), pages.end());
+  return pages;
+}
+
+// The first "# " heading of a Markdown page.
+std::string titleOf(const std::string& text, const std::string& fallback) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("# ", 0) == 0) return line.substr(2);
+  }
+  return fallback;
+}
+
+bool isName(const std::string& name) {
+  return !name.empty() && name.find('/') == std::string::npos && name.find("..") == std::string::npos;
+}
+
+std::vector<std::string> withPrefix(const std::vector<std::string>& names, const std::string& prefix) {
+  std::vector<std::string> matching;
+  for (const auto& name : names) {
+    if (name.rfind(prefix, 0) == 0) matching.push_back(name);
+  }
+  return matching;
+}
+
+json textContents(const std::string& uri, const std::string& mime, const std::string& text) {
+  return json::array({{{"uri", uri}, {"mimeType", mime}, {"text", text}}});
+}
+
+std::optional<json> readProfile(const std::string& uri) {
+  const std::string prefix = "stickler://profiles/";
+  if (uri.rfind(prefix, 0) != 0) return std::nullopt;
+  const std::string name = uri.substr(prefix.size());
+  const auto names = listProfiles();
+  if (!isName(name) || std::find(names.begin(), names.end(), name) == names.end()) {
+    throw RpcFailure(rpc_error::kResourceNotFound, "no device profile " + uri);
+  }
+  return textContents(uri, "application/json", readText(profileDirectory() + "/" + name + ".json"));
+}
+
+std::optional<json> readDoc(const std::string& uri) {
+  const std::string prefix = "stickler://docs/";
+  if (uri.rfind(prefix, 0) != 0) return std::nullopt;
+  const std::string page = uri.substr(prefix.size());
+  const auto pages = docPages();
+  if (!isName(page) || std::find(pages.begin(), pages.end(), page) == pages.end()) {
+    throw RpcFailure(rpc_error::kResourceNotFound, "no documentation page " + uri);
+  }
+  return textContents(uri, "text/markdown", readText(docsDirectory() + "/" + page + ".md"));
+}
+
+}  // namespace
+
+void addSticklerResources(McpCatalog& catalog) {
+  for (const auto& name : listProfiles()) {
+    std::string description;
+    try {
+      description = loadProfile(name).description;
+    } catch (const std::exception&) {
+    }
+    const std::string uri = "stickler://profiles/" + name;
+    catalog.resources.push_back(
+        {{{"uri", uri}, {"name", name}, {"title", "Device profile " + name},
+          {"description", description}, {"mimeType", "application/json"}},
+         [uri] { return *readProfile(uri); }});
+  }
+  for (const auto& page : docPages()) {
+    const std::string uri = "stickler://docs/" + page;
+    const std::string title = titleOf(readText(docsDirectory() + "/" + page + ".md"), page);
+    catalog.resources.push_back({{{"uri", uri}, {"name", page}, {"title", title},
+                                  {"description", "Stickler documentation: " + title},
+                                  {"mimeType", "text/markdown"}},
+                                 [uri] { return *readDoc(uri); }});
+  }
+  catalog.templates.push_back(
+      {{{"uriTemplate", "stickler://profiles/{name}"}, {"name", "device-profile"},
+        {"title", "A device profile"},
+        {"description", "A Spyre device profile (JSON): hardware, operator table, fusion, faults."},
+        {"mimeType", "application/json"}},
+       readProfile,
+       [](const std::string&, const std::string& prefix) { return withPrefix(listProfiles(), prefix); }});
+  catalog.templates.push_back(
+      {{{"uriTemplate", "stickler://docs/{page}"}, {"name", "documentation"},
+        {"title", "A documentation page"},
+        {"description", "Stickler's documentation: formats, backends, assumptions (Markdown)."},
+        {"mimeType", "text/markdown"}},
+       readDoc,
+       [](const std::string&, const std::string& prefix) { return withPrefix(docPages(), prefix); }});
+}
+
+}  // namespace stickler

@@ -1,0 +1,54 @@
+// The operation table as MCP tools.
+#include "server/mcp_catalog.h"
+#include "simulator/support/errors.h"
+#include "tools/input_validation.h"
+#include "tools/operation_table.h"
+
+namespace stickler {
+
+using nlohmann::json;
+
+json toolResult(const json& structured) {
+  return {{"content", json::array({{{"type", "text"}, {"text", structured.dump()}}})},
+          {"structuredContent", structured},
+          {"isError", false}};
+}
+
+json toolError(const std::string& message) {
+  return {{"content", json::array({{{"type", "text"}, {"text", message}}})}, {"isError", true}};
+}
+
+namespace {
+
+McpTool toolFor(const Operation& operation) {
+  McpTool tool;
+  tool.definition = {{"name", operation.name},
+                     {"title", operation.title},
+                     {"description", operation.description},
+                     {"inputSchema", operation.input_schema},
+                     {"outputSchema", operation.output_schema},
+                     {"annotations",
+                      {{"title", operation.title},
+                       {"readOnlyHint", operation.annotations.read_only},
+                       {"destructiveHint", operation.annotations.destructive},
+                       {"idempotentHint", operation.annotations.idempotent},
+                       {"openWorldHint", false}}}};
+  tool.call = [&operation](const json& arguments, ToolCallContext& context) {
+    try {
+      // Bad arguments are a result the agent can act on, not a protocol error.
+      validateInput(operation.input_schema, arguments);
+      return toolResult(operation.run(arguments, context));
+    } catch (const UserError& e) {
+      return toolError(e.what());
+    }
+  };
+  return tool;
+}
+
+}  // namespace
+
+void addOperationTools(McpCatalog& catalog) {
+  for (const Operation& operation : operationTable()) catalog.tools.push_back(toolFor(operation));
+}
+
+}  // namespace stickler

@@ -1,0 +1,71 @@
+#include "server/serve_command.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "server/http_transport.h"
+#include "server/mcp_server.h"
+#include "server/stdio_transport.h"
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+std::string readToken(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError("--token-file " + path + ": cannot read it");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string token = text.str();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  if (token.size() < 16) throw UserError("--token-file " + path + ": the token must have at least 16 characters");
+  return token;
+}
+
+void parseAddress(const std::string& text, HttpOptions& http) {
+  const auto colon = text.rfind(':');
+  const std::string port = colon == std::string::npos ? text : text.substr(colon + 1);
+  if (colon != std::string::npos) http.host = text.substr(0, colon);
+  if (!http.host.empty() && http.host.front() == '[' && http.host.back() == ']') {
+    http.host = http.host.substr(1, http.host.size() - 2);
+  }
+  try {
+    size_t used = 0;
+    http.port = std::stoi(port, &used);
+    if (used != port.size() || http.port < 0 || http.port > 65535) throw std::invalid_argument(port);
+  } catch (const std::exception&) {
+    throw UserError("--http '" + text + "': expected [ADDR:]PORT, e.g. 8765 or 127.0.0.1:8765");
+  }
+  if (http.host.empty()) throw UserError("--http '" + text + "': empty address");
+}
+
+}  // namespace
+
+int runServe(const ServeOptions& options) {
+  ServerOptions server_options;
+  server_options.roots = options.roots.empty() ? std::vector<std::string>{"."} : options.roots;
+  server_options.conformance_fixtures = options.conformance_fixtures;
+  if (options.max_request_bytes < 1024) throw UserError("--max-request-bytes must be at least 1024");
+  McpServer server(server_options);
+  std::string roots;
+  for (const auto& root : server.workspace().roots()) roots += (roots.empty() ? "" : ", ") + root;
+  if (!options.http) {
+    std::fprintf(stderr, "stickler serve: MCP over stdio, workspace %s\n", roots.c_str());
+    return serveStdio(server, stdin, stdout, options.max_request_bytes);
+  }
+  HttpOptions http;
+  parseAddress(*options.http, http);
+  if (options.token_file) http.bearer_token = readToken(*options.token_file);
+  http.max_request_bytes = options.max_request_bytes;
+  http.allowed_hosts = options.allowed_hosts;
+  http.allowed_origins = options.allowed_origins;
+  return serveHttp(server, http, [&](int port) {
+    const std::string host = http.host.find(':') != std::string::npos ? "[" + http.host + "]" : http.host;
+    std::fprintf(stderr, "stickler serve: MCP over HTTP at http://%s:%d/mcp, workspace %s%s\n", host.c_str(),
+                 port, roots.c_str(), http.bearer_token ? ", bearer token required" : "");
+    std::fflush(stderr);
+  });
+}
+
+}  // namespace stickler

@@ -1,0 +1,24 @@
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stickler {
+
+struct ServeOptions {
+  std::optional<std::string> http;  // [ADDR:]PORT; stdio when absent
+  std::vector<std::string> roots;   // the workspace (default: the current directory)
+  std::optional<std::string> token_file;
+  bool conformance_fixtures = false;
+  size_t max_request_bytes = 16 * 1024 * 1024;
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> allowed_origins;
+};
+
+// `stickler serve`: the MCP server over stdio, or over HTTP with --http. Returns the exit
+// status; bad options throw UserError.
+int runServe(const ServeOptions& options);
+
+}  // namespace stickler

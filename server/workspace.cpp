@@ -1,0 +1,63 @@
+#include "server/workspace.h"
+
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool realPath(const std::string& path, std::string& out) {
+  char buffer[PATH_MAX];
+  if (::realpath(path.c_str(), buffer) == nullptr) return false;
+  out = buffer;
+  return true;
+}
+
+bool within(const std::string& path, const std::string& root) {
+  if (root == "/") return true;
+  return path == root ||
+         (path.size() > root.size() && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/');
+}
+
+}  // namespace
+
+Workspace::Workspace(const std::vector<std::string>& roots) {
+  for (const auto& root : roots) {
+    std::string canonical;
+    if (!realPath(root, canonical) || !fs::is_directory(canonical)) {
+      throw UserError("workspace root '" + root + "' is not a directory");
+    }
+    roots_.push_back(canonical);
+  }
+  if (roots_.empty()) throw UserError("the workspace needs at least one root");
+}
+
+std::string Workspace::resolve(const std::string& path) const {
+  if (path.empty()) throw UserError("an empty path");
+  if (path.find('\0') != std::string::npos) throw UserError("a path with a NUL byte");
+  const fs::path given(path);
+  const fs::path absolute = given.is_absolute() ? given : fs::path(roots_.front()) / given;
+  std::string resolved;
+  if (!realPath(absolute.string(), resolved)) {
+    // Not there (yet): resolve the parent, so that a symlinked parent cannot lead outside.
+    std::string parent;
+    if (!realPath(absolute.parent_path().string(), parent)) {
+      throw UserError("path '" + path + "': no such file or directory");
+    }
+    resolved = (fs::path(parent) / absolute.filename()).string();
+  }
+  for (const auto& root : roots_) {
+    if (within(resolved, root)) return resolved;
+  }
+  std::string roots;
+  for (const auto& root : roots_) roots += (roots.empty() ? "" : ", ") + root;
+  throw UserError("path '" + path + "' " + (resolved == absolute.lexically_normal().string() ? "is" : "resolves to '" + resolved + "', which is") +
+                  " outside the workspace (roots: " + roots + ")");
+}
+
+}  // namespace stickler
