@@ -147,14 +147,20 @@ int runCommandLine(const std::vector<std::string>& arguments) {
   ServeOptions serve;
   CLI::App* serve_command = app.add_subcommand(
       "serve", "Serve Stickler's operations as MCP tools, over stdio or Streamable HTTP");
-  serve_command->add_option("--http", serve.http, "Serve Streamable HTTP at [ADDR:]PORT/mcp (default: stdio)");
-  serve_command->add_option("--root", serve.roots, "A workspace root (repeatable; default: the current directory)");
-  serve_command->add_option("--token-file", serve.token_file, "Require this bearer token over HTTP");
+  serve_command->add_option("--http", serve.http,
+                            "Serve Streamable HTTP at [ADDR:]PORT/mcp (default: stdio)");
+  serve_command->add_option("--root", serve.roots,
+                            "A workspace root (repeatable; default: the current directory)");
+  serve_command->add_option("--token-file", serve.token_file,
+                            "Require this bearer token over HTTP");
   serve_command->add_flag("--conformance-fixtures", serve.conformance_fixtures,
                           "Also serve the fixtures the MCP conformance suite calls");
-  serve_command->add_option("--max-request-bytes", serve.max_request_bytes, "Refuse larger messages (default 16 MiB)");
-  serve_command->add_option("--allow-host", serve.allowed_hosts, "Also accept this Host name over HTTP");
-  serve_command->add_option("--allow-origin", serve.allowed_origins, "Also accept this Origin over HTTP");
+  serve_command->add_option("--max-request-bytes", serve.max_request_bytes,
+                            "Refuse larger messages (default 16 MiB)");
+  serve_command->add_option("--allow-host", serve.allowed_hosts,
+                            "Also accept this Host name over HTTP");
+  serve_command->add_option("--allow-origin", serve.allowed_origins,
+                            "Also accept this Origin over HTTP");
 
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
   try {

@@ -23,7 +23,8 @@ constexpr const char* kVersionHeader = "MCP-Protocol-Version";
 constexpr int kRetryMilliseconds = 1000;
 
 std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return text;
 }
 
@@ -69,14 +70,15 @@ class EventStream {
   bool relay(httplib::DataSink& sink, size_t next, bool priming) {
     if (priming) {
       // An event with an id and no data first, so that the client can resume from it.
-      const std::string event = "id: " + id_ + ":0\nretry: " + std::to_string(kRetryMilliseconds) + "\ndata: \n\n";
+      const std::string event =
+          "id: " + id_ + ":0\nretry: " + std::to_string(kRetryMilliseconds) + "\ndata: \n\n";
       if (!sink.write(event.data(), event.size())) return false;
     }
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       while (next <= events_.size()) {
-        const std::string event = "id: " + id_ + ":" + std::to_string(next) + "\nevent: message\ndata: " +
-                                  events_[next - 1] + "\n\n";
+        const std::string event = "id: " + id_ + ":" + std::to_string(next) +
+                                  "\nevent: message\ndata: " + events_[next - 1] + "\n\n";
         ++next;
         lock.unlock();
         const bool written = sink.write(event.data(), event.size());
@@ -124,32 +126,47 @@ class NoChannel : public ClientChannel {
 
 class HttpTransport {
  public:
-  HttpTransport(McpServer& server, const HttpOptions& options) : server_(server), options_(options) {
+  HttpTransport(McpServer& server, const HttpOptions& options)
+      : server_(server), options_(options) {
     allowed_hosts_ = {"localhost", "127.0.0.1", "[::1]", "::1"};
-    if (options.host != "0.0.0.0" && options.host != "::") allowed_hosts_.push_back(lower(options.host));
+    if (options.host != "0.0.0.0" && options.host != "::")
+      allowed_hosts_.push_back(lower(options.host));
     for (const auto& host : options.allowed_hosts) allowed_hosts_.push_back(lower(host));
   }
 
   int run(const std::function<void(int)>& on_listening) {
     httplib::Server http;
     const int threads = options_.threads;
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    http.new_task_queue = [threads] {
+      return new httplib::ThreadPool(static_cast<size_t>(threads));
+    };
     http.set_payload_max_length(options_.max_request_bytes);
     http.set_keep_alive_max_count(1000);
     http.set_read_timeout(30, 0);
     http.set_write_timeout(30, 0);
-    http.set_pre_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
-      return guard(request, response);
+    http.set_pre_routing_handler(
+        [this](const httplib::Request& request, httplib::Response& response) {
+          return guard(request, response);
+        });
+    http.Post("/mcp", [this](const httplib::Request& request, httplib::Response& response) {
+      post(request, response);
     });
-    http.Post("/mcp", [this](const httplib::Request& request, httplib::Response& response) { post(request, response); });
-    http.Get("/mcp", [this](const httplib::Request& request, httplib::Response& response) { get(request, response); });
-    http.Delete("/mcp", [this](const httplib::Request& request, httplib::Response& response) { remove(request, response); });
-    http.Put("/mcp", [](const httplib::Request&, httplib::Response& response) { response.status = 405; });
-    http.Patch("/mcp", [](const httplib::Request&, httplib::Response& response) { response.status = 405; });
-    const int port = options_.port == 0 ? http.bind_to_any_port(options_.host)
-                                        : (http.bind_to_port(options_.host, options_.port) ? options_.port : -1);
+    http.Get("/mcp", [this](const httplib::Request& request, httplib::Response& response) {
+      get(request, response);
+    });
+    http.Delete("/mcp", [this](const httplib::Request& request, httplib::Response& response) {
+      remove(request, response);
+    });
+    http.Put("/mcp",
+             [](const httplib::Request&, httplib::Response& response) { response.status = 405; });
+    http.Patch("/mcp",
+               [](const httplib::Request&, httplib::Response& response) { response.status = 405; });
+    const int port = options_.port == 0
+                         ? http.bind_to_any_port(options_.host)
+                         : (http.bind_to_port(options_.host, options_.port) ? options_.port : -1);
     if (port <= 0) {
-      std::fprintf(stderr, "stickler serve: cannot listen on %s:%d\n", options_.host.c_str(), options_.port);
+      std::fprintf(stderr, "stickler serve: cannot listen on %s:%d\n", options_.host.c_str(),
+                   options_.port);
       return 1;
     }
     if (on_listening) on_listening(port);
@@ -157,14 +174,15 @@ class HttpTransport {
   }
 
  private:
-  static void jsonError(httplib::Response& response, int status, int code, const std::string& message,
-                        const json& id = nullptr) {
+  static void jsonError(httplib::Response& response, int status, int code,
+                        const std::string& message, const json& id = nullptr) {
     response.status = status;
     response.set_content(rpcError(id, code, message).dump(), "application/json");
   }
 
   // Before any handler: authentication, Host and Origin (DNS rebinding).
-  httplib::Server::HandlerResponse guard(const httplib::Request& request, httplib::Response& response) {
+  httplib::Server::HandlerResponse guard(const httplib::Request& request,
+                                         httplib::Response& response) {
     if (request.path != "/mcp") return httplib::Server::HandlerResponse::Unhandled;
     const std::string host = lower(hostWithoutPort(request.get_header_value("Host")));
     if (std::find(allowed_hosts_.begin(), allowed_hosts_.end(), host) == allowed_hosts_.end()) {
@@ -176,11 +194,14 @@ class HttpTransport {
       const auto scheme = origin.find("://");
       const std::string origin_host =
           scheme == std::string::npos ? "" : hostWithoutPort(origin.substr(scheme + 3));
-      const bool listed = std::find(options_.allowed_origins.begin(), options_.allowed_origins.end(), origin) !=
-                          options_.allowed_origins.end();
-      const bool local = std::find(allowed_hosts_.begin(), allowed_hosts_.end(), origin_host) != allowed_hosts_.end();
+      const bool listed =
+          std::find(options_.allowed_origins.begin(), options_.allowed_origins.end(), origin) !=
+          options_.allowed_origins.end();
+      const bool local = std::find(allowed_hosts_.begin(), allowed_hosts_.end(), origin_host) !=
+                         allowed_hosts_.end();
       if (!listed && !local) {
-        jsonError(response, 403, rpc_error::kInvalidRequest, "Origin '" + origin + "' is not allowed");
+        jsonError(response, 403, rpc_error::kInvalidRequest,
+                  "Origin '" + origin + "' is not allowed");
         return httplib::Server::HandlerResponse::Handled;
       }
     }
@@ -206,13 +227,16 @@ class HttpTransport {
     const std::string version = request.get_header_value(kVersionHeader);
     const auto& supported = McpServer::supportedProtocolVersions();
     if (std::find(supported.begin(), supported.end(), version) != supported.end()) return true;
-    jsonError(response, 400, rpc_error::kInvalidRequest, "unsupported MCP-Protocol-Version '" + version + "'");
+    jsonError(response, 400, rpc_error::kInvalidRequest,
+              "unsupported MCP-Protocol-Version '" + version + "'");
     return false;
   }
 
-  std::shared_ptr<McpSession> sessionOf(const httplib::Request& request, httplib::Response& response) {
+  std::shared_ptr<McpSession> sessionOf(const httplib::Request& request,
+                                        httplib::Response& response) {
     if (!request.has_header(kSessionHeader)) {
-      jsonError(response, 400, rpc_error::kInvalidRequest, "missing Mcp-Session-Id: send initialize first");
+      jsonError(response, 400, rpc_error::kInvalidRequest,
+                "missing Mcp-Session-Id: send initialize first");
       return nullptr;
     }
     auto session = server_.findSession(request.get_header_value(kSessionHeader));
@@ -235,15 +259,16 @@ class HttpTransport {
     }
     const RpcMessage parsed = classifyMessage(message);
     if (parsed.kind == RpcMessage::Kind::kInvalid) {
-      jsonError(response, 400, rpc_error::kInvalidRequest, "invalid request: " + parsed.problem, parsed.id);
+      jsonError(response, 400, rpc_error::kInvalidRequest, "invalid request: " + parsed.problem,
+                parsed.id);
       return;
     }
     if (!checkVersion(request, response)) return;
     std::shared_ptr<McpSession> session;
     if (parsed.kind == RpcMessage::Kind::kRequest && parsed.method == "initialize") {
       if (request.has_header(kSessionHeader)) {
-        jsonError(response, 400, rpc_error::kInvalidRequest, "initialize starts a session: send it without Mcp-Session-Id",
-                  parsed.id);
+        jsonError(response, 400, rpc_error::kInvalidRequest,
+                  "initialize starts a session: send it without Mcp-Session-Id", parsed.id);
         return;
       }
       session = server_.createSession();
@@ -269,13 +294,16 @@ class HttpTransport {
       jsonError(response, 200, rpc_error::kInternalError, "request cancelled", parsed.id);
       return;
     }
-    response.set_content(answer->dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+    response.set_content(answer->dump(-1, ' ', false, json::error_handler_t::replace),
+                         "application/json");
   }
 
   // Answers a request with an SSE stream: the handling runs on its own thread, so that it can
   // go on after the stream closes early; its messages are kept for a resumed stream.
-  void stream(const std::shared_ptr<McpSession>& session, const json& message, httplib::Response& response) {
-    auto events = std::make_shared<EventStream>(session->id().substr(0, 8) + std::to_string(next_stream_++));
+  void stream(const std::shared_ptr<McpSession>& session, const json& message,
+              httplib::Response& response) {
+    auto events =
+        std::make_shared<EventStream>(session->id().substr(0, 8) + std::to_string(next_stream_++));
     {
       std::lock_guard<std::mutex> lock(streams_mutex_);
       streams_[events->id()] = events;
@@ -287,10 +315,12 @@ class HttpTransport {
       forgetLater(events);
     }).detach();
     response.set_header("Cache-Control", "no-cache");
-    response.set_chunked_content_provider("text/event-stream", [events](size_t, httplib::DataSink& sink) {
-      if (events->relay(sink, 1, /*priming=*/true)) sink.done();
-      return true;
-    });
+    response.set_chunked_content_provider("text/event-stream",
+                                          [events](size_t, httplib::DataSink& sink) {
+                                            if (events->relay(sink, 1, /*priming=*/true))
+                                              sink.done();
+                                            return true;
+                                          });
   }
 
   // GET resumes a stream after the event the client saw last; without Last-Event-ID there is
@@ -311,7 +341,8 @@ class HttpTransport {
     if (colon != std::string::npos) {
       std::lock_guard<std::mutex> lock(streams_mutex_);
       auto it = streams_.find(last.substr(0, colon));
-      if (it != streams_.end() && it->first.rfind(session->id().substr(0, 8), 0) == 0) events = it->second;
+      if (it != streams_.end() && it->first.rfind(session->id().substr(0, 8), 0) == 0)
+        events = it->second;
       try {
         next = std::stoul(last.substr(colon + 1)) + 1;
       } catch (const std::exception&) {
@@ -319,15 +350,18 @@ class HttpTransport {
       }
     }
     if (!events) {
-      jsonError(response, 404, rpc_error::kInvalidRequest, "no stream to resume from Last-Event-ID '" + last + "'");
+      jsonError(response, 404, rpc_error::kInvalidRequest,
+                "no stream to resume from Last-Event-ID '" + last + "'");
       return;
     }
     events->resume();
     response.set_header("Cache-Control", "no-cache");
-    response.set_chunked_content_provider("text/event-stream", [events, next](size_t, httplib::DataSink& sink) {
-      if (events->relay(sink, next, /*priming=*/false)) sink.done();
-      return true;
-    });
+    response.set_chunked_content_provider("text/event-stream",
+                                          [events, next](size_t, httplib::DataSink& sink) {
+                                            if (events->relay(sink, next, /*priming=*/false))
+                                              sink.done();
+                                            return true;
+                                          });
   }
 
   void remove(const httplib::Request& request, httplib::Response& response) {
@@ -360,7 +394,8 @@ class HttpTransport {
 
 }  // namespace
 
-int serveHttp(McpServer& server, const HttpOptions& options, const std::function<void(int port)>& on_listening) {
+int serveHttp(McpServer& server, const HttpOptions& options,
+              const std::function<void(int port)>& on_listening) {
   HttpTransport transport(server, options);
   return transport.run(on_listening);
 }

@@ -11,8 +11,8 @@
 namespace stickler {
 
 struct HttpOptions {
-  std::string host = "127.0.0.1";  // bound to loopback unless told otherwise
-  int port = 0;                    // 0: any free port (reported through `on_listening`)
+  std::string host = "127.0.0.1";           // bound to loopback unless told otherwise
+  int port = 0;                             // 0: any free port (reported through `on_listening`)
   std::optional<std::string> bearer_token;  // required in Authorization when set
   size_t max_request_bytes = 16 * 1024 * 1024;
   // Beyond localhost, 127.0.0.1 and [::1] (and the bound address): Host names and Origins to

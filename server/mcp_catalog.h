@@ -21,8 +21,8 @@ struct McpTool {
 };
 
 struct McpResource {
-  nlohmann::json definition;                    // uri, name, title, description, mimeType
-  std::function<nlohmann::json()> contents;     // the `contents` array of resources/read
+  nlohmann::json definition;                 // uri, name, title, description, mimeType
+  std::function<nlohmann::json()> contents;  // the `contents` array of resources/read
 };
 
 struct McpResourceTemplate {

@@ -17,7 +17,8 @@ std::vector<std::string> modelsUnder(const Workspace& workspace, const std::stri
   std::vector<std::string> found;
   for (const auto& root : workspace.roots()) {
     std::error_code ec;
-    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec),
+        end;
     for (; it != end && found.size() < 100; it.increment(ec)) {
       if (ec) break;
       if (it.depth() > 4) it.disable_recursion_pending();
@@ -39,12 +40,12 @@ void addSticklerPrompts(McpCatalog& catalog, const Workspace& workspace) {
       {"description",
        "The procedure for bringing a model onto the Spyre simulator: inspect it, find what "
        "blocks compilation, run it end to end, and tell format noise from device faults."},
-      {"arguments",
-       json::array({{{"name", "model"}, {"description", "Path to the TorchScript archive"},
-                     {"required", true}},
-                    {{"name", "profile"},
-                     {"description", "Device profile (default spyre-2026)"},
-                     {"required", false}}})}};
+      {"arguments", json::array({{{"name", "model"},
+                                  {"description", "Path to the TorchScript archive"},
+                                  {"required", true}},
+                                 {{"name", "profile"},
+                                  {"description", "Device profile (default spyre-2026)"},
+                                  {"required", false}}})}};
   bring_up.get = [](const json& arguments) {
     if (!arguments.contains("model") || !arguments["model"].is_string()) {
       throw RpcFailure(rpc_error::kInvalidParams, "bring_up_model needs the argument 'model'");
@@ -52,15 +53,22 @@ void addSticklerPrompts(McpCatalog& catalog, const Workspace& workspace) {
     const std::string model = arguments["model"];
     const std::string profile = arguments.value("profile", std::string("spyre-2026"));
     const std::string text =
-        "Bring the model " + model + " up on the Spyre simulator (profile " + profile + ").\n\n"
-        "1. Call inspect_model on it (include_nodes false) to learn its structure: the module tree, "
+        "Bring the model " + model + " up on the Spyre simulator (profile " + profile +
+        ").\n\n"
+        "1. Call inspect_model on it (include_nodes false) to learn its structure: the module "
+        "tree, "
         "the inputs from its model card, the operators.\n"
-        "2. Call check_support with profile " + profile + ". Every blocker names the op, the module, "
+        "2. Call check_support with profile " +
+        profile +
+        ". Every blocker names the op, the module, "
         "the source line and the rule that fired. Group them by rule: unsupported operators, sizes "
         "that are not whole 64-value sticks (hidden, intermediate, vocabulary), RoPE heads too "
         "small, weights beyond a core's span. Read stickler://docs/device-profiles for the rules.\n"
-        "3. When it compiles, call run_model with backend spyre-sim:" + profile + ". A pass is done. "
-        "On a failing verdict, call run_model with backend cpu-emulated:dl16: if that fails the same "
+        "3. When it compiles, call run_model with backend spyre-sim:" +
+        profile +
+        ". A pass is done. "
+        "On a failing verdict, call run_model with backend cpu-emulated:dl16: if that fails the "
+        "same "
         "way, the model is not safe in the device's number format (masks built with float32's "
         "minimum overflow, for one); if it passes, the device itself is at fault.\n"
         "4. Narrow a device fault with the modules argument of run_model: run one module at a time "

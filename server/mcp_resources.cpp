@@ -48,10 +48,12 @@ std::string titleOf(const std::string& text, const std::string& fallback) {
 }
 
 bool isName(const std::string& name) {
-  return !name.empty() && name.find('/') == std::string::npos && name.find("..") == std::string::npos;
+  return !name.empty() && name.find('/') == std::string::npos &&
+         name.find("..") == std::string::npos;
 }
 
-std::vector<std::string> withPrefix(const std::vector<std::string>& names, const std::string& prefix) {
+std::vector<std::string> withPrefix(const std::vector<std::string>& names,
+                                    const std::string& prefix) {
   std::vector<std::string> matching;
   for (const auto& name : names) {
     if (name.rfind(prefix, 0) == 0) matching.push_back(name);
@@ -95,33 +97,43 @@ void addSticklerResources(McpCatalog& catalog) {
     } catch (const std::exception&) {
     }
     const std::string uri = "stickler://profiles/" + name;
-    catalog.resources.push_back(
-        {{{"uri", uri}, {"name", name}, {"title", "Device profile " + name},
-          {"description", description}, {"mimeType", "application/json"}},
-         [uri] { return *readProfile(uri); }});
+    catalog.resources.push_back({{{"uri", uri},
+                                  {"name", name},
+                                  {"title", "Device profile " + name},
+                                  {"description", description},
+                                  {"mimeType", "application/json"}},
+                                 [uri] { return *readProfile(uri); }});
   }
   for (const auto& page : docPages()) {
     const std::string uri = "stickler://docs/" + page;
     const std::string title = titleOf(readText(docsDirectory() + "/" + page + ".md"), page);
-    catalog.resources.push_back({{{"uri", uri}, {"name", page}, {"title", title},
+    catalog.resources.push_back({{{"uri", uri},
+                                  {"name", page},
+                                  {"title", title},
                                   {"description", "Stickler documentation: " + title},
                                   {"mimeType", "text/markdown"}},
                                  [uri] { return *readDoc(uri); }});
   }
   catalog.templates.push_back(
-      {{{"uriTemplate", "stickler://profiles/{name}"}, {"name", "device-profile"},
+      {{{"uriTemplate", "stickler://profiles/{name}"},
+        {"name", "device-profile"},
         {"title", "A device profile"},
         {"description", "A Spyre device profile (JSON): hardware, operator table, fusion, faults."},
         {"mimeType", "application/json"}},
        readProfile,
-       [](const std::string&, const std::string& prefix) { return withPrefix(listProfiles(), prefix); }});
+       [](const std::string&, const std::string& prefix) {
+         return withPrefix(listProfiles(), prefix);
+       }});
   catalog.templates.push_back(
-      {{{"uriTemplate", "stickler://docs/{page}"}, {"name", "documentation"},
+      {{{"uriTemplate", "stickler://docs/{page}"},
+        {"name", "documentation"},
         {"title", "A documentation page"},
         {"description", "Stickler's documentation: formats, backends, assumptions (Markdown)."},
         {"mimeType", "text/markdown"}},
        readDoc,
-       [](const std::string&, const std::string& prefix) { return withPrefix(docPages(), prefix); }});
+       [](const std::string&, const std::string& prefix) {
+         return withPrefix(docPages(), prefix);
+       }});
 }
 
 }  // namespace stickler

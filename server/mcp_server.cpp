@@ -31,7 +31,8 @@ const char* kInstructions =
 
 std::string randomSessionId() {
   unsigned char bytes[16];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("no random bytes for a session id");
+  if (RAND_bytes(bytes, sizeof bytes) != 1)
+    throw std::runtime_error("no random bytes for a session id");
   static constexpr char kHex[] = "0123456789abcdef";
   std::string id;
   for (unsigned char byte : bytes) {
@@ -57,14 +58,17 @@ json page(const json& items, const json& params, const char* key) {
     if (offset > items.size()) throw RpcFailure(rpc_error::kInvalidParams, "invalid cursor");
   }
   json result{{key, json::array()}};
-  for (size_t i = offset; i < items.size() && i < offset + kPageSize; ++i) result[key].push_back(items[i]);
-  if (offset + kPageSize < items.size()) result["nextCursor"] = "offset:" + std::to_string(offset + kPageSize);
+  for (size_t i = offset; i < items.size() && i < offset + kPageSize; ++i)
+    result[key].push_back(items[i]);
+  if (offset + kPageSize < items.size())
+    result["nextCursor"] = "offset:" + std::to_string(offset + kPageSize);
   return result;
 }
 
 std::string requireParam(const json& params, const char* name) {
   if (!params.contains(name) || !params[name].is_string()) {
-    throw RpcFailure(rpc_error::kInvalidParams, std::string("params.") + name + " must be a string");
+    throw RpcFailure(rpc_error::kInvalidParams,
+                     std::string("params.") + name + " must be a string");
   }
   return params[name];
 }
@@ -132,8 +136,10 @@ std::optional<json> McpServer::handle(McpSession& session, const json& message,
   } catch (const Cancelled&) {
     return std::nullopt;  // the client gave up on it: no response
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "stickler serve: internal error in %s: %s\n", parsed.method.c_str(), e.what());
-    return rpcError(parsed.id, rpc_error::kInternalError, std::string("internal error: ") + e.what());
+    std::fprintf(stderr, "stickler serve: internal error in %s: %s\n", parsed.method.c_str(),
+                 e.what());
+    return rpcError(parsed.id, rpc_error::kInternalError,
+                    std::string("internal error: ") + e.what());
   }
 }
 
@@ -196,33 +202,37 @@ json McpServer::initialize(McpSession& session, const json& params) {
   const std::string requested = params.value("protocolVersion", std::string());
   const auto& supported = supportedProtocolVersions();
   session.protocol_version =
-      std::find(supported.begin(), supported.end(), requested) != supported.end() ? requested
-                                                                                   : supported.front();
+      std::find(supported.begin(), supported.end(), requested) != supported.end()
+          ? requested
+          : supported.front();
   if (params.contains("capabilities") && params["capabilities"].is_object()) {
     session.client_capabilities = params["capabilities"];
   }
   if (params.contains("clientInfo") && params["clientInfo"].is_object()) {
     session.client_info = params["clientInfo"];
   }
-  return {{"protocolVersion", session.protocol_version},
-          {"capabilities",
-           {{"tools", {{"listChanged", false}}},
-            {"resources", {{"subscribe", true}, {"listChanged", false}}},
-            {"prompts", {{"listChanged", false}}},
-            {"logging", json::object()},
-            {"completions", json::object()}}},
-          {"serverInfo", {{"name", "stickler"}, {"title", "Stickler"}, {"version", STICKLER_VERSION}}},
-          {"instructions", kInstructions}};
+  return {
+      {"protocolVersion", session.protocol_version},
+      {"capabilities",
+       {{"tools", {{"listChanged", false}}},
+        {"resources", {{"subscribe", true}, {"listChanged", false}}},
+        {"prompts", {{"listChanged", false}}},
+        {"logging", json::object()},
+        {"completions", json::object()}}},
+      {"serverInfo", {{"name", "stickler"}, {"title", "Stickler"}, {"version", STICKLER_VERSION}}},
+      {"instructions", kInstructions}};
 }
 
 json McpServer::callTool(McpSession& session, const RpcMessage& request, ClientChannel& channel) {
   const json& params = request.params;
   const std::string name = requireParam(params, "name");
   const json arguments = params.value("arguments", json::object());
-  if (!arguments.is_object()) throw RpcFailure(rpc_error::kInvalidParams, "params.arguments must be an object");
+  if (!arguments.is_object())
+    throw RpcFailure(rpc_error::kInvalidParams, "params.arguments must be an object");
   auto tool = std::find_if(catalog_.tools.begin(), catalog_.tools.end(),
                            [&](const McpTool& t) { return t.definition["name"] == name; });
-  if (tool == catalog_.tools.end()) throw RpcFailure(rpc_error::kInvalidParams, "unknown tool '" + name + "'");
+  if (tool == catalog_.tools.end())
+    throw RpcFailure(rpc_error::kInvalidParams, "unknown tool '" + name + "'");
   json progress_token;
   if (params.contains("_meta") && params["_meta"].is_object()) {
     progress_token = params["_meta"].value("progressToken", json());
@@ -261,7 +271,8 @@ json McpServer::getPrompt(const json& params) const {
   const json arguments = params.value("arguments", json::object());
   for (const auto& prompt : catalog_.prompts) {
     if (prompt.definition["name"] == name) {
-      return {{"description", prompt.definition.value("description", "")}, {"messages", prompt.get(arguments)}};
+      return {{"description", prompt.definition.value("description", "")},
+              {"messages", prompt.get(arguments)}};
     }
   }
   throw RpcFailure(rpc_error::kInvalidParams, "unknown prompt '" + name + "'");
@@ -276,16 +287,18 @@ json McpServer::complete(const json& params) const {
   std::vector<std::string> values;
   if (type == "ref/prompt") {
     const std::string prompt_name = ref.value("name", std::string());
-    auto prompt = std::find_if(catalog_.prompts.begin(), catalog_.prompts.end(),
-                               [&](const McpPrompt& p) { return p.definition["name"] == prompt_name; });
+    auto prompt =
+        std::find_if(catalog_.prompts.begin(), catalog_.prompts.end(),
+                     [&](const McpPrompt& p) { return p.definition["name"] == prompt_name; });
     if (prompt == catalog_.prompts.end()) {
       throw RpcFailure(rpc_error::kInvalidParams, "unknown prompt '" + prompt_name + "'");
     }
     values = prompt->complete(name, prefix);
   } else if (type == "ref/resource") {
     const std::string uri = ref.value("uri", std::string());
-    auto entry = std::find_if(catalog_.templates.begin(), catalog_.templates.end(),
-                              [&](const McpResourceTemplate& t) { return t.definition["uriTemplate"] == uri; });
+    auto entry = std::find_if(
+        catalog_.templates.begin(), catalog_.templates.end(),
+        [&](const McpResourceTemplate& t) { return t.definition["uriTemplate"] == uri; });
     if (entry == catalog_.templates.end()) {
       throw RpcFailure(rpc_error::kInvalidParams, "unknown resource template '" + uri + "'");
     }
@@ -295,7 +308,8 @@ json McpServer::complete(const json& params) const {
   }
   const size_t total = values.size();
   if (values.size() > kMaxCompletions) values.resize(kMaxCompletions);
-  return {{"completion", {{"values", values}, {"total", total}, {"hasMore", total > values.size()}}}};
+  return {
+      {"completion", {{"values", values}, {"total", total}, {"hasMore", total > values.size()}}}};
 }
 
 }  // namespace stickler

@@ -7,8 +7,8 @@ namespace stickler {
 using nlohmann::json;
 
 int logLevelRank(const std::string& level) {
-  static const char* const kLevels[] = {"debug",    "info",  "notice", "warning",
-                                        "error",    "critical", "alert", "emergency"};
+  static const char* const kLevels[] = {"debug", "info",     "notice", "warning",
+                                        "error", "critical", "alert",  "emergency"};
   for (int i = 0; i < 8; ++i) {
     if (level == kLevels[i]) return i;
   }

@@ -19,7 +19,8 @@ std::string readToken(const std::string& path) {
   text << in.rdbuf();
   std::string token = text.str();
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
-  if (token.size() < 16) throw UserError("--token-file " + path + ": the token must have at least 16 characters");
+  if (token.size() < 16)
+    throw UserError("--token-file " + path + ": the token must have at least 16 characters");
   return token;
 }
 
@@ -33,7 +34,8 @@ void parseAddress(const std::string& text, HttpOptions& http) {
   try {
     size_t used = 0;
     http.port = std::stoi(port, &used);
-    if (used != port.size() || http.port < 0 || http.port > 65535) throw std::invalid_argument(port);
+    if (used != port.size() || http.port < 0 || http.port > 65535)
+      throw std::invalid_argument(port);
   } catch (const std::exception&) {
     throw UserError("--http '" + text + "': expected [ADDR:]PORT, e.g. 8765 or 127.0.0.1:8765");
   }
@@ -46,7 +48,8 @@ int runServe(const ServeOptions& options) {
   ServerOptions server_options;
   server_options.roots = options.roots.empty() ? std::vector<std::string>{"."} : options.roots;
   server_options.conformance_fixtures = options.conformance_fixtures;
-  if (options.max_request_bytes < 1024) throw UserError("--max-request-bytes must be at least 1024");
+  if (options.max_request_bytes < 1024)
+    throw UserError("--max-request-bytes must be at least 1024");
   McpServer server(server_options);
   std::string roots;
   for (const auto& root : server.workspace().roots()) roots += (roots.empty() ? "" : ", ") + root;
@@ -61,9 +64,11 @@ int runServe(const ServeOptions& options) {
   http.allowed_hosts = options.allowed_hosts;
   http.allowed_origins = options.allowed_origins;
   return serveHttp(server, http, [&](int port) {
-    const std::string host = http.host.find(':') != std::string::npos ? "[" + http.host + "]" : http.host;
-    std::fprintf(stderr, "stickler serve: MCP over HTTP at http://%s:%d/mcp, workspace %s%s\n", host.c_str(),
-                 port, roots.c_str(), http.bearer_token ? ", bearer token required" : "");
+    const std::string host =
+        http.host.find(':') != std::string::npos ? "[" + http.host + "]" : http.host;
+    std::fprintf(stderr, "stickler serve: MCP over HTTP at http://%s:%d/mcp, workspace %s%s\n",
+                 host.c_str(), port, roots.c_str(),
+                 http.bearer_token ? ", bearer token required" : "");
     std::fflush(stderr);
   });
 }

@@ -107,7 +107,8 @@ int serveStdio(McpServer& server, std::FILE* in, std::FILE* out, size_t max_mess
     try {
       message = json::parse(line);
     } catch (const json::parse_error& e) {
-      channel.send(rpcError(nullptr, rpc_error::kParseError, std::string("parse error: ") + e.what()));
+      channel.send(
+          rpcError(nullptr, rpc_error::kParseError, std::string("parse error: ") + e.what()));
       continue;
     }
     if (McpServer::mayStream(message)) {

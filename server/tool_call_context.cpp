@@ -40,7 +40,9 @@ void ToolCallContext::log(const std::string& level, const std::string& message) 
                                 {{"level", level}, {"logger", "stickler"}, {"data", message}}));
 }
 
-std::string ToolCallContext::resolvePath(const std::string& path) { return workspace_.resolve(path); }
+std::string ToolCallContext::resolvePath(const std::string& path) {
+  return workspace_.resolve(path);
+}
 
 bool ToolCallContext::clientSupports(const std::string& capability) const {
   return session_.client_capabilities.is_object() &&
@@ -49,8 +51,9 @@ bool ToolCallContext::clientSupports(const std::string& capability) const {
 
 json ToolCallContext::requestClient(const std::string& method, json params) {
   if (!channel_.carriesRequests()) {
-    throw RpcFailure(rpc_error::kInternalError,
-                     method + " needs a stream to the client: call the tool with Accept: text/event-stream");
+    throw RpcFailure(
+        rpc_error::kInternalError,
+        method + " needs a stream to the client: call the tool with Accept: text/event-stream");
   }
   return session_.requestClient(channel_, method, std::move(params), cancelled_.get(), 300);
 }

@@ -20,8 +20,8 @@ bool realPath(const std::string& path, std::string& out) {
 
 bool within(const std::string& path, const std::string& root) {
   if (root == "/") return true;
-  return path == root ||
-         (path.size() > root.size() && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/');
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          path[root.size()] == '/');
 }
 
 }  // namespace
@@ -56,7 +56,10 @@ std::string Workspace::resolve(const std::string& path) const {
   }
   std::string roots;
   for (const auto& root : roots_) roots += (roots.empty() ? "" : ", ") + root;
-  throw UserError("path '" + path + "' " + (resolved == absolute.lexically_normal().string() ? "is" : "resolves to '" + resolved + "', which is") +
+  throw UserError("path '" + path + "' " +
+                  (resolved == absolute.lexically_normal().string()
+                       ? "is"
+                       : "resolves to '" + resolved + "', which is") +
                   " outside the workspace (roots: " + roots + ")");
 }
 

@@ -1,5 +1,6 @@
 // check_support: what stops a model from compiling for a device profile, found in one pass.
 #include "simulator/lowering/check_support.h"
+#include "tools/list_pages.h"
 #include "tools/lowering_text.h"
 #include "tools/operation_table.h"
 #include "tools/schema_fields.h"
@@ -27,6 +28,7 @@ json inputSchema() {
   schema["properties"]["modules"] = modulesField(
       "Module paths to place on the device (the rest stays on the CPU); all of the model when "
       "absent.");
+  schema["properties"].update(pageFields("blocker", "blockers"));
   return schema;
 }
 
@@ -52,7 +54,11 @@ json run(const json& input, OperationContext& context) {
     request.profile = resolveProfile(requireString(input, "profile"), context);
   request.inputs = optionalStrings(input, "inputs");
   request.device_modules = optionalStrings(input, "modules");
-  return checkSupport(request, context.task(), context.models());
+  const PageRequest blockers = pageRequest(input, "blocker", context);
+  json report = checkSupport(request, context.task(), context.models());
+  keepPage(report["lowering"], "blockers", blockers.offset, blockers.limit);
+  keepPage(report["lowering"]["fallbacks"], "nodes", 0, context.listLimit());
+  return report;
 }
 
 std::string renderText(const json& report) {

@@ -11,15 +11,23 @@ using nlohmann::json;
 
 std::string typeOf(const json& value) {
   switch (value.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a number";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    default: return "something else";
+    case json::value_t::number_unsigned:
+      return "an integer";
+    case json::value_t::number_float:
+      return "a number";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return "something else";
   }
 }
 
@@ -27,7 +35,8 @@ bool hasType(const json& value, const std::string& type) {
   if (type == "string") return value.is_string();
   if (type == "integer") {
     return value.is_number_integer() ||
-           (value.is_number_float() && value.get<double>() == static_cast<int64_t>(value.get<double>()));
+           (value.is_number_float() &&
+            value.get<double>() == static_cast<int64_t>(value.get<double>()));
   }
   if (type == "number") return value.is_number();
   if (type == "boolean") return value.is_boolean();
@@ -104,7 +113,8 @@ void check(const json& schema, const json& value, const std::string& where) {
     const json properties = schema.value("properties", json::object());
     for (const auto& name : schema.value("required", json::array())) {
       if (!value.contains(name.get<std::string>())) {
-        const std::string field = where.empty() ? name.get<std::string>() : where + "." + name.get<std::string>();
+        const std::string field =
+            where.empty() ? name.get<std::string>() : where + "." + name.get<std::string>();
         throw UserError("missing required field '" + field + "'");
       }
     }
@@ -116,7 +126,8 @@ void check(const json& schema, const json& value, const std::string& where) {
         const json& additional = schema["additionalProperties"];
         if (additional.is_boolean() && !additional.get<bool>()) {
           std::string known;
-          for (const auto& [key, unused] : properties.items()) known += (known.empty() ? "" : ", ") + key;
+          for (const auto& [key, unused] : properties.items())
+            known += (known.empty() ? "" : ", ") + key;
           throw UserError("unknown field '" + field + "' (expected " + known + ")");
         }
         check(additional, item, field);
@@ -127,6 +138,8 @@ void check(const json& schema, const json& value, const std::string& where) {
 
 }  // namespace
 
-void validateInput(const json& schema, const json& value) { check(schema, value, ""); }
+void validateInput(const json& schema, const json& value) {
+  check(schema, value, "");
+}
 
 }  // namespace stickler

@@ -3,6 +3,7 @@
 
 #include "simulator/inspect/inspect_model.h"
 #include "simulator/inspect/module_tree.h"
+#include "tools/list_pages.h"
 #include "tools/operation_table.h"
 #include "tools/schema_fields.h"
 
@@ -26,6 +27,7 @@ json inputSchema() {
   })");
   schema["properties"]["model"] = modelField();
   schema["properties"]["inputs"] = inputsField();
+  schema["properties"].update(pageFields("node", "nodes"));
   return schema;
 }
 
@@ -56,7 +58,10 @@ json run(const json& input, OperationContext& context) {
   request.model = context.resolvePath(requireString(input, "model"));
   request.inputs = optionalStrings(input, "inputs");
   request.include_nodes = optionalBool(input, "include_nodes", true);
-  return inspectModel(request, context.task(), context.models());
+  const PageRequest nodes = pageRequest(input, "node", context);
+  json report = inspectModel(request, context.task(), context.models());
+  keepPage(report, "nodes", nodes.offset, nodes.limit);
+  return report;
 }
 
 ModuleTreeNode treeFromJson(const json& node) {

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "simulator/run/run_model.h"
+#include "tools/list_pages.h"
 #include "tools/lowering_text.h"
 #include "tools/operation_table.h"
 #include "tools/schema_fields.h"
@@ -33,6 +34,7 @@ json inputSchema() {
   schema["properties"]["modules"] = modulesField(
       "Run only these modules on the device and the rest on the CPU reference (a hybrid run); "
       "all of the model when absent.");
+  schema["properties"].update(pageFields("blocker", "blockers"));
   return schema;
 }
 
@@ -63,7 +65,13 @@ json run(const json& input, OperationContext& context) {
   request.inputs = optionalStrings(input, "inputs");
   request.device_modules = optionalStrings(input, "modules");
   request.timeout_seconds = optionalNumber(input, "timeout_seconds", request.timeout_seconds);
-  return runModel(request, context.task(), context.models());
+  const PageRequest blockers = pageRequest(input, "blocker", context);
+  json report = runModel(request, context.task(), context.models());
+  if (report["compile"].contains("blockers")) {
+    keepPage(report["compile"], "blockers", blockers.offset, blockers.limit);
+    keepPage(report["compile"]["fallbacks"], "nodes", 0, context.listLimit());
+  }
+  return report;
 }
 
 std::string number(double value, const char* format = "%.4g") {

@@ -1,0 +1,236 @@
+// Streamable HTTP as a client meets it: sessions, headers checked against DNS rebinding,
+// authentication, size limits, SSE and JSON responses, resumption, concurrent clients.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/unit/synthetic_models.h"
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+// `stickler serve --http 127.0.0.1:0`, run as a user would, on the port it picks.
+class ServedProcess {
+ public:
+  explicit ServedProcess(std::vector<std::string> extra = {}) {
+    int err[2];
+    if (::pipe(err) != 0) throw std::runtime_error("pipe");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(err[1], STDERR_FILENO);
+      ::close(err[0]);
+      std::vector<std::string> args = {STICKLER_BINARY, "serve",
+                                       "--http",        "127.0.0.1:0",
+                                       "--root",        testing::zooPath(""),
+                                       "--root",        STICKLER_TEST_PROFILES};
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::vector<char*> argv;
+      for (auto& arg : args) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(err[1]);
+    std::string output;
+    char buffer[256];
+    const std::regex listening("http://127\\.0\\.0\\.1:([0-9]+)/mcp");
+    std::smatch match;
+    while (!std::regex_search(output, match, listening)) {
+      const ssize_t got = ::read(err[0], buffer, sizeof buffer);
+      if (got <= 0) throw std::runtime_error("stickler serve did not start: " + output);
+      output.append(buffer, static_cast<size_t>(got));
+    }
+    port_ = std::stoi(match[1]);
+    stderr_ = err[0];
+  }
+  ~ServedProcess() {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+    ::close(stderr_);
+  }
+  int port() const { return port_; }
+  bool alive() const { return ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int stderr_ = -1;
+};
+
+json initializeBody() {
+  return {{"jsonrpc", "2.0"},
+          {"id", 1},
+          {"method", "initialize"},
+          {"params",
+           {{"protocolVersion", "2025-11-25"},
+            {"capabilities", json::object()},
+            {"clientInfo", {{"name", "test"}, {"version", "1"}}}}}};
+}
+
+class HttpTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { served_ = new ServedProcess(); }
+  static void TearDownTestSuite() { delete served_; }
+
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", served_->port());
+    c.set_read_timeout(60, 0);
+    return c;
+  }
+  std::string startSession() {
+    auto c = client();
+    auto response = c.Post("/mcp", {{"Accept", "application/json, text/event-stream"}},
+                           initializeBody().dump(), "application/json");
+    EXPECT_EQ(response->status, 200);
+    const std::string id = response->get_header_value("Mcp-Session-Id");
+    c.Post("/mcp", {{"Mcp-Session-Id", id}},
+           R"({"jsonrpc":"2.0","method":"notifications/initialized"})", "application/json");
+    return id;
+  }
+  httplib::Result rpc(const std::string& session, const json& body, httplib::Headers headers = {}) {
+    headers.emplace("Mcp-Session-Id", session);
+    if (!headers.count("Accept")) headers.emplace("Accept", "application/json");
+    auto c = client();
+    return c.Post("/mcp", headers, body.dump(), "application/json");
+  }
+  static ServedProcess* served_;
+};
+ServedProcess* HttpTest::served_ = nullptr;
+
+TEST_F(HttpTest, SessionsBeginWithInitializeAndEndWithDelete) {
+  const std::string id = startSession();
+  EXPECT_TRUE(std::regex_match(id, std::regex("[0-9a-f]{32}"))) << id;  // 128 random bits
+  auto listed = rpc(id, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}});
+  ASSERT_EQ(listed->status, 200);
+  EXPECT_EQ(listed->get_header_value("Content-Type"), "application/json");
+  EXPECT_GE(json::parse(listed->body).at("result").at("tools").size(), 3u);
+
+  EXPECT_EQ(
+      client()
+          .Post("/mcp", R"({"jsonrpc":"2.0","id":3,"method":"tools/list"})", "application/json")
+          ->status,
+      400);
+  EXPECT_EQ(rpc("0123456789abcdef0123456789abcdef",
+                {{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/list"}})
+                ->status,
+            404);
+  auto c = client();
+  EXPECT_EQ(c.Delete("/mcp", {{"Mcp-Session-Id", id}})->status, 200);
+  EXPECT_EQ(rpc(id, {{"jsonrpc", "2.0"}, {"id", 4}, {"method", "ping"}})->status, 404);
+}
+
+TEST_F(HttpTest, DnsRebindingIsRefused) {
+  auto c = client();
+  auto evil_host =
+      c.Post("/mcp", {{"Host", "evil.example.com"}}, initializeBody().dump(), "application/json");
+  EXPECT_EQ(evil_host->status, 403);
+  auto evil_origin = c.Post("/mcp", {{"Origin", "http://evil.example.com"}},
+                            initializeBody().dump(), "application/json");
+  EXPECT_EQ(evil_origin->status, 403);
+  const std::string local = "http://localhost:" + std::to_string(served_->port());
+  EXPECT_EQ(
+      c.Post("/mcp", {{"Origin", local}}, initializeBody().dump(), "application/json")->status,
+      200);
+}
+
+TEST_F(HttpTest, BadRequestsGetPreciseAnswersAndTheServerGoesOn) {
+  const std::string id = startSession();
+  auto c = client();
+  auto malformed = c.Post("/mcp", {{"Mcp-Session-Id", id}}, "{not json", "application/json");
+  EXPECT_EQ(malformed->status, 400);
+  EXPECT_EQ(json::parse(malformed->body).at("error").at("code"), -32700);
+  EXPECT_EQ(c.Post("/mcp", {{"Mcp-Session-Id", id}}, "ping", "text/plain")->status, 415);
+  auto version = rpc(id, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}},
+                     {{"MCP-Protocol-Version", "1999-01-01"}});
+  EXPECT_EQ(version->status, 400);
+  auto unknown = rpc(id, {{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/destroy"}});
+  EXPECT_EQ(json::parse(unknown->body).at("error").at("code"), -32601);
+  auto batch = rpc(id, json::array({{{"jsonrpc", "2.0"}, {"id", 4}, {"method", "ping"}}}));
+  EXPECT_EQ(batch->status, 400);
+  // 100 MB, far beyond the 16 MiB limit.
+  const std::string huge(100 * 1024 * 1024, ' ');
+  auto too_big = c.Post("/mcp", {{"Mcp-Session-Id", id}}, huge, "application/json");
+  // The server answers 413 as soon as it sees the length, and may close before the client has
+  // sent it all (a reset on this side); either way it refused, and it goes on serving below.
+  if (too_big) EXPECT_EQ(too_big->status, 413);
+  EXPECT_EQ(client().Get("/mcp", {{"Mcp-Session-Id", id}})->status, 405);  // no standalone stream
+  auto notification = rpc(id, {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+  EXPECT_EQ(notification->status, 202);
+  EXPECT_EQ(rpc(id, {{"jsonrpc", "2.0"}, {"id", 5}, {"method", "ping"}})->status, 200);
+  EXPECT_TRUE(served_->alive());
+}
+
+TEST_F(HttpTest, ToolCallsStreamOverSseAndAbortsAreResults) {
+  const std::string id = startSession();
+  const json call{{"jsonrpc", "2.0"},
+                  {"id", 7},
+                  {"method", "tools/call"},
+                  {"params",
+                   {{"name", "run_model"},
+                    {"arguments",
+                     {{"model", "qwen2-hd128.pt"},
+                      {"backend", "spyre-sim:" + testing::testProfile("abort-in-attention.json")}}},
+                    {"_meta", {{"progressToken", 1}}}}}};
+  auto streamed = rpc(id, call, {{"Accept", "application/json, text/event-stream"}});
+  ASSERT_EQ(streamed->status, 200);
+  EXPECT_EQ(streamed->get_header_value("Content-Type"), "text/event-stream");
+  EXPECT_NE(streamed->body.find("notifications/progress"), std::string::npos);
+  const auto last_data = streamed->body.rfind("data: {");
+  ASSERT_NE(last_data, std::string::npos);
+  const json response = json::parse(
+      streamed->body.substr(last_data + 6, streamed->body.find('\n', last_data) - last_data - 6));
+  EXPECT_EQ(response.at("id"), 7);
+  EXPECT_EQ(response.at("result").at("structuredContent").at("verdict"), "aborted");
+  // The same call answered as JSON when the client takes only JSON.
+  auto plain = rpc(id, call);
+  EXPECT_EQ(plain->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(json::parse(plain->body).at("result").at("structuredContent").at("run").at("module"),
+            "model.layers.0.self_attn");
+  EXPECT_EQ(rpc(id, {{"jsonrpc", "2.0"}, {"id", 8}, {"method", "ping"}})->status, 200);
+}
+
+TEST_F(HttpTest, ConcurrentClients) {
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 8; ++i) {
+    clients.emplace_back([&] {
+      const std::string id = startSession();
+      for (int j = 0; j < 5; ++j) {
+        auto response = rpc(id, {{"jsonrpc", "2.0"}, {"id", j}, {"method", "tools/list"}});
+        if (response && response->status == 200) ++ok;
+      }
+    });
+  }
+  for (auto& thread : clients) thread.join();
+  EXPECT_EQ(ok.load(), 40);
+}
+
+TEST(HttpToken, ABearerTokenIsRequiredWhenConfigured) {
+  const std::string token_file = ::testing::TempDir() + "/stickler-token";
+  std::ofstream(token_file) << "s3cret-token-of-some-length\n";
+  ServedProcess served({"--token-file", token_file});
+  httplib::Client c("127.0.0.1", served.port());
+  EXPECT_EQ(c.Post("/mcp", initializeBody().dump(), "application/json")->status, 401);
+  EXPECT_EQ(c.Post("/mcp", {{"Authorization", "Bearer wrong-token-of-some-length"}},
+                   initializeBody().dump(), "application/json")
+                ->status,
+            401);
+  EXPECT_EQ(c.Post("/mcp", {{"Authorization", "Bearer s3cret-token-of-some-length"}},
+                   initializeBody().dump(), "application/json")
+                ->status,
+            200);
+}
+
+}  // namespace
+}  // namespace stickler

@@ -1,0 +1,333 @@
+// The MCP protocol in process: lifecycle, tools, resources, prompts, completion, logging,
+// progress, cancellation, requests to the client, and the tool schemas' snapshot.
+#include "server/mcp_server.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "tests/unit/synthetic_models.h"
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+class RecordingChannel : public ClientChannel {
+ public:
+  void send(const json& message) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    sent.push_back(message);
+  }
+  std::vector<json> notifications(const std::string& method) {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::vector<json> found;
+    for (const auto& message : sent) {
+      if (message.value("method", "") == method) found.push_back(message);
+    }
+    return found;
+  }
+  std::mutex mutex;
+  std::vector<json> sent;
+};
+
+std::string zooRoot() {
+  return testing::zooPath("");
+}
+
+class McpServerTest : public ::testing::Test {
+ protected:
+  McpServerTest() : server_(options()) { session_ = server_.createSession(); }
+
+  static ServerOptions options() {
+    ServerOptions options;
+    options.roots = {zooRoot(), STICKLER_TEST_PROFILES};
+    options.conformance_fixtures = true;
+    return options;
+  }
+
+  json request(const std::string& method, json params = json::object(), int id = 1) {
+    auto response = server_.handle(
+        *session_, {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}},
+        channel_);
+    return response ? *response : json();
+  }
+  json initialize(const std::string& version = "2025-11-25", json capabilities = json::object()) {
+    return request("initialize", {{"protocolVersion", version},
+                                  {"capabilities", capabilities},
+                                  {"clientInfo", {{"name", "test"}, {"version", "1"}}}});
+  }
+  json call(const std::string& tool, json arguments, json meta = nullptr) {
+    json params{{"name", tool}, {"arguments", arguments}};
+    if (!meta.is_null()) params["_meta"] = meta;
+    return request("tools/call", params).at("result");
+  }
+
+  McpServer server_;
+  std::shared_ptr<McpSession> session_;
+  RecordingChannel channel_;
+};
+
+TEST_F(McpServerTest, InitializeNegotiatesTheProtocol) {
+  const json result = initialize().at("result");
+  EXPECT_EQ(result.at("protocolVersion"), "2025-11-25");
+  EXPECT_EQ(result.at("serverInfo").at("name"), "stickler");
+  EXPECT_TRUE(result.at("capabilities").contains("tools"));
+  EXPECT_TRUE(result.at("capabilities").at("resources").at("subscribe"));
+  EXPECT_NE(result.at("instructions").get<std::string>().find("check_support"), std::string::npos);
+  for (const std::string version : {"2025-06-18", "2025-03-26"}) {
+    auto session = server_.createSession();
+    auto answer = server_.handle(*session,
+                                 {{"jsonrpc", "2.0"},
+                                  {"id", 1},
+                                  {"method", "initialize"},
+                                  {"params", {{"protocolVersion", version}}}},
+                                 channel_);
+    EXPECT_EQ(answer->at("result").at("protocolVersion"), version);
+  }
+  auto future = server_.createSession();
+  auto answer = server_.handle(*future,
+                               {{"jsonrpc", "2.0"},
+                                {"id", 1},
+                                {"method", "initialize"},
+                                {"params", {{"protocolVersion", "2099-01-01"}}}},
+                               channel_);
+  EXPECT_EQ(answer->at("result").at("protocolVersion"), "2025-11-25");  // ours, the client decides
+  EXPECT_EQ(initialize().at("error").at("code"), -32600);               // only once per session
+}
+
+TEST_F(McpServerTest, ErrorsHaveTheRightCodes) {
+  EXPECT_EQ(request("tools/list").at("error").at("code"), -32600);  // before initialize
+  EXPECT_EQ(request("ping").at("result"), json::object());          // ping is always fine
+  initialize();
+  EXPECT_EQ(request("no/such/method").at("error").at("code"), -32601);
+  EXPECT_EQ(request("tools/call", {{"name", "no_such_tool"}}).at("error").at("code"), -32602);
+  EXPECT_EQ(request("tools/call", {{"name", 5}}).at("error").at("code"), -32602);
+  EXPECT_EQ(request("tools/list", {{"cursor", "garbage"}}).at("error").at("code"), -32602);
+  EXPECT_EQ(request("resources/read", {{"uri", "stickler://nothing"}}).at("error").at("code"),
+            -32002);
+  EXPECT_EQ(request("logging/setLevel", {{"level", "loud"}}).at("error").at("code"), -32602);
+  auto invalid =
+      server_.handle(*session_, {{"jsonrpc", "1.0"}, {"id", 9}, {"method", "ping"}}, channel_);
+  EXPECT_EQ(invalid->at("error").at("code"), -32600);
+  EXPECT_EQ(invalid->at("id"), 9);
+}
+
+TEST_F(McpServerTest, ToolsComeFromTheOperationTableWithHonestAnnotations) {
+  initialize();
+  const json tools = request("tools/list").at("result").at("tools");
+  std::set<std::string> names;
+  for (const auto& tool : tools) names.insert(tool.at("name"));
+  for (const char* name : {"inspect_model", "check_support", "run_model"}) {
+    ASSERT_TRUE(names.count(name)) << name;
+  }
+  for (const auto& tool : tools) {
+    const std::string name = tool.at("name");
+    if (name != "inspect_model" && name != "check_support" && name != "run_model") continue;
+    EXPECT_FALSE(tool.at("annotations").at("openWorldHint")) << name;
+    EXPECT_TRUE(tool.at("annotations").at("readOnlyHint")) << name;
+    EXPECT_FALSE(tool.at("annotations").at("destructiveHint")) << name;
+    EXPECT_TRUE(tool.contains("outputSchema")) << name;
+    EXPECT_FALSE(tool.at("description").get<std::string>().empty()) << name;
+  }
+}
+
+TEST_F(McpServerTest, ToolCallsReturnStructuredContentOrActionableErrors) {
+  initialize();
+  const json result = call("check_support", {{"model", "gpt2-tiny.pt"}, {"profile", "spyre-2025"}});
+  EXPECT_FALSE(result.at("isError"));
+  EXPECT_EQ(result.at("structuredContent").at("schema"), "stickler.check");
+  EXPECT_EQ(json::parse(result.at("content").at(0).at("text").get<std::string>()),
+            result.at("structuredContent"));
+
+  const json bad_field = call("check_support", {{"model", "gpt2-tiny.pt"}, {"profile", 2025}});
+  EXPECT_TRUE(bad_field.at("isError"));
+  EXPECT_EQ(bad_field.at("content").at(0).at("text"),
+            "field 'profile' must be a string, not an integer");
+
+  const json outside = call("inspect_model", {{"model", "/etc/passwd"}});
+  EXPECT_TRUE(outside.at("isError"));
+  EXPECT_NE(outside.at("content").at(0).at("text").get<std::string>().find("outside the workspace"),
+            std::string::npos);
+
+  const json broken = call("inspect_model", {{"model", "broken/truncated.pt"}});
+  EXPECT_TRUE(broken.at("isError"));
+  EXPECT_NE(broken.at("content").at(0).at("text").get<std::string>().find("truncated or corrupt"),
+            std::string::npos);
+}
+
+TEST_F(McpServerTest, LongListsArePaged) {
+  initialize();
+  const json first = call("inspect_model", {{"model", "llama-tiny.pt"}}).at("structuredContent");
+  EXPECT_EQ(first.at("nodes").size(), 100u);  // the MCP default page
+  EXPECT_GT(first.at("nodes_total").get<size_t>(), 100u);
+  const size_t next = first.at("next_nodes_offset");
+  const json second = call("inspect_model", {{"model", "llama-tiny.pt"}, {"node_offset", next}})
+                          .at("structuredContent");
+  EXPECT_EQ(second.at("nodes").at(0).at("index"), next);
+  EXPECT_LT(first.dump().size(), 100000u);  // well under 25,000 tokens
+  EXPECT_EQ(session_->models.loads(), 1u);  // the session kept the model
+}
+
+TEST_F(McpServerTest, ADeviceAbortIsAResultAndTheServerGoesOn) {
+  initialize();
+  const json result = call(
+      "run_model", {{"model", "qwen2-hd128.pt"},
+                    {"backend", "spyre-sim:" + testing::testProfile("abort-in-attention.json")}});
+  EXPECT_FALSE(result.at("isError"));
+  EXPECT_EQ(result.at("structuredContent").at("verdict"), "aborted");
+  EXPECT_EQ(result.at("structuredContent").at("run").at("module"), "model.layers.0.self_attn");
+  EXPECT_EQ(request("ping").at("result"), json::object());
+}
+
+TEST_F(McpServerTest, ProgressAndLogsReachTheClient) {
+  initialize();
+  call("run_model", {{"model", "vit-tiny.pt"}, {"backend", "cpu"}}, {{"progressToken", "tok"}});
+  const auto progress = channel_.notifications("notifications/progress");
+  ASSERT_GE(progress.size(), 3u);
+  double last = -1;
+  for (const auto& note : progress) {
+    EXPECT_EQ(note.at("params").at("progressToken"), "tok");
+    EXPECT_GT(note.at("params").at("progress").get<double>(), last);
+    last = note.at("params").at("progress");
+  }
+  call("test_tool_with_logging", json::object());
+  EXPECT_EQ(channel_.notifications("notifications/message").size(), 3u);
+  request("logging/setLevel", {{"level", "error"}});
+  call("test_tool_with_logging", json::object());
+  EXPECT_EQ(channel_.notifications("notifications/message").size(), 3u);  // info is below error now
+}
+
+TEST_F(McpServerTest, ACancelledCallGetsNoResponse) {
+  initialize();
+  std::optional<json> response = json();
+  std::thread caller([&] {
+    response = server_.handle(*session_,
+                              {{"jsonrpc", "2.0"},
+                               {"id", 77},
+                               {"method", "tools/call"},
+                               {"params", {{"name", "test_tool_with_progress"}}}},
+                              channel_);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  server_.handle(*session_,
+                 {{"jsonrpc", "2.0"},
+                  {"method", "notifications/cancelled"},
+                  {"params", {{"requestId", 77}, {"reason", "test"}}}},
+                 channel_);
+  caller.join();
+  EXPECT_FALSE(response.has_value());
+}
+
+TEST_F(McpServerTest, RequestsToTheClientAreMatchedWithTheirResponses) {
+  initialize("2025-11-25", {{"sampling", json::object()}});
+  std::optional<json> response;
+  std::thread caller([&] {
+    response =
+        server_.handle(*session_,
+                       {{"jsonrpc", "2.0"},
+                        {"id", 5},
+                        {"method", "tools/call"},
+                        {"params", {{"name", "test_sampling"}, {"arguments", {{"prompt", "hi"}}}}}},
+                       channel_);
+  });
+  json sent;
+  for (int i = 0; i < 200 && sent.is_null(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    auto requests = channel_.notifications("sampling/createMessage");
+    if (!requests.empty()) sent = requests[0];
+  }
+  ASSERT_FALSE(sent.is_null());
+  EXPECT_EQ(sent.at("params").at("messages").at(0).at("content").at("text"), "hi");
+  server_.handle(
+      *session_,
+      {{"jsonrpc", "2.0"},
+       {"id", sent.at("id")},
+       {"result", {{"role", "assistant"}, {"content", {{"type", "text"}, {"text", "hello"}}}}}},
+      channel_);
+  caller.join();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->at("result").at("content").at(0).at("text"), "LLM response: hello");
+}
+
+TEST_F(McpServerTest, ResourcesPromptsAndCompletion) {
+  initialize();
+  const json resources = request("resources/list").at("result").at("resources");
+  bool has_profile = false, has_doc = false;
+  for (const auto& resource : resources) {
+    has_profile = has_profile || resource.at("uri") == "stickler://profiles/spyre-2026";
+    has_doc = has_doc || resource.at("uri") == "stickler://docs/device-profiles";
+    EXPECT_TRUE(resource.contains("name"));
+    EXPECT_TRUE(resource.contains("description"));
+  }
+  EXPECT_TRUE(has_profile);
+  EXPECT_TRUE(has_doc);
+  const json profile =
+      request("resources/read", {{"uri", "stickler://profiles/spyre-2025"}}).at("result");
+  EXPECT_EQ(json::parse(profile.at("contents").at(0).at("text").get<std::string>()).at("name"),
+            "spyre-2025");
+  EXPECT_EQ(request("resources/read", {{"uri", "stickler://profiles/../../etc/passwd"}})
+                .at("error")
+                .at("code"),
+            -32002);
+  EXPECT_EQ(request("resources/templates/list").at("result").at("resourceTemplates").size(),
+            3u);  // 2 + fixture
+  EXPECT_NE(request("resources/read", {{"uri", "test://template/42/data"}}).dump().find("42"),
+            std::string::npos);
+
+  const json prompt = request(
+      "prompts/get", {{"name", "bring_up_model"}, {"arguments", {{"model", "gpt2-tiny.pt"}}}});
+  EXPECT_NE(prompt.at("result")
+                .at("messages")
+                .at(0)
+                .at("content")
+                .at("text")
+                .get<std::string>()
+                .find("check_support"),
+            std::string::npos);
+  EXPECT_EQ(request("prompts/get", {{"name", "bring_up_model"}}).at("error").at("code"), -32602);
+
+  const json profiles = request("completion/complete",
+                                {{"ref", {{"type", "ref/prompt"}, {"name", "bring_up_model"}}},
+                                 {"argument", {{"name", "profile"}, {"value", "spyre-2025"}}}});
+  EXPECT_EQ(profiles.at("result").at("completion").at("values"),
+            json({"spyre-2025", "spyre-2025-clean"}));
+  const json models =
+      request("completion/complete", {{"ref", {{"type", "ref/prompt"}, {"name", "bring_up_model"}}},
+                                      {"argument", {{"name", "model"}, {"value", "gpt2"}}}});
+  EXPECT_GE(models.at("result").at("completion").at("values").size(), 3u);
+  EXPECT_EQ(request("resources/subscribe", {{"uri", "test://watched-resource"}}).at("result"),
+            json::object());
+  EXPECT_TRUE(session_->subscribed("test://watched-resource"));
+}
+
+// The tool schemas are a contract with agents: a change to them must be deliberate.
+TEST_F(McpServerTest, ToolSchemasMatchTheirSnapshot) {
+  ServerOptions plain;
+  plain.roots = {zooRoot()};
+  McpServer server(plain);
+  auto session = server.createSession();
+  RecordingChannel channel;
+  server.handle(
+      *session,
+      {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", json::object()}},
+      channel);
+  const json tools =
+      server.handle(*session, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}}, channel)
+          ->at("result")
+          .at("tools");
+  const std::string path =
+      std::string(STICKLER_SOURCE_DIR) + "/tests/server/tool_schemas.snapshot.json";
+  if (std::getenv("STICKLER_UPDATE_SNAPSHOTS")) std::ofstream(path) << tools.dump(2) << "\n";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "no snapshot at " << path
+                  << ": run with STICKLER_UPDATE_SNAPSHOTS=1 to write it";
+  EXPECT_EQ(tools, json::parse(in)) << "tools/list changed; if that is intended, rerun with "
+                                       "STICKLER_UPDATE_SNAPSHOTS=1 and review the diff";
+}
+
+}  // namespace
+}  // namespace stickler

@@ -1,0 +1,134 @@
+// JSON-RPC parsing, input validation against tool schemas, workspace confinement.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "server/json_rpc.h"
+#include "server/workspace.h"
+#include "simulator/support/errors.h"
+#include "tools/input_validation.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+TEST(JsonRpc, ClassifiesMessages) {
+  EXPECT_EQ(classifyMessage({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "ping"}}).kind,
+            RpcMessage::Kind::kRequest);
+  EXPECT_EQ(classifyMessage({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}).kind,
+            RpcMessage::Kind::kNotification);
+  EXPECT_EQ(classifyMessage({{"jsonrpc", "2.0"}, {"id", "a"}, {"result", json::object()}}).kind,
+            RpcMessage::Kind::kResponse);
+  const auto invalid = [](const json& message) { return classifyMessage(message).problem; };
+  EXPECT_NE(invalid(json::array()).find("batches are not supported"), std::string::npos);
+  EXPECT_NE(invalid({{"id", 1}, {"method", "ping"}}).find("\"jsonrpc\" must be \"2.0\""),
+            std::string::npos);
+  EXPECT_NE(invalid({{"jsonrpc", "2.0"}, {"id", 1.5}, {"method", "ping"}}).find("\"id\""),
+            std::string::npos);
+  EXPECT_NE(invalid({{"jsonrpc", "2.0"}, {"id", 1}, {"method", 7}}).find("\"method\""),
+            std::string::npos);
+  EXPECT_NE(invalid({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "x"}, {"params", {1, 2}}})
+                .find("\"params\""),
+            std::string::npos);
+  EXPECT_NE(invalid({{"jsonrpc", "2.0"}, {"id", 1}}).find("neither"), std::string::npos);
+}
+
+std::string validationError(const json& schema, const json& value) {
+  try {
+    validateInput(schema, value);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(valid)";
+}
+
+TEST(InputValidation, NamesTheBadField) {
+  const json schema = json::parse(R"({
+    "type": "object",
+    "properties": {
+      "model": {"type": "string"},
+      "inputs": {"type": "array", "items": {"type": "string"}},
+      "limit": {"type": "integer", "minimum": 0},
+      "mode": {"enum": ["compile", "run"]}
+    },
+    "required": ["model"],
+    "additionalProperties": false
+  })");
+  EXPECT_EQ(validationError(schema, {{"model", "m.pt"}, {"inputs", {"a"}}, {"limit", 3}}),
+            "(valid)");
+  EXPECT_EQ(validationError(schema, json::object()), "missing required field 'model'");
+  EXPECT_EQ(validationError(schema, {{"model", 3}}),
+            "field 'model' must be a string, not an integer");
+  EXPECT_EQ(validationError(schema, {{"model", "m"}, {"inputs", {"a", 2}}}),
+            "field 'inputs[1]' must be a string, not an integer");
+  EXPECT_EQ(validationError(schema, {{"model", "m"}, {"limit", -1}}),
+            "field 'limit' must be at least 0");
+  EXPECT_EQ(validationError(schema, {{"model", "m"}, {"limit", 1.5}}),
+            "field 'limit' must be an integer, not a number");
+  EXPECT_EQ(validationError(schema, {{"model", "m"}, {"mode", "fly"}}),
+            "field 'mode' must be one of [\"compile\",\"run\"], not \"fly\"");
+  EXPECT_EQ(validationError(schema, {{"model", "m"}, {"colour", "red"}}),
+            "unknown field 'colour' (expected inputs, limit, mode, model)");
+  EXPECT_EQ(validationError(schema, json::array()),
+            "the arguments must be an object, not an array");
+}
+
+class WorkspaceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = fs::path(::testing::TempDir()) / ("workspace-" + std::to_string(::getpid()));
+    fs::remove_all(base_);
+    fs::create_directories(base_ / "root" / "models");
+    fs::create_directories(base_ / "outside");
+    std::ofstream(base_ / "root" / "models" / "m.pt") << "x";
+    std::ofstream(base_ / "outside" / "secret.pt") << "x";
+    fs::create_symlink(base_ / "outside", base_ / "root" / "escape");
+    fs::create_symlink(base_ / "outside" / "secret.pt", base_ / "root" / "models" / "link.pt");
+  }
+  void TearDown() override { fs::remove_all(base_); }
+  fs::path base_;
+};
+
+TEST_F(WorkspaceTest, PathsInsideResolve) {
+  Workspace workspace({(base_ / "root").string()});
+  const std::string root = fs::canonical(base_ / "root").string();
+  EXPECT_EQ(workspace.resolve("models/m.pt"), root + "/models/m.pt");
+  EXPECT_EQ(workspace.resolve((base_ / "root" / "models" / "m.pt").string()),
+            root + "/models/m.pt");
+  EXPECT_EQ(workspace.resolve("models/new.pt"), root + "/models/new.pt");  // not there yet
+  EXPECT_EQ(workspace.resolve("models/../models/m.pt"), root + "/models/m.pt");
+}
+
+TEST_F(WorkspaceTest, EscapesAreRefused) {
+  Workspace workspace({(base_ / "root").string()});
+  auto errorOf = [&](const std::string& path) {
+    try {
+      workspace.resolve(path);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(allowed)");
+  };
+  EXPECT_NE(errorOf("../outside/secret.pt").find("outside the workspace"), std::string::npos);
+  EXPECT_NE(errorOf("/etc/passwd").find("outside the workspace"), std::string::npos);
+  EXPECT_NE(errorOf("escape/secret.pt").find("resolves to"),
+            std::string::npos);  // a symlinked directory
+  EXPECT_NE(errorOf("models/link.pt").find("outside the workspace"),
+            std::string::npos);  // a symlinked file
+  EXPECT_NE(errorOf("escape/new.pt").find("outside the workspace"),
+            std::string::npos);  // a new file behind one
+  EXPECT_NE(errorOf("nowhere/x.pt").find("no such file"), std::string::npos);
+  EXPECT_THROW(Workspace({(base_ / "missing").string()}), UserError);
+}
+
+TEST_F(WorkspaceTest, SeveralRoots) {
+  Workspace workspace({(base_ / "root").string(), (base_ / "outside").string()});
+  EXPECT_EQ(workspace.resolve((base_ / "outside" / "secret.pt").string()),
+            fs::canonical(base_ / "outside" / "secret.pt").string());
+}
+
+}  // namespace
+}  // namespace stickler
