@@ -161,6 +161,11 @@ int runCommandLine(const std::vector<std::string>& arguments) {
                             "Also accept this Host name over HTTP");
   serve_command->add_option("--allow-origin", serve.allowed_origins,
                             "Also accept this Origin over HTTP");
+  serve_command->add_option("--session-idle-minutes", serve.session_idle_minutes,
+                            "End HTTP sessions idle this long (default 60)");
+  serve_command->add_option("--max-sessions", serve.max_sessions,
+                            "At most this many HTTP sessions; a new one ends the least recently "
+                            "active idle session (default 64)");
 
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
   try {

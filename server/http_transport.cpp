@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "server/json_rpc.h"
+#include "server/task_pool.h"
 
 namespace stickler {
 
@@ -141,6 +142,7 @@ class HttpTransport {
       return new httplib::ThreadPool(static_cast<size_t>(threads));
     };
     http.set_payload_max_length(options_.max_request_bytes);
+    http.set_tcp_nodelay(true);  // a round trip is one small request and one small answer
     http.set_keep_alive_max_count(1000);
     http.set_read_timeout(30, 0);
     http.set_write_timeout(30, 0);
@@ -148,8 +150,10 @@ class HttpTransport {
         [this](const httplib::Request& request, httplib::Response& response) {
           return guard(request, response);
         });
-    http.Post("/mcp", [this](const httplib::Request& request, httplib::Response& response) {
-      post(request, response);
+    http.Post("/mcp", [this](const httplib::Request& request, httplib::Response& response,
+                             const httplib::ContentReader& reader) {
+      std::string body;
+      if (readBody(reader, body, response)) post(request, body, response);
     });
     http.Get("/mcp", [this](const httplib::Request& request, httplib::Response& response) {
       get(request, response);
@@ -244,7 +248,32 @@ class HttpTransport {
     return session;
   }
 
-  void post(const httplib::Request& request, httplib::Response& response) {
+  // Reads a POST body within the size limit. cpp-httplib enforces the limit on a declared
+  // Content-Length only; a chunked body is counted here as it arrives.
+  bool readBody(const httplib::ContentReader& reader, std::string& body,
+                httplib::Response& response) {
+    const size_t limit = options_.max_request_bytes;
+    bool too_large = false;
+    const bool complete = reader([&](const char* data, size_t length) {
+      if (body.size() + length > limit) {
+        too_large = true;
+        return false;
+      }
+      body.append(data, length);
+      return true;
+    });
+    if (complete) return true;
+    response.set_header("Connection", "close");  // the rest of the body is not read
+    if (too_large || response.status == 413) {
+      jsonError(response, 413, rpc_error::kInvalidRequest,
+                "request body larger than the limit of " + std::to_string(limit) + " bytes");
+    } else {
+      jsonError(response, 400, rpc_error::kInvalidRequest, "could not read the request body");
+    }
+    return false;
+  }
+
+  void post(const httplib::Request& request, const std::string& body, httplib::Response& response) {
     const std::string type = lower(request.get_header_value("Content-Type"));
     if (type.rfind("application/json", 0) != 0) {
       jsonError(response, 415, rpc_error::kInvalidRequest, "Content-Type must be application/json");
@@ -252,7 +281,7 @@ class HttpTransport {
     }
     json message;
     try {
-      message = json::parse(request.body);
+      message = json::parse(body);
     } catch (const json::parse_error& e) {
       jsonError(response, 400, rpc_error::kParseError, std::string("parse error: ") + e.what());
       return;
@@ -272,6 +301,12 @@ class HttpTransport {
         return;
       }
       session = server_.createSession();
+      if (!session) {
+        response.set_header("Retry-After", "10");
+        jsonError(response, 503, rpc_error::kInvalidRequest,
+                  "too many sessions, all of them busy: try again shortly", parsed.id);
+        return;
+      }
       response.set_header(kSessionHeader, session->id());
     } else {
       session = sessionOf(request, response);
@@ -308,12 +343,12 @@ class HttpTransport {
       std::lock_guard<std::mutex> lock(streams_mutex_);
       streams_[events->id()] = events;
     }
-    std::thread([this, session, events, message] {
+    calls_.submit([this, session, events, message] {
       SseChannel channel(events);
       if (auto answer = server_.handle(*session, message, channel)) events->push(*answer);
       events->finish();
       forgetLater(events);
-    }).detach();
+    });
     response.set_header("Cache-Control", "no-cache");
     response.set_chunked_content_provider("text/event-stream",
                                           [events](size_t, httplib::DataSink& sink) {
@@ -390,6 +425,7 @@ class HttpTransport {
   std::map<std::string, std::shared_ptr<EventStream>> streams_;
   std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> finished_;
   std::atomic<uint64_t> next_stream_{1};
+  TaskPool calls_;  // tool calls answered over SSE run here, apart from the HTTP threads
 };
 
 }  // namespace

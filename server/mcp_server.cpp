@@ -3,6 +3,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "server/tool_call_context.h"
@@ -76,7 +77,7 @@ std::string requireParam(const json& params, const char* name) {
 }  // namespace
 
 McpServer::McpServer(const ServerOptions& options)
-    : workspace_(options.roots), catalog_(sticklerCatalog(workspace_)) {
+    : options_(options), workspace_(options.roots), catalog_(sticklerCatalog(workspace_)) {
   if (options.conformance_fixtures) addConformanceFixtures(catalog_);
 }
 
@@ -85,17 +86,44 @@ const std::vector<std::string>& McpServer::supportedProtocolVersions() {
   return versions;
 }
 
+void McpServer::endExpiredSessions() {
+  const auto cutoff = std::chrono::steady_clock::now() -
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(options_.session_idle_seconds));
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    if (it->second->lastActive() < cutoff && !it->second->busy()) {
+      it = sessions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 std::shared_ptr<McpSession> McpServer::createSession() {
   auto session = std::make_shared<McpSession>(randomSessionId());
   std::lock_guard<std::mutex> lock(sessions_mutex_);
+  endExpiredSessions();
+  if (sessions_.size() >= options_.max_sessions) {
+    auto oldest = sessions_.end();
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+      if (it->second->busy()) continue;
+      if (oldest == sessions_.end() || it->second->lastActive() < oldest->second->lastActive())
+        oldest = it;
+    }
+    if (oldest == sessions_.end()) return nullptr;
+    sessions_.erase(oldest);
+  }
   sessions_[session->id()] = session;
   return session;
 }
 
-std::shared_ptr<McpSession> McpServer::findSession(const std::string& id) const {
+std::shared_ptr<McpSession> McpServer::findSession(const std::string& id) {
   std::lock_guard<std::mutex> lock(sessions_mutex_);
+  endExpiredSessions();
   auto it = sessions_.find(id);
-  return it == sessions_.end() ? nullptr : it->second;
+  if (it == sessions_.end()) return nullptr;
+  it->second->touch();
+  return it->second;
 }
 
 bool McpServer::closeSession(const std::string& id) {

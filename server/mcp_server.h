@@ -18,6 +18,11 @@ namespace stickler {
 struct ServerOptions {
   std::vector<std::string> roots{"."};  // the workspace
   bool conformance_fixtures = false;    // the conformance suite's fixture tools, resources, prompts
+  // Sessions idle this long (no request in flight) are ended, so that clients that never send
+  // DELETE do not keep their models loaded forever.
+  double session_idle_seconds = 3600;
+  // At most this many sessions; a new one ends the least recently active idle session.
+  size_t max_sessions = 64;
 };
 
 // The MCP protocol over any transport: lifecycle, tools, resources, prompts, completion,
@@ -29,8 +34,10 @@ class McpServer {
 
   static const std::vector<std::string>& supportedProtocolVersions();  // newest first
 
-  std::shared_ptr<McpSession> createSession();  // with an id from a cryptographic source
-  std::shared_ptr<McpSession> findSession(const std::string& id) const;
+  // A session with an id from a cryptographic source; nullptr when max_sessions are all busy.
+  std::shared_ptr<McpSession> createSession();
+  // A live session by id (and marks it active); nullptr when unknown, closed or expired.
+  std::shared_ptr<McpSession> findSession(const std::string& id);
   bool closeSession(const std::string& id);
   size_t sessionCount() const;
 
@@ -51,7 +58,9 @@ class McpServer {
   nlohmann::json readResource(const nlohmann::json& params) const;
   nlohmann::json getPrompt(const nlohmann::json& params) const;
   nlohmann::json complete(const nlohmann::json& params) const;
+  void endExpiredSessions();  // with sessions_mutex_ held
 
+  ServerOptions options_;
   Workspace workspace_;
   McpCatalog catalog_;
   mutable std::mutex sessions_mutex_;

@@ -15,6 +15,20 @@ int logLevelRank(const std::string& level) {
   return -1;
 }
 
+void McpSession::touch() {
+  last_active_.store(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+std::chrono::steady_clock::time_point McpSession::lastActive() const {
+  return std::chrono::steady_clock::time_point(
+      std::chrono::steady_clock::duration(last_active_.load()));
+}
+
+bool McpSession::busy() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !in_flight_.empty();
+}
+
 void McpSession::subscribe(const std::string& uri) {
   std::lock_guard<std::mutex> lock(mutex_);
   subscriptions_.insert(uri);
@@ -38,6 +52,7 @@ std::shared_ptr<std::atomic<bool>> McpSession::beginRequest(const json& id) {
 }
 
 void McpSession::endRequest(const json& id) {
+  touch();  // a long call counts as activity until it ends
   std::lock_guard<std::mutex> lock(mutex_);
   in_flight_.erase(id.dump());
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -38,8 +39,13 @@ int logLevelRank(const std::string& level);
 // requests the server sent to the client (to match their responses).
 class McpSession {
  public:
-  explicit McpSession(std::string id) : id_(std::move(id)) {}
+  explicit McpSession(std::string id) : id_(std::move(id)) { touch(); }
   const std::string& id() const { return id_; }
+
+  // Activity, so that a server can let abandoned sessions go.
+  void touch();
+  std::chrono::steady_clock::time_point lastActive() const;
+  bool busy() const;  // a request of this session is being handled
 
   std::string protocol_version;
   std::atomic<bool> initialize_received{false};
@@ -78,6 +84,7 @@ class McpSession {
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> in_flight_;
   std::map<std::string, std::shared_ptr<Pending>> pending_;
   int64_t next_request_id_ = 1;
+  std::atomic<std::chrono::steady_clock::rep> last_active_{0};
 };
 
 }  // namespace stickler

@@ -1,5 +1,6 @@
 #include "server/serve_command.h"
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -48,8 +49,16 @@ int runServe(const ServeOptions& options) {
   ServerOptions server_options;
   server_options.roots = options.roots.empty() ? std::vector<std::string>{"."} : options.roots;
   server_options.conformance_fixtures = options.conformance_fixtures;
+  if (!(options.session_idle_minutes > 0))
+    throw UserError("--session-idle-minutes must be positive");
+  if (options.max_sessions < 1) throw UserError("--max-sessions must be at least 1");
+  server_options.session_idle_seconds = options.session_idle_minutes * 60;
+  server_options.max_sessions = options.max_sessions;
   if (options.max_request_bytes < 1024)
     throw UserError("--max-request-bytes must be at least 1024");
+  // A client that goes away mid-answer must cost its connection, not the server: cpp-httplib
+  // writes to sockets without MSG_NOSIGNAL, and stdout may be a closed pipe.
+  std::signal(SIGPIPE, SIG_IGN);
   McpServer server(server_options);
   std::string roots;
   for (const auto& root : server.workspace().roots()) roots += (roots.empty() ? "" : ", ") + root;

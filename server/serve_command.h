@@ -15,6 +15,8 @@ struct ServeOptions {
   size_t max_request_bytes = 16 * 1024 * 1024;
   std::vector<std::string> allowed_hosts;
   std::vector<std::string> allowed_origins;
+  double session_idle_minutes = 60;
+  size_t max_sessions = 64;
 };
 
 // `stickler serve`: the MCP server over stdio, or over HTTP with --http. Returns the exit

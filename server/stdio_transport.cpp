@@ -1,11 +1,11 @@
 #include "server/stdio_transport.h"
 
+#include "server/task_pool.h"
+
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
 
 namespace stickler {
 
@@ -37,7 +37,7 @@ bool readLine(std::FILE* in, size_t limit, std::string& line, bool& too_long, si
   length = 0;
   int c;
   bool any = false;
-  while ((c = std::fgetc(in)) != EOF) {
+  while ((c = getc_unlocked(in)) != EOF) {  // only this thread reads `in`
     any = true;
     if (c == '\n') return true;
     ++length;
@@ -50,48 +50,12 @@ bool readLine(std::FILE* in, size_t limit, std::string& line, bool& too_long, si
   return any;
 }
 
-// Tool calls running beside the reader; finished ones are joined as new ones start.
-class CallThreads {
- public:
-  template <typename F>
-  void start(F&& body) {
-    reap();
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    calls_.push_back({std::thread([body = std::forward<F>(body), done] {
-                        body();
-                        done->store(true);
-                      }),
-                      done});
-  }
-  void joinAll() {
-    for (auto& call : calls_) call.thread.join();
-    calls_.clear();
-  }
-
- private:
-  struct Call {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-  };
-  void reap() {
-    for (auto it = calls_.begin(); it != calls_.end();) {
-      if (it->done->load()) {
-        it->thread.join();
-        it = calls_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  std::vector<Call> calls_;
-};
-
 }  // namespace
 
 int serveStdio(McpServer& server, std::FILE* in, std::FILE* out, size_t max_message_bytes) {
   auto session = server.createSession();
   StdoutChannel channel(out);
-  CallThreads calls;
+  TaskPool calls;
   std::string line;
   bool too_long = false;
   size_t length = 0;
@@ -114,7 +78,7 @@ int serveStdio(McpServer& server, std::FILE* in, std::FILE* out, size_t max_mess
     if (McpServer::mayStream(message)) {
       // Tool calls run beside the reader, which must stay free for cancellations and for the
       // client's answers to requests the tool sends.
-      calls.start([&server, session, &channel, message] {
+      calls.submit([&server, session, &channel, message] {
         if (auto response = server.handle(*session, message, channel)) channel.send(*response);
       });
     } else if (auto response = server.handle(*session, message, channel)) {
@@ -122,7 +86,7 @@ int serveStdio(McpServer& server, std::FILE* in, std::FILE* out, size_t max_mess
     }
   }
   session->cancelAll();
-  calls.joinAll();
+  calls.drain();
   server.closeSession(session->id());
   return 0;
 }

@@ -41,7 +41,16 @@ std::string Workspace::resolve(const std::string& path) const {
   if (path.empty()) throw UserError("an empty path");
   if (path.find('\0') != std::string::npos) throw UserError("a path with a NUL byte");
   const fs::path given(path);
-  const fs::path absolute = given.is_absolute() ? given : fs::path(roots_.front()) / given;
+  fs::path absolute = given.is_absolute() ? given : fs::path(roots_.front()) / given;
+  if (!given.is_absolute()) {
+    for (const auto& root : roots_) {
+      std::error_code ec;
+      if (fs::exists(fs::path(root) / given, ec)) {
+        absolute = fs::path(root) / given;
+        break;
+      }
+    }
+  }
   std::string resolved;
   if (!realPath(absolute.string(), resolved)) {
     // Not there (yet): resolve the parent, so that a symlinked parent cannot lead outside.

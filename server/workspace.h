@@ -13,8 +13,9 @@ class Workspace {
   // Each root must exist; it is kept in canonical form. Throws UserError otherwise.
   explicit Workspace(const std::vector<std::string>& roots);
 
-  // The canonical path for `path` (relative paths are relative to the first root). A path that
-  // does not exist yet is resolved through its parent directory. Throws UserError when the
+  // The canonical path for `path`. A relative path is taken under the first root where it
+  // exists (under the first root when it exists nowhere yet); a path that does not exist yet is
+  // resolved through its parent directory. Throws UserError when the
   // result lies outside every root, naming where it leads.
   std::string resolve(const std::string& path) const;
 

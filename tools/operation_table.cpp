@@ -9,6 +9,7 @@ const std::vector<Operation>& operationTable() {
       makeInspectModelOperation(),
       makeCheckSupportOperation(),
       makeRunModelOperation(),
+      makeListProfilesOperation(),
   };
   return table;
 }

@@ -30,5 +30,6 @@ std::string resolveBackend(const std::string& spec, OperationContext& context);
 Operation makeInspectModelOperation();
 Operation makeCheckSupportOperation();
 Operation makeRunModelOperation();
+Operation makeListProfilesOperation();
 
 }  // namespace stickler

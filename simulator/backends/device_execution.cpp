@@ -1,5 +1,7 @@
 #include "simulator/backends/device_execution.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -144,8 +146,9 @@ void DeviceExecution::beforeNode(const Node& node, const ModuleCall* module,
           throw std::runtime_error("device runtime abort outside a worker: " +
                                    fault->effect.message);
         }
-        std::fprintf(stderr, "%s\n", fault->effect.message.c_str());
-        std::fflush(stderr);
+        // write(2), not stdio: a lock some other thread held at fork() would hang this process.
+        const std::string line = fault->effect.message + "\n";
+        [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
         std::abort();
       }
       if (fault->effect.kind == FaultEffect::Kind::kAccumulateNarrow && kernel_inputs_.empty()) {

@@ -61,7 +61,9 @@ WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progre
     ::munmap(shared, sizeof(WorkerProgress));
     throw std::runtime_error(std::string("pipe for the worker failed: ") + std::strerror(errno));
   }
-  std::fflush(nullptr);
+  // Not fflush(nullptr): another thread may hold stdin's lock, waiting for input.
+  std::fflush(stdout);
+  std::fflush(stderr);
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid < 0) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <optional>
 
 #include "simulator/support/errors.h"
 
@@ -87,13 +89,16 @@ json mergeOver(const json& parent, const json& child) {
   return merged;
 }
 
-json resolveExtends(const json& document, const std::string& origin, int depth) {
+// `files_read`, when given, collects every parent file the chain reads.
+json resolveExtends(const json& document, const std::string& origin, int depth,
+                    std::vector<std::string>* files_read) {
   if (!document.is_object()) throw UserError(origin + ": a profile must be a JSON object");
   if (!document.contains("extends")) return document;
   if (depth >= kMaxExtendsDepth) throw UserError(origin + ": \"extends\" chain too long");
   const std::string parent_name = document.value("extends", "");
   const std::string parent_path = resolvePath(parent_name);
-  json parent = resolveExtends(readJson(parent_path), parent_path, depth + 1);
+  if (files_read) files_read->push_back(parent_path);
+  json parent = resolveExtends(readJson(parent_path), parent_path, depth + 1, files_read);
   json child = document;
   child.erase("extends");
   parent.erase("name");
@@ -151,8 +156,10 @@ std::vector<std::string> listProfiles() {
   return names;
 }
 
-DeviceProfile parseProfile(const json& raw, const std::string& origin) {
-  const json document = resolveExtends(raw, origin, 0);
+// parseProfile, also collecting the parent files an "extends" chain reads.
+static DeviceProfile parseTrackingFiles(const json& raw, const std::string& origin,
+                                        std::vector<std::string>* files_read) {
+  const json document = resolveExtends(raw, origin, 0, files_read);
   const int version = document.value("version", kProfileVersion);
   if (version > kProfileVersion) {
     throw UserError(origin + ": profile version " + std::to_string(version) +
@@ -229,9 +236,68 @@ DeviceProfile parseProfile(const json& raw, const std::string& origin) {
   return profile;
 }
 
+namespace {
+
+// What a profile file looked like when it was parsed; an edit changes the time or the size.
+struct FileStamp {
+  std::string path;
+  fs::file_time_type modified;
+  uintmax_t size = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+std::optional<FileStamp> stampOf(const std::string& path) {
+  std::error_code ec;
+  FileStamp stamp{path, fs::last_write_time(path, ec), 0};
+  if (ec) return std::nullopt;
+  stamp.size = fs::file_size(path, ec);
+  if (ec) return std::nullopt;
+  return stamp;
+}
+
+// Parsed profiles by path. A server loads the same few profiles on every call; parsing them
+// again costs most of a cheap tool call. An entry is used only while every file of its
+// "extends" chain is unchanged, so an edited profile is read again.
+struct CachedProfile {
+  std::vector<FileStamp> stamps;
+  DeviceProfile profile;
+};
+
+bool stillCurrent(const CachedProfile& cached) {
+  for (const auto& stamp : cached.stamps) {
+    if (stampOf(stamp.path) != stamp) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+DeviceProfile parseProfile(const json& raw, const std::string& origin) {
+  return parseTrackingFiles(raw, origin, nullptr);
+}
+
 DeviceProfile loadProfile(const std::string& name_or_path) {
+  static std::mutex mutex;
+  static std::map<std::string, CachedProfile> cache;
   const std::string path = resolvePath(name_or_path);
-  return parseProfile(readJson(path), path);
+  {
+    std::lock_guard lock(mutex);
+    auto it = cache.find(path);
+    if (it != cache.end() && stillCurrent(it->second)) return it->second.profile;
+  }
+  // Stamped before reading, so an edit made while parsing is caught by the next call.
+  std::vector<std::string> files = {path};
+  const auto own_stamp = stampOf(path);
+  DeviceProfile profile = parseTrackingFiles(readJson(path), path, &files);
+  CachedProfile entry{{}, profile};
+  for (const auto& file : files) {
+    auto stamp = file == path ? own_stamp : stampOf(file);
+    if (!stamp) return profile;  // vanished meanwhile: serve it, cache nothing
+    entry.stamps.push_back(*stamp);
+  }
+  std::lock_guard lock(mutex);
+  cache[path] = std::move(entry);
+  return profile;
 }
 
 json profileSummary(const DeviceProfile& profile) {

@@ -80,6 +80,17 @@ TEST(Cli, BadFlagsExitTwo) {
   EXPECT_EQ(r.status, 2);
 }
 
+TEST(Cli, ProfilesListsTheShippedProfiles) {
+  const Result r = stickler({"profiles"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("spyre-2025 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("spyre-2026-clean"), std::string::npos) << r.out;
+  const Result json_run = stickler({"profiles", "--json"});
+  ASSERT_EQ(json_run.status, 0) << json_run.err;
+  EXPECT_EQ(nlohmann::json::parse(json_run.out).at("schema"), "stickler.profiles");
+  EXPECT_EQ(stickler({"profiles", "extra"}).status, 2);
+}
+
 TEST(Cli, HelpListsTheOperations) {
   const Result r = stickler({"--help"});
   EXPECT_EQ(r.status, 0);

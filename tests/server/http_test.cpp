@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <regex>
@@ -12,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/server/served_process.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
 
@@ -19,68 +18,19 @@ namespace stickler {
 namespace {
 
 using nlohmann::json;
+using testing::initializeRequest;
+using testing::ServedProcess;
 
-// `stickler serve --http 127.0.0.1:0`, run as a user would, on the port it picks.
-class ServedProcess {
- public:
-  explicit ServedProcess(std::vector<std::string> extra = {}) {
-    int err[2];
-    if (::pipe(err) != 0) throw std::runtime_error("pipe");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(err[1], STDERR_FILENO);
-      ::close(err[0]);
-      std::vector<std::string> args = {STICKLER_BINARY, "serve",
-                                       "--http",        "127.0.0.1:0",
-                                       "--root",        testing::zooPath(""),
-                                       "--root",        STICKLER_TEST_PROFILES};
-      args.insert(args.end(), extra.begin(), extra.end());
-      std::vector<char*> argv;
-      for (auto& arg : args) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(err[1]);
-    std::string output;
-    char buffer[256];
-    const std::regex listening("http://127\\.0\\.0\\.1:([0-9]+)/mcp");
-    std::smatch match;
-    while (!std::regex_search(output, match, listening)) {
-      const ssize_t got = ::read(err[0], buffer, sizeof buffer);
-      if (got <= 0) throw std::runtime_error("stickler serve did not start: " + output);
-      output.append(buffer, static_cast<size_t>(got));
-    }
-    port_ = std::stoi(match[1]);
-    stderr_ = err[0];
-  }
-  ~ServedProcess() {
-    ::kill(pid_, SIGTERM);
-    ::waitpid(pid_, nullptr, 0);
-    ::close(stderr_);
-  }
-  int port() const { return port_; }
-  bool alive() const { return ::waitpid(pid_, nullptr, WNOHANG) == 0; }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-  int stderr_ = -1;
-};
-
-json initializeBody() {
-  return {{"jsonrpc", "2.0"},
-          {"id", 1},
-          {"method", "initialize"},
-          {"params",
-           {{"protocolVersion", "2025-11-25"},
-            {"capabilities", json::object()},
-            {"clientInfo", {{"name", "test"}, {"version", "1"}}}}}};
-}
+// cpp-httplib's client writes without MSG_NOSIGNAL: a server closing a connection early must
+// fail the write, not kill the test.
+const bool kSigpipeIgnored = [] {
+  ::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
 
 class HttpTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { served_ = new ServedProcess(); }
+  static void SetUpTestSuite() { served_ = new ServedProcess(ServedProcess::Transport::kHttp); }
   static void TearDownTestSuite() { delete served_; }
 
   httplib::Client client() const {
@@ -91,7 +41,7 @@ class HttpTest : public ::testing::Test {
   std::string startSession() {
     auto c = client();
     auto response = c.Post("/mcp", {{"Accept", "application/json, text/event-stream"}},
-                           initializeBody().dump(), "application/json");
+                           initializeRequest().dump(), "application/json");
     EXPECT_EQ(response->status, 200);
     const std::string id = response->get_header_value("Mcp-Session-Id");
     c.Post("/mcp", {{"Mcp-Session-Id", id}},
@@ -132,15 +82,15 @@ TEST_F(HttpTest, SessionsBeginWithInitializeAndEndWithDelete) {
 
 TEST_F(HttpTest, DnsRebindingIsRefused) {
   auto c = client();
-  auto evil_host =
-      c.Post("/mcp", {{"Host", "evil.example.com"}}, initializeBody().dump(), "application/json");
+  auto evil_host = c.Post("/mcp", {{"Host", "evil.example.com"}}, initializeRequest().dump(),
+                          "application/json");
   EXPECT_EQ(evil_host->status, 403);
   auto evil_origin = c.Post("/mcp", {{"Origin", "http://evil.example.com"}},
-                            initializeBody().dump(), "application/json");
+                            initializeRequest().dump(), "application/json");
   EXPECT_EQ(evil_origin->status, 403);
   const std::string local = "http://localhost:" + std::to_string(served_->port());
   EXPECT_EQ(
-      c.Post("/mcp", {{"Origin", local}}, initializeBody().dump(), "application/json")->status,
+      c.Post("/mcp", {{"Origin", local}}, initializeRequest().dump(), "application/json")->status,
       200);
 }
 
@@ -161,9 +111,27 @@ TEST_F(HttpTest, BadRequestsGetPreciseAnswersAndTheServerGoesOn) {
   // 100 MB, far beyond the 16 MiB limit.
   const std::string huge(100 * 1024 * 1024, ' ');
   auto too_big = c.Post("/mcp", {{"Mcp-Session-Id", id}}, huge, "application/json");
-  // The server answers 413 as soon as it sees the length, and may close before the client has
-  // sent it all (a reset on this side); either way it refused, and it goes on serving below.
-  if (too_big) EXPECT_EQ(too_big->status, 413);
+  ASSERT_TRUE(too_big) << httplib::to_string(too_big.error());
+  EXPECT_EQ(too_big->status, 413);
+  // The same without a declared length (chunked): refused at the limit, never held in memory.
+  const long peak_before = served_->peakMemoryKb();
+  size_t sent = 0;
+  auto chunked = c.Post(
+      "/mcp", {{"Mcp-Session-Id", id}},
+      [&](size_t, httplib::DataSink& sink) {
+        if (sent >= huge.size()) {
+          sink.done();
+          return true;
+        }
+        const size_t piece = std::min<size_t>(1 << 20, huge.size() - sent);
+        sent += piece;
+        return sink.write(huge.data() + sent - piece, piece);
+      },
+      "application/json");
+  if (chunked) {  // or the server closed before the client finished sending: refused too
+    EXPECT_EQ(chunked->status, 413);
+  }
+  EXPECT_LT(served_->peakMemoryKb() - peak_before, 40 * 1024);
   EXPECT_EQ(client().Get("/mcp", {{"Mcp-Session-Id", id}})->status, 405);  // no standalone stream
   auto notification = rpc(id, {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
   EXPECT_EQ(notification->status, 202);
@@ -200,6 +168,37 @@ TEST_F(HttpTest, ToolCallsStreamOverSseAndAbortsAreResults) {
   EXPECT_EQ(rpc(id, {{"jsonrpc", "2.0"}, {"id", 8}, {"method", "ping"}})->status, 200);
 }
 
+// A client that hangs up while its call streams costs that stream, not the server.
+TEST_F(HttpTest, AClientHangingUpMidStreamLeavesTheServerServing) {
+  const std::string id = startSession();
+  const json call{{"jsonrpc", "2.0"},
+                  {"id", 8},
+                  {"method", "tools/call"},
+                  {"params",
+                   {{"name", "run_model"},
+                    {"arguments", {{"model", "llama-tiny.pt"}, {"backend", "cpu"}}},
+                    {"_meta", {{"progressToken", 2}}}}}};
+  httplib::Request request;
+  request.method = "POST";
+  request.path = "/mcp";
+  request.headers = {{"Mcp-Session-Id", id},
+                     {"Accept", "application/json, text/event-stream"},
+                     {"Content-Type", "application/json"}};
+  request.body = call.dump();
+  size_t received = 0;
+  request.content_receiver = [&](const char*, size_t length, uint64_t, uint64_t) {
+    received += length;
+    return false;  // hang up after the first bytes
+  };
+  auto c = client();
+  c.send(request);
+  EXPECT_GT(received, 0u);
+  // The call goes on writing its progress and its answer into a closed socket.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_TRUE(served_->alive());
+  EXPECT_EQ(rpc(id, {{"jsonrpc", "2.0"}, {"id", 9}, {"method", "ping"}})->status, 200);
+}
+
 TEST_F(HttpTest, ConcurrentClients) {
   std::vector<std::thread> clients;
   std::atomic<int> ok{0};
@@ -216,18 +215,34 @@ TEST_F(HttpTest, ConcurrentClients) {
   EXPECT_EQ(ok.load(), 40);
 }
 
+TEST(HttpSessions, ANewSessionBeyondTheCapEndsTheIdleOne) {
+  ServedProcess served(ServedProcess::Transport::kHttp, {"--max-sessions", "1"});
+  httplib::Client c("127.0.0.1", served.port());
+  auto first = c.Post("/mcp", initializeRequest().dump(), "application/json");
+  ASSERT_EQ(first->status, 200);
+  auto second = c.Post("/mcp", initializeRequest().dump(), "application/json");
+  ASSERT_EQ(second->status, 200);
+  const json ping{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}};
+  auto ended = c.Post("/mcp", {{"Mcp-Session-Id", first->get_header_value("Mcp-Session-Id")}},
+                      ping.dump(), "application/json");
+  EXPECT_EQ(ended->status, 404);  // the client re-initializes, as the specification says
+  auto live = c.Post("/mcp", {{"Mcp-Session-Id", second->get_header_value("Mcp-Session-Id")}},
+                     ping.dump(), "application/json");
+  EXPECT_EQ(live->status, 200);
+}
+
 TEST(HttpToken, ABearerTokenIsRequiredWhenConfigured) {
   const std::string token_file = ::testing::TempDir() + "/stickler-token";
   std::ofstream(token_file) << "s3cret-token-of-some-length\n";
-  ServedProcess served({"--token-file", token_file});
+  ServedProcess served(ServedProcess::Transport::kHttp, {"--token-file", token_file});
   httplib::Client c("127.0.0.1", served.port());
-  EXPECT_EQ(c.Post("/mcp", initializeBody().dump(), "application/json")->status, 401);
+  EXPECT_EQ(c.Post("/mcp", initializeRequest().dump(), "application/json")->status, 401);
   EXPECT_EQ(c.Post("/mcp", {{"Authorization", "Bearer wrong-token-of-some-length"}},
-                   initializeBody().dump(), "application/json")
+                   initializeRequest().dump(), "application/json")
                 ->status,
             401);
   EXPECT_EQ(c.Post("/mcp", {{"Authorization", "Bearer s3cret-token-of-some-length"}},
-                   initializeBody().dump(), "application/json")
+                   initializeRequest().dump(), "application/json")
                 ->status,
             200);
 }

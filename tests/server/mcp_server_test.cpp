@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "simulator/device/device_profile.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
 
@@ -121,12 +122,12 @@ TEST_F(McpServerTest, ToolsComeFromTheOperationTableWithHonestAnnotations) {
   const json tools = request("tools/list").at("result").at("tools");
   std::set<std::string> names;
   for (const auto& tool : tools) names.insert(tool.at("name"));
-  for (const char* name : {"inspect_model", "check_support", "run_model"}) {
-    ASSERT_TRUE(names.count(name)) << name;
-  }
+  const std::set<std::string> stickler_tools = {"inspect_model", "check_support", "run_model",
+                                                "list_profiles"};
+  for (const auto& name : stickler_tools) ASSERT_TRUE(names.count(name)) << name;
   for (const auto& tool : tools) {
     const std::string name = tool.at("name");
-    if (name != "inspect_model" && name != "check_support" && name != "run_model") continue;
+    if (!stickler_tools.count(name)) continue;
     EXPECT_FALSE(tool.at("annotations").at("openWorldHint")) << name;
     EXPECT_TRUE(tool.at("annotations").at("readOnlyHint")) << name;
     EXPECT_FALSE(tool.at("annotations").at("destructiveHint")) << name;
@@ -157,6 +158,27 @@ TEST_F(McpServerTest, ToolCallsReturnStructuredContentOrActionableErrors) {
   EXPECT_TRUE(broken.at("isError"));
   EXPECT_NE(broken.at("content").at(0).at("text").get<std::string>().find("truncated or corrupt"),
             std::string::npos);
+}
+
+TEST_F(McpServerTest, ListProfilesNamesEveryShippedProfileAndItsResource) {
+  initialize();
+  const json result = call("list_profiles", json::object());
+  ASSERT_FALSE(result.at("isError")) << result.dump();
+  std::vector<std::string> names;
+  for (const auto& profile : result.at("structuredContent").at("profiles")) {
+    names.push_back(profile.at("name"));
+    const json read = request("resources/read", {{"uri", profile.at("resource")}});
+    EXPECT_TRUE(read.contains("result")) << read.dump();
+    if (profile.at("name") == "spyre-2025") {
+      EXPECT_EQ(profile.at("unsupported_operators"), 9);
+      EXPECT_FALSE(profile.at("faults").empty());
+    }
+    if (profile.at("name") == "spyre-2026-clean") {
+      EXPECT_TRUE(profile.at("faults").empty());
+    }
+  }
+  EXPECT_EQ(names, listProfiles());
+  EXPECT_TRUE(call("list_profiles", {{"unexpected", 1}}).at("isError"));
 }
 
 TEST_F(McpServerTest, LongListsArePaged) {
@@ -304,11 +326,50 @@ TEST_F(McpServerTest, ResourcesPromptsAndCompletion) {
   EXPECT_TRUE(session_->subscribed("test://watched-resource"));
 }
 
+ServerOptions zooOnly() {
+  ServerOptions options;
+  options.roots = {zooRoot()};
+  return options;
+}
+
+TEST(McpSessions, IdleSessionsEndAndBusyOnesStay) {
+  ServerOptions options = zooOnly();
+  options.session_idle_seconds = 0.2;
+  McpServer server(options);
+  auto idle = server.createSession();
+  auto busy = server.createSession();
+  busy->beginRequest(7);  // a long tool call
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(server.findSession(idle->id()), nullptr);
+  EXPECT_NE(server.findSession(busy->id()), nullptr);
+  busy->endRequest(7);
+  EXPECT_NE(server.findSession(busy->id()), nullptr);  // its call just ended: recently active
+  EXPECT_EQ(server.sessionCount(), 1u);
+}
+
+TEST(McpSessions, AtTheCapTheLeastRecentlyActiveIdleSessionEnds) {
+  ServerOptions options = zooOnly();
+  options.max_sessions = 2;
+  McpServer server(options);
+  auto first = server.createSession();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  auto second = server.createSession();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  server.findSession(first->id());  // first is now the more recent
+  auto third = server.createSession();
+  ASSERT_NE(third, nullptr);
+  EXPECT_NE(server.findSession(first->id()), nullptr);
+  EXPECT_EQ(server.findSession(second->id()), nullptr);
+
+  first->beginRequest(1);
+  third->beginRequest(2);
+  EXPECT_EQ(server.createSession(), nullptr);  // every session is busy: refuse, end nothing
+  EXPECT_EQ(server.sessionCount(), 2u);
+}
+
 // The tool schemas are a contract with agents: a change to them must be deliberate.
 TEST_F(McpServerTest, ToolSchemasMatchTheirSnapshot) {
-  ServerOptions plain;
-  plain.roots = {zooRoot()};
-  McpServer server(plain);
+  McpServer server(zooOnly());
   auto session = server.createSession();
   RecordingChannel channel;
   server.handle(

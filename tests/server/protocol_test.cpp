@@ -132,3 +132,22 @@ TEST_F(WorkspaceTest, SeveralRoots) {
 
 }  // namespace
 }  // namespace stickler
+
+namespace stickler {
+namespace {
+
+TEST(WorkspaceRoots, RelativePathsAreFoundUnderAnyRoot) {
+  namespace fs = std::filesystem;
+  const fs::path base = fs::path(::testing::TempDir()) / ("roots-" + std::to_string(::getpid()));
+  fs::create_directories(base / "a");
+  fs::create_directories(base / "b");
+  std::ofstream(base / "b" / "only-in-b.json") << "{}";
+  Workspace workspace({(base / "a").string(), (base / "b").string()});
+  EXPECT_EQ(workspace.resolve("only-in-b.json"),
+            fs::canonical(base / "b" / "only-in-b.json").string());
+  EXPECT_EQ(workspace.resolve("new.json"), fs::canonical(base / "a").string() + "/new.json");
+  fs::remove_all(base);
+}
+
+}  // namespace
+}  // namespace stickler

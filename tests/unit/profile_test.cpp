@@ -124,6 +124,27 @@ TEST(Profiles, ExtendsMergesOperatorsAndReplacesFaults) {
   std::remove(path.c_str());
 }
 
+// Profiles are cached between loads; an edit to any file of the chain must still be seen.
+TEST(Profiles, EditsToAProfileOrItsParentAreSeenByTheNextLoad) {
+  const std::string parent = ::testing::TempDir() + "/cache-parent.json";
+  const std::string child = ::testing::TempDir() + "/cache-child.json";
+  std::ofstream(parent) << R"({"number_format": "fp16"})";
+  std::ofstream(child) << R"({"extends": ")" + parent + R"(", "name": "first"})";
+  EXPECT_EQ(loadProfile(child).format, NumberFormat::kFloat16);
+  EXPECT_EQ(loadProfile(child).name, "first");
+
+  std::ofstream(parent) << R"({"number_format": "bf16", "description": "edited"})";
+  EXPECT_EQ(loadProfile(child).format, NumberFormat::kBFloat16);
+  std::ofstream(child) << R"({"extends": ")" + parent + R"(", "name": "second one"})";
+  EXPECT_EQ(loadProfile(child).name, "second one");
+
+  std::ofstream(parent) << R"({"number_format": "float32"})";
+  EXPECT_THROW(loadProfile(child), UserError);
+  std::remove(parent.c_str());
+  EXPECT_THROW(loadProfile(child), UserError);
+  std::remove(child.c_str());
+}
+
 TEST(CoreSpan, TheLmHeadVocabularyExample) {
   // FACTS.md: 151936 -> 2374 sticks = 2 x 1187, bumped to 2375 = 5^3 x 19.
   const int64_t span = 268431360;

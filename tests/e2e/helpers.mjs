@@ -1,0 +1,30 @@
+// Shared by the end-to-end tests: where things are, and a `stickler serve --http` process.
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const repo = path.resolve(here, "../..");
+export const binary = process.env.STICKLER_BINARY ?? path.join(repo, "build/stickler");
+export const zoo = process.env.STICKLER_ZOO_DIR ?? path.join(repo, "build/zoo");
+export const testProfiles = path.join(repo, "tests/profiles");
+
+// Starts `stickler serve --http 127.0.0.1:0` and resolves with its URL once it listens.
+export function serveHttp(extraArgs = []) {
+  const child = spawn(binary, ["serve", "--http", "127.0.0.1:0", "--root", zoo, "--root", testProfiles, ...extraArgs], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  return new Promise((resolve, reject) => {
+    let output = "";
+    const timer = setTimeout(() => reject(new Error(`stickler serve did not start: ${output}`)), 20000);
+    child.stderr.on("data", (chunk) => {
+      output += chunk;
+      const match = output.match(/http:\/\/127\.0\.0\.1:(\d+)\/mcp/);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ url: new URL(match[0]), child, stop: () => child.kill("SIGTERM") });
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`stickler serve exited with ${code}: ${output}`)));
+  });
+}

@@ -1,0 +1,117 @@
+// The official TypeScript SDK client against `stickler serve`, over stdio and over HTTP.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+import { binary, serveHttp, testProfiles, zoo } from "./helpers.mjs";
+
+const transports = {
+  stdio: async () => ({
+    transport: new StdioClientTransport({
+      command: binary,
+      args: ["serve", "--root", zoo, "--root", testProfiles],
+      stderr: "ignore",
+    }),
+    stop: () => {},
+  }),
+  http: async () => {
+    const served = await serveHttp();
+    return { transport: new StreamableHTTPClientTransport(served.url), stop: served.stop };
+  },
+};
+
+for (const [name, open] of Object.entries(transports)) {
+  describe(`stickler serve over ${name}`, () => {
+    let client;
+    let stop;
+
+    before(async () => {
+      const opened = await open();
+      stop = opened.stop;
+      client = new Client({ name: "stickler-e2e", version: "1.0.0" });
+      await client.connect(opened.transport);
+    });
+    after(async () => {
+      await client.close();
+      stop();
+    });
+
+    test("introduces itself and lists the operation table's tools", async () => {
+      assert.equal(client.getServerVersion().name, "stickler");
+      assert.match(client.getInstructions(), /check_support/);
+      const { tools } = await client.listTools();
+      const names = tools.map((tool) => tool.name);
+      for (const tool of ["inspect_model", "check_support", "run_model"]) assert.ok(names.includes(tool), tool);
+      for (const tool of tools) {
+        assert.equal(tool.annotations.openWorldHint, false);
+        assert.ok(tool.outputSchema, `${tool.name} has an output schema`);
+      }
+    });
+
+    test("inspect_model returns structured content the SDK validates", async () => {
+      const result = await client.callTool({ name: "inspect_model", arguments: { model: "gpt2-tiny.pt", include_nodes: false } });
+      assert.equal(result.isError, false);
+      assert.equal(result.structuredContent.schema, "stickler.inspect");
+      assert.equal(result.structuredContent.model.class, "GPT2LMHeadModel");
+      assert.deepEqual(JSON.parse(result.content[0].text), result.structuredContent);
+    });
+
+    test("check_support lists blockers, with progress", async () => {
+      const progress = [];
+      const result = await client.callTool(
+        { name: "check_support", arguments: { model: "bamba-tiny.pt", profile: "spyre-2025" } },
+        undefined,
+        { onprogress: (update) => progress.push(update.progress) },
+      );
+      const counts = result.structuredContent.lowering.blocker_counts.unsupported_ops;
+      for (const op of ["aten::softplus", "aten::pad", "aten::copy_", "aten::exp", "aten::roll", "aten::slice_scatter", "aten::select_scatter"]) {
+        assert.ok(counts[op] > 0, op);
+      }
+      assert.ok(progress.length >= 1, "progress notifications arrived");
+    });
+
+    test("run_model passes on the clean device and reports an abort as a result", async () => {
+      const pass = await client.callTool({ name: "run_model", arguments: { model: "qwen2-hd128.pt", backend: "spyre-sim:spyre-2026-clean" } });
+      assert.equal(pass.structuredContent.verdict, "pass");
+      const abort = await client.callTool({
+        name: "run_model",
+        arguments: { model: "qwen2-hd128.pt", backend: "spyre-sim:abort-in-attention.json" },
+      });
+      assert.equal(abort.isError, false);
+      assert.equal(abort.structuredContent.verdict, "aborted");
+      assert.equal(abort.structuredContent.run.module, "model.layers.0.self_attn");
+      assert.deepEqual(await client.ping(), {});
+    });
+
+    test("bad arguments and paths outside the workspace are tool errors", async () => {
+      const typed = await client.callTool({ name: "check_support", arguments: { model: "gpt2-tiny.pt", profile: 7 } });
+      assert.equal(typed.isError, true);
+      assert.match(typed.content[0].text, /field 'profile' must be a string/);
+      const outside = await client.callTool({ name: "inspect_model", arguments: { model: "/etc/passwd" } });
+      assert.equal(outside.isError, true);
+      assert.match(outside.content[0].text, /outside the workspace/);
+      await assert.rejects(client.callTool({ name: "no_such_tool", arguments: {} }), /unknown tool/);
+    });
+
+    test("resources, templates and prompts", async () => {
+      const { resources } = await client.listResources();
+      assert.ok(resources.some((resource) => resource.uri === "stickler://profiles/spyre-2026"));
+      const profile = await client.readResource({ uri: "stickler://profiles/spyre-2026-clean" });
+      assert.equal(JSON.parse(profile.contents[0].text).name, "spyre-2026-clean");
+      const doc = await client.readResource({ uri: "stickler://docs/number-formats" });
+      assert.match(doc.contents[0].text, /DLFloat16/);
+      const { resourceTemplates } = await client.listResourceTemplates();
+      assert.ok(resourceTemplates.some((entry) => entry.uriTemplate === "stickler://profiles/{name}"));
+      const { prompts } = await client.listPrompts();
+      assert.ok(prompts.some((prompt) => prompt.name === "bring_up_model"));
+      const prompt = await client.getPrompt({ name: "bring_up_model", arguments: { model: "gpt2-tiny.pt" } });
+      assert.match(prompt.messages[0].content.text, /inspect_model/);
+      const completion = await client.complete({ ref: { type: "ref/prompt", name: "bring_up_model" }, argument: { name: "profile", value: "spyre-2026" } });
+      assert.deepEqual(completion.completion.values, ["spyre-2026", "spyre-2026-clean"]);
+      await client.setLoggingLevel("warning");
+    });
+  });
+}
