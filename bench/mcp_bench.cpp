@@ -48,6 +48,7 @@ struct Server {
       std::vector<std::string> args = {STICKLER_BINARY, "serve", "--root", STICKLER_ZOO_DIR};
       args.insert(args.end(), extra.begin(), extra.end());
       std::vector<char*> argv;
+      argv.reserve(args.size() + 1);
       for (auto& arg : args) argv.push_back(arg.data());
       argv.push_back(nullptr);
       ::execv(argv[0], argv.data());
@@ -165,6 +166,27 @@ void measure(const char* transport, Client& client, double seconds) {
   }
 }
 
+// tools/list answered per second with `clients` clients, each waiting for its answer.
+double throughput(int port, int clients, double seconds) {
+  std::atomic<long> done{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(clients));
+  for (int i = 0; i < clients; ++i) {
+    threads.emplace_back([&] {
+      HttpClient client(port);
+      while (!stop) {
+        client.call("tools/list", json::object());
+        ++done;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds * 2));
+  stop = true;
+  for (auto& thread : threads) thread.join();
+  return static_cast<double>(done.load()) / (seconds * 2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -191,23 +213,13 @@ int main(int argc, char** argv) {
       HttpClient http(http_server.port);
       measure("http", http, seconds);
     }
-    std::atomic<long> done{0};
-    std::atomic<bool> stop{false};
-    std::vector<std::thread> threads;
-    for (int i = 0; i < clients; ++i) {
-      threads.emplace_back([&] {
-        HttpClient client(http_server.port);
-        while (!stop) {
-          client.call("tools/list", json::object());
-          ++done;
-        }
-      });
-    }
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds * 2));
-    stop = true;
-    for (auto& thread : threads) thread.join();
-    std::printf("HTTP throughput: %.0f tools/list per second with %d clients\n",
-                done.load() / (seconds * 2), clients);
+    // Throughput with one client first: the baseline for several.
+    const double one = throughput(http_server.port, 1, seconds);
+    const double many = throughput(http_server.port, clients, seconds);
+    std::printf(
+        "HTTP throughput: %.0f tools/list per second with %d clients, %.2fx one client "
+        "(%.0f per second)\n",
+        many, clients, many / one, one);
     http_server.stop();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mcp_bench: %s\n", e.what());

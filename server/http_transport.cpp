@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -410,11 +411,11 @@ class HttpTransport {
   // A finished stream stays resumable for a while, then goes.
   void forgetLater(const std::shared_ptr<EventStream>& events) {
     std::lock_guard<std::mutex> lock(streams_mutex_);
-    finished_.push_back({events->id(), std::chrono::steady_clock::now()});
+    finished_.emplace_back(events->id(), std::chrono::steady_clock::now());
     const auto cutoff = std::chrono::steady_clock::now() - std::chrono::minutes(5);
     while (!finished_.empty() && finished_.front().second < cutoff) {
       streams_.erase(finished_.front().first);
-      finished_.erase(finished_.begin());
+      finished_.pop_front();
     }
   }
 
@@ -423,7 +424,7 @@ class HttpTransport {
   std::vector<std::string> allowed_hosts_;
   std::mutex streams_mutex_;
   std::map<std::string, std::shared_ptr<EventStream>> streams_;
-  std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> finished_;
+  std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> finished_;
   std::atomic<uint64_t> next_stream_{1};
   TaskPool calls_;  // tool calls answered over SSE run here, apart from the HTTP threads
 };

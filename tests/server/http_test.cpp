@@ -43,7 +43,7 @@ class HttpTest : public ::testing::Test {
     auto response = c.Post("/mcp", {{"Accept", "application/json, text/event-stream"}},
                            initializeRequest().dump(), "application/json");
     EXPECT_EQ(response->status, 200);
-    const std::string id = response->get_header_value("Mcp-Session-Id");
+    std::string id = response->get_header_value("Mcp-Session-Id");
     c.Post("/mcp", {{"Mcp-Session-Id", id}},
            R"({"jsonrpc":"2.0","method":"notifications/initialized"})", "application/json");
     return id;
@@ -109,7 +109,7 @@ TEST_F(HttpTest, BadRequestsGetPreciseAnswersAndTheServerGoesOn) {
   auto batch = rpc(id, json::array({{{"jsonrpc", "2.0"}, {"id", 4}, {"method", "ping"}}}));
   EXPECT_EQ(batch->status, 400);
   // 100 MB, far beyond the 16 MiB limit.
-  const std::string huge(100 * 1024 * 1024, ' ');
+  const std::string huge(size_t{100} * 1024 * 1024, ' ');
   auto too_big = c.Post("/mcp", {{"Mcp-Session-Id", id}}, huge, "application/json");
   ASSERT_TRUE(too_big) << httplib::to_string(too_big.error());
   EXPECT_EQ(too_big->status, 413);
@@ -201,6 +201,7 @@ TEST_F(HttpTest, AClientHangingUpMidStreamLeavesTheServerServing) {
 
 TEST_F(HttpTest, ConcurrentClients) {
   std::vector<std::thread> clients;
+  clients.reserve(8);
   std::atomic<int> ok{0};
   for (int i = 0; i < 8; ++i) {
     clients.emplace_back([&] {

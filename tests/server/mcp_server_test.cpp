@@ -61,7 +61,7 @@ class McpServerTest : public ::testing::Test {
                                   {"capabilities", capabilities},
                                   {"clientInfo", {{"name", "test"}, {"version", "1"}}}});
   }
-  json call(const std::string& tool, json arguments, json meta = nullptr) {
+  json call(const std::string& tool, json arguments, const json& meta = nullptr) {
     json params{{"name", tool}, {"arguments", arguments}};
     if (!meta.is_null()) params["_meta"] = meta;
     return request("tools/call", params).at("result");

@@ -155,7 +155,7 @@ TEST(CoreSpan, TheLmHeadVocabularyExample) {
   EXPECT_FALSE(original.fits);
   EXPECT_EQ(sticksThatFitSpan(151936, 3584, 64, 2, span), 2375);
   EXPECT_EQ(largestPrimeFactorOf(2375), 19);
-  EXPECT_TRUE(checkCoreSpan(2375 * 64, 3584, 64, 2, span).fits);
+  EXPECT_TRUE(checkCoreSpan(int64_t{2375} * 64, 3584, 64, 2, span).fits);
   EXPECT_TRUE(checkCoreSpan(151936, 896, 64, 2, span).fits);  // a small hidden size fits as is
 }
 
