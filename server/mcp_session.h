@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "adapters/engine/adapter_stack.h"
 #include "server/json_rpc.h"
 #include "simulator/graph/model_cache.h"
 
@@ -53,6 +54,7 @@ class McpSession {
   nlohmann::json client_info = nlohmann::json::object();
   std::atomic<int> log_rank{logLevelRank("info")};
   ModelCache models;
+  AdapterStacks adapter_stacks;  // adapters applied to its models, kept across calls
 
   void subscribe(const std::string& uri);
   void unsubscribe(const std::string& uri);

@@ -26,6 +26,8 @@ class ToolCallContext : public OperationContext {
   void log(const std::string& level, const std::string& message) override;
   std::string resolvePath(const std::string& path) override;
   ModelCache* models() override { return &session_.models; }
+  AdapterStacks* adapterStacks() override { return &session_.adapter_stacks; }
+  std::string workspaceRoot() override { return workspace_.roots().at(0); }
   size_t listLimit() override { return kListLimit; }
 
   // notifications/progress, when the client sent a progress token; never going backwards.

@@ -12,6 +12,7 @@
 namespace stickler {
 
 class ModelCache;
+class AdapterStacks;
 
 // What an operation gets from the front-end that runs it. The CLI's is this default: paths as
 // given, no progress, nothing cached. The MCP server's confines paths to the workspace roots,
@@ -27,6 +28,11 @@ class OperationContext {
   virtual std::string resolvePath(const std::string& path) { return path; }
   // Models kept loaded across calls, or nullptr.
   virtual ModelCache* models() { return nullptr; }
+  // The adapters applied to models in this session, or nullptr (each command starts afresh).
+  virtual AdapterStacks* adapterStacks() { return nullptr; }
+  // The directory whose `stickler-adapters/` holds the workspace's adapter catalog: the
+  // current directory on the command line, the first workspace root over MCP.
+  virtual std::string workspaceRoot() { return "."; }
   // How many entries a long list (nodes, blockers) gets when the caller did not say: 0 for all
   // (the command line), a page over MCP, where results must stay well under 25,000 tokens.
   virtual size_t listLimit() { return 0; }

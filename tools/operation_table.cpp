@@ -10,6 +10,14 @@ const std::vector<Operation>& operationTable() {
       makeCheckSupportOperation(),
       makeRunModelOperation(),
       makeListProfilesOperation(),
+      makeListAdaptersOperation(),
+      makeMatchAdaptersOperation(),
+      makeApplyAdapterOperation(),
+      makeRevertAdapterOperation(),
+      makeShowAppliedOperation(),
+      makeDraftAdapterOperation(),
+      makeAdaptModelOperation(),
+      makeInitWorkspaceOperation(),
   };
   return table;
 }

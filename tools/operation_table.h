@@ -31,5 +31,13 @@ Operation makeInspectModelOperation();
 Operation makeCheckSupportOperation();
 Operation makeRunModelOperation();
 Operation makeListProfilesOperation();
+Operation makeListAdaptersOperation();
+Operation makeMatchAdaptersOperation();
+Operation makeApplyAdapterOperation();
+Operation makeRevertAdapterOperation();
+Operation makeShowAppliedOperation();
+Operation makeDraftAdapterOperation();
+Operation makeAdaptModelOperation();
+Operation makeInitWorkspaceOperation();
 
 }  // namespace stickler

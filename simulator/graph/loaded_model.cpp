@@ -174,6 +174,20 @@ class ShapeRecorder : public ExecutionObserver {
   std::unordered_map<const Node*, NodeRecord>& records_;
 };
 
+// Builds the interpreter and runs the example inputs once, recording what each node sees.
+void runAndRecord(LoadedModel& model) {
+  model.interpreter = std::make_unique<Interpreter>(model.module, model.graph, model.modules);
+  ShapeRecorder recorder(model.records);
+  try {
+    model.example_outputs = model.interpreter->run(model.example_inputs, &recorder);
+  } catch (const UserError& e) {
+    throw UserError(model.path + ": the model does not run on its example inputs: " + e.what());
+  } catch (const std::exception& e) {  // e.g. a branch condition of the wrong type
+    throw UserError(model.path +
+                    ": the model does not run on its example inputs: " + firstLine(e.what()));
+  }
+}
+
 }  // namespace
 
 std::string dtypeName(c10::ScalarType type) {
@@ -305,16 +319,23 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
 
   model->example_inputs = makeExampleInputs(
       model->card.inputs, model->module.get_method("forward").function().getSchema(), options.seed);
-  model->interpreter = std::make_unique<Interpreter>(model->module, model->graph, model->modules);
-  ShapeRecorder recorder(model->records);
-  try {
-    model->example_outputs = model->interpreter->run(model->example_inputs, &recorder);
-  } catch (const UserError& e) {
-    throw UserError(path + ": the model does not run on its example inputs: " + e.what());
-  } catch (const std::exception& e) {  // e.g. a branch condition of the wrong type
-    throw UserError(path +
-                    ": the model does not run on its example inputs: " + firstLine(e.what()));
-  }
+  runAndRecord(*model);
+  return model;
+}
+
+std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::Module module,
+                                          std::shared_ptr<torch::jit::Graph> graph,
+                                          const std::string& identity) {
+  auto model = std::make_unique<LoadedModel>();
+  model->path = base.path;
+  model->sha256 = identity;
+  model->card = base.card;
+  model->module = std::move(module);
+  model->graph = std::move(graph);
+  model->modules = base.modules;
+  model->unique_parameters = base.unique_parameters;
+  model->example_inputs = base.example_inputs;
+  runAndRecord(*model);
   return model;
 }
 

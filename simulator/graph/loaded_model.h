@@ -54,6 +54,13 @@ struct LoadedModel {
 
 std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOptions& options = {});
 
+// The same model with `graph` (and `module`, for adaptations that add or change weights) in
+// place of its own: card, example inputs and module table are the base's; the example inputs
+// are run again to record what each node sees. `identity` stands in for the archive's hash.
+std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::Module module,
+                                          std::shared_ptr<torch::jit::Graph> graph,
+                                          const std::string& identity);
+
 // LoadOptions from --input flags (name:shape:dtype[:kind]).
 LoadOptions loadOptionsFromFlags(const std::vector<std::string>& input_flags);
 

@@ -17,10 +17,37 @@ bool fileStamp(const std::string& path, int64_t& size, int64_t& modified) {
 
 }  // namespace
 
-std::shared_ptr<const LoadedModel> ModelCache::get(const std::string& path,
-                                                   const std::vector<std::string>& input_flags) {
+namespace {
+std::string cacheKey(const std::string& path, const std::vector<std::string>& input_flags) {
   std::string key = path;
   for (const auto& flag : input_flags) key += '\n' + flag;
+  return key;
+}
+}  // namespace
+
+std::shared_ptr<const LoadedModel> ModelCache::get(const std::string& path,
+                                                   const std::vector<std::string>& input_flags) {
+  auto model = original(path, input_flags);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(cacheKey(path, input_flags));
+  if (it != entries_.end() && it->second.model == model && it->second.adapted) {
+    return it->second.adapted;
+  }
+  return model;
+}
+
+void ModelCache::setAdapted(const std::string& path, const std::vector<std::string>& input_flags,
+                            std::shared_ptr<const LoadedModel> original,
+                            std::shared_ptr<const LoadedModel> adapted) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(cacheKey(path, input_flags));
+  if (it == entries_.end() || it->second.model != original) return;  // reloaded meanwhile
+  it->second.adapted = std::move(adapted);
+}
+
+std::shared_ptr<const LoadedModel> ModelCache::original(
+    const std::string& path, const std::vector<std::string>& input_flags) {
+  const std::string key = cacheKey(path, input_flags);
   int64_t size = 0, modified = 0;
   const bool exists = fileStamp(path, size, modified);
   {
@@ -36,12 +63,15 @@ std::shared_ptr<const LoadedModel> ModelCache::get(const std::string& path,
   std::shared_ptr<const LoadedModel> model = loadModel(path, loadOptionsFromFlags(input_flags));
   std::lock_guard<std::mutex> lock(mutex_);
   ++loads_;
-  entries_[key] = Entry{model, size, modified, ++clock_};
+  entries_[key] = Entry{model, nullptr, size, modified, ++clock_};
+  // Adapted models stay: their adapters would be lost with them.
   while (entries_.size() > capacity_) {
-    auto oldest = entries_.begin();
+    auto oldest = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (it->second.last_used < oldest->second.last_used) oldest = it;
+      if (it->second.adapted) continue;
+      if (oldest == entries_.end() || it->second.last_used < oldest->second.last_used) oldest = it;
     }
+    if (oldest == entries_.end()) break;
     entries_.erase(oldest);
   }
   return model;

@@ -16,15 +16,25 @@ struct LoadedModel;
 class ModelCache {
  public:
   explicit ModelCache(size_t capacity = 8) : capacity_(capacity) {}
-  // The model at `path` with these --input flags (empty: the card's inputs).
+  // The model at `path` with these --input flags (empty: the card's inputs): the adapted
+  // model when adapters are applied to it in this session (see setAdapted), else as loaded.
   std::shared_ptr<const LoadedModel> get(const std::string& path,
                                          const std::vector<std::string>& input_flags);
+  // The model as loaded from its file, whatever is applied to it.
+  std::shared_ptr<const LoadedModel> original(const std::string& path,
+                                              const std::vector<std::string>& input_flags);
+  // What get() returns for the model from now on, until the file changes; nullptr goes back
+  // to the loaded model. `original` is the model the adaptation started from.
+  void setAdapted(const std::string& path, const std::vector<std::string>& input_flags,
+                  std::shared_ptr<const LoadedModel> original,
+                  std::shared_ptr<const LoadedModel> adapted);
   size_t size() const;
   size_t loads() const;  // how many times a model was actually loaded
 
  private:
   struct Entry {
     std::shared_ptr<const LoadedModel> model;
+    std::shared_ptr<const LoadedModel> adapted;  // adapters applied to `model`, or null
     int64_t file_size = 0;
     int64_t modified = 0;
     uint64_t last_used = 0;

@@ -1,0 +1,124 @@
+// A workspace's adapter catalog: a git repository that Stickler writes with libgit2, so that
+// every change to an adapter is a commit carrying its reason and evidence, and a person can
+// audit it with plain git. See docs/adapter-catalog.md.
+//
+// The branches are the truth: `main` holds the accepted catalog (seeded from the shipped one),
+// `draft/<name>` holds the work in progress on one adapter. The working tree mirrors `main`
+// only so that people can read the files.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace stickler {
+
+// Git trailers in the order they appear in the message: git keeps the order, and several
+// trailers may share a key (two `Evidence:` lines are two pieces of evidence).
+using Trailers = std::vector<std::pair<std::string, std::string>>;
+
+struct CatalogInitResult {
+  // True when the directory already held a Stickler catalog: a second `stickler init` must be
+  // harmless, so nothing was written.
+  bool already_existed = false;
+  std::string main_commit;  // main's tip, so the caller can report what the user has
+  std::size_t adapters_on_main = 0;
+};
+
+// What a change to an adapter's file did. kUnchanged exists because a draft of the same text
+// is a normal outcome of an agent's retry, not an error: no commit is made for it.
+enum class FileChange { kCreated, kUpdated, kDeleted, kUnchanged };
+
+struct CatalogChange {
+  bool committed = false;
+  std::string commit_id;  // the new commit; the branch tip when nothing was committed
+  std::string branch;     // draft/<name>
+  FileChange change = FileChange::kUnchanged;
+};
+
+// An adapter as the catalog resolves it: the draft shadows main, so callers see the version
+// being worked on, and know where it came from.
+struct CatalogAdapter {
+  std::string name;
+  std::string branch;  // "main" or "draft/<name>"
+};
+
+struct CatalogCommit {
+  std::string id;
+  std::string short_id;
+  std::string branch;  // main when main reaches the commit, else the draft branch that does
+  std::string subject;
+  std::string body;    // the message between the subject and the trailers
+  std::string author;  // "Name <email>"
+  std::string time;    // author time, ISO-8601 UTC ("2025-06-01T12:00:00Z")
+  Trailers trailers;
+  std::vector<std::string> files_changed;  // against the first parent, sorted
+};
+
+class WorkspaceCatalog {
+ public:
+  // Creates the repository at `dir` with one commit on main seeding every `*.py` of
+  // `shipped_catalog_dir` (which may be missing or empty: a workspace can start from nothing).
+  // Throws UserError when `dir` is non-empty and not a Stickler catalog, because seeding it
+  // would mix our history into someone else's files; or when a shipped file's name is not a
+  // valid adapter name, because that adapter could never be addressed.
+  static CatalogInitResult init(const std::filesystem::path& dir,
+                                const std::filesystem::path& shipped_catalog_dir);
+
+  // Throws UserError "no adapter catalog at DIR: run `stickler init`" when there is none, so a
+  // user learns the fix rather than a libgit2 code.
+  static WorkspaceCatalog open(const std::filesystem::path& dir);
+
+  WorkspaceCatalog(WorkspaceCatalog&&) noexcept;
+  WorkspaceCatalog& operator=(WorkspaceCatalog&&) noexcept;
+  ~WorkspaceCatalog();
+
+  const std::filesystem::path& dir() const;
+
+  // Commits `<name>.py` = `source_text` on draft/<name>, branching from main on the first
+  // draft. `reason` becomes the subject (its further lines the body); `trailers` (Evidence,
+  // Model, Profile, ...) follow `Adapter` and `Stickler-Action: draft`, which Stickler writes
+  // itself and refuses from callers so that history stays machine-readable.
+  CatalogChange draft(const std::string& name, const std::string& source_text,
+                      const std::string& reason, const Trailers& trailers = {});
+
+  // Restores `<name>.py` on draft/<name> to its content before `commit_id` (deleting it when
+  // that commit created it). An empty `commit_id` means the draft's own last change to the file:
+  // the usual "undo what I just tried". Reverting an older commit also undoes the later
+  // changes to the file; the message names them so the history does not hide it.
+  CatalogChange revert(const std::string& name, const std::string& commit_id,
+                       const std::string& reason, const Trailers& trailers = {});
+
+  // An empty commit on draft/<name> (branched from main when the adapter is only there), so that
+  // what was learned about an adapter lives in its history next to the change it judges.
+  CatalogChange recordEvidence(const std::string& name, const std::string& summary,
+                               const Trailers& trailers);
+
+  // The adapter's source. An empty `branch` reads where work happens: draft/<name> when that
+  // branch exists, else main.
+  std::string read(const std::string& name, const std::string& branch = "") const;
+
+  // With an empty `branch`, every adapter once, resolved as read() resolves it; otherwise the
+  // adapters on that branch. Sorted by name.
+  std::vector<CatalogAdapter> list(const std::string& branch = "") const;
+
+  // Newest first. For a name: the commits that changed its file or carry its `Adapter` trailer
+  // (evidence changes no file). For an empty name: every commit on main and the drafts, once.
+  // `limit` 0 means no limit.
+  std::vector<CatalogCommit> history(const std::string& name = "", std::size_t limit = 0) const;
+
+  // Throws UserError unless `name` is kebab-case (a lower-case letter, then lower-case letters,
+  // digits and single hyphens, at most 64 characters): names become branch names and paths.
+  static void validateName(const std::string& name);
+  static std::string draftBranch(const std::string& name) { return "draft/" + name; }
+
+ private:
+  struct Impl;
+  explicit WorkspaceCatalog(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stickler

@@ -1,0 +1,79 @@
+#include "adapters/engine/adapted_archive.h"
+
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+
+#include "simulator/graph/loaded_model.h"
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+namespace prim = torch::jit::prim;
+
+std::optional<c10::IValue> attributeValue(const Value* value, const Value* self,
+                                          const c10::IValue& self_value) {
+  if (value == self) return self_value;
+  if (value->node()->kind() != prim::GetAttr) return std::nullopt;
+  auto owner = attributeValue(value->node()->input(), self, self_value);
+  if (!owner || !owner->isObject()) return std::nullopt;
+  return owner->toObject()->getAttr(value->node()->s(torch::jit::attr::name));
+}
+
+// Every attribute read that yields a value (not a submodule) becomes a constant, so that the
+// forward no longer reads `self`.
+void attributesToConstants(torch::jit::Graph& graph, const c10::IValue& self_value) {
+  Value* self = graph.inputs().at(0);
+  std::vector<Node*> reads;
+  for (const Node* node : allNodes(graph)) {
+    if (node->kind() == prim::GetAttr) reads.push_back(const_cast<Node*>(node));
+  }
+  for (Node* read : reads) {
+    auto value = attributeValue(read->output(), self, self_value);
+    if (!value || value->isObject()) continue;
+    if (value->isTensor()) value = c10::IValue(value->toTensor().detach());
+    torch::jit::WithInsertPoint insert_point(read);
+    auto constant = torch::jit::tryInsertConstant(graph, *value);
+    if (!constant) continue;
+    read->output()->replaceAllUsesWith(*constant);
+  }
+  torch::jit::EliminateDeadCode(graph.block());
+}
+
+}  // namespace
+
+void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>& adapters,
+                        const std::string& out_path) {
+  torch::NoGradGuard no_grad;
+  // A module of its own, with types of its own, whose forward can be replaced.
+  torch::jit::Module saved = torch::jit::load(model.path, torch::kCPU);
+  auto graph = model.graph->copy();
+  attributesToConstants(*graph, c10::IValue(model.module._ivalue()));
+  if (graph->inputs().at(0)->hasUses()) {
+    throw UserError(
+        "cannot save the adapted model: its forward still reads module objects "
+        "that TorchScript cannot store as constants");
+  }
+  graph->inputs().at(0)->setType(saved.type());
+  const c10::QualifiedName forward_name(*saved.type()->name(), "forward");
+  saved.type()->unsafeRemoveMethod("forward");
+  auto unit = saved._ivalue()->compilation_unit();
+  unit->unsafeRemoveMethod(forward_name);
+  torch::jit::Function* forward = unit->create_function(forward_name, graph);
+  saved.type()->addMethod(forward);
+
+  nlohmann::json card = modelCardToJson(model.card);
+  torch::jit::ExtraFilesMap extra = {
+      {ModelCard::kArchivePath, card.dump(2)},
+      {"stickler/adapters.json",
+       nlohmann::json{{"adapters", adapters}, {"identity", model.sha256}}.dump(2)}};
+  try {
+    saved.save(out_path, extra);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    throw UserError(out_path + ": cannot write the archive: " + what.substr(0, what.find('\n')));
+  }
+}
+
+}  // namespace stickler

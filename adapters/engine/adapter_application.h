@@ -1,0 +1,40 @@
+// Applying one adapter to a model: rewrite or built-in transform on a copy of the graph, the
+// rebuilt model, what changed, and the equivalence check against the model before it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "adapters/engine/adapter_file.h"
+#include "adapters/engine/equivalence.h"
+#include "adapters/engine/graph_change.h"
+
+namespace stickler {
+
+struct LoadedModel;
+struct DeviceProfile;
+
+struct AdapterApplication {
+  AdapterFile adapter;
+  std::shared_ptr<const LoadedModel> before;
+  std::shared_ptr<const LoadedModel> after;  // null when nothing matched
+  GraphChange change;
+  int refused_by_condition = 0;   // matches the adapter's condition turned down
+  EquivalenceResult equivalence;  // meaningful when something changed
+
+  bool changed() const { return !change.empty(); }
+  bool accepted() const { return changed() && equivalence.within_bound; }
+};
+
+// Applies `adapter` to `model`. Compile errors in its functions and arguments a transform
+// cannot honor are UserErrors naming the adapter file; an adapter that matches nothing or
+// changes the math beyond its bound is a result (see changed(), accepted()), not an error.
+// `check_equivalence` false skips the check (matching only asks what a rewrite would clear).
+AdapterApplication applyAdapter(const AdapterFile& adapter,
+                                std::shared_ptr<const LoadedModel> model,
+                                const DeviceProfile& profile, bool check_equivalence = true);
+
+// The identity of an adapted model: the base archive's hash extended by the adapters' names.
+std::string adaptedIdentity(const std::string& base_identity, const std::string& adapter_name);
+
+}  // namespace stickler

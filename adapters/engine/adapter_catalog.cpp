@@ -1,0 +1,93 @@
+#include "adapters/engine/adapter_catalog.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "simulator/support/errors.h"
+
+namespace stickler {
+
+std::string shippedCatalogDir() {
+  if (const char* dir = std::getenv("STICKLER_CATALOG_DIR"); dir != nullptr && *dir != '\0') {
+    return dir;
+  }
+  return STICKLER_CATALOG_DIR;
+}
+
+CatalogEntry catalogEntryFromText(const std::string& name, const std::string& text,
+                                  const std::string& path, const std::string& origin) {
+  CatalogEntry entry{name, origin, path, text, std::nullopt, ""};
+  try {
+    entry.file = parseAdapterFile(text, path);
+  } catch (const UserError& e) {
+    entry.error = e.what();
+  }
+  return entry;
+}
+
+std::vector<CatalogEntry> readCatalogDir(const std::string& dir, const std::string& origin) {
+  namespace fs = std::filesystem;
+  std::vector<CatalogEntry> entries;
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return entries;
+  for (const auto& item : fs::directory_iterator(dir, error)) {
+    if (!item.is_regular_file() || item.path().extension() != ".py") continue;
+    std::ifstream in(item.path(), std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    entries.push_back(catalogEntryFromText(item.path().stem().string(), text.str(),
+                                           item.path().string(), origin));
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const CatalogEntry& a, const CatalogEntry& b) { return a.name < b.name; });
+  return entries;
+}
+
+std::vector<CatalogEntry> mergeCatalogs(std::vector<CatalogEntry> base,
+                                        std::vector<CatalogEntry> overrides) {
+  std::map<std::string, CatalogEntry> merged;
+  for (auto& entry : base) merged[entry.name] = std::move(entry);
+  for (auto& entry : overrides) merged[entry.name] = std::move(entry);
+  std::vector<CatalogEntry> result;
+  for (auto& [name, entry] : merged) result.push_back(std::move(entry));
+  return result;
+}
+
+const CatalogEntry& findCatalogEntry(const std::vector<CatalogEntry>& catalog,
+                                     const std::string& name) {
+  for (const auto& entry : catalog) {
+    if (entry.name == name) return entry;
+  }
+  std::string names;
+  for (const auto& entry : catalog) names += (names.empty() ? "" : ", ") + entry.name;
+  throw UserError("no adapter named '" + name + "' in the catalog (there are: " +
+                  (names.empty() ? std::string("none") : names) + ")");
+}
+
+bool adapterTargetsModel(const AdapterMetadata& metadata, const std::string& family,
+                         const std::string& model_name) {
+  for (const auto& pattern : metadata.models) {
+    if (fnmatch(pattern.c_str(), family.c_str(), 0) == 0) return true;
+    if (fnmatch(pattern.c_str(), model_name.c_str(), 0) == 0) return true;
+  }
+  return false;
+}
+
+bool adapterTargetsProfile(const AdapterMetadata& metadata,
+                           const std::vector<std::string>& profile_lineage) {
+  for (const auto& profile : metadata.profiles) {
+    if (std::find(profile_lineage.begin(), profile_lineage.end(), profile) !=
+        profile_lineage.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace stickler

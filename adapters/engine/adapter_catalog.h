@@ -1,0 +1,46 @@
+// The adapters Stickler knows: the shipped catalog (adapters/catalog/) and a workspace's own
+// catalog, which may override a shipped adapter of the same name.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "adapters/engine/adapter_file.h"
+
+namespace stickler {
+
+struct CatalogEntry {
+  std::string name;
+  std::string origin;  // "shipped", "workspace", "workspace draft"
+  std::string path;    // where it was read from (for a draft: the branch and file name)
+  std::string text;
+  std::optional<AdapterFile> file;  // parsed; empty when `error` says why not
+  std::string error;
+};
+
+// The shipped catalog's directory: $STICKLER_CATALOG_DIR, or the one in the source tree.
+std::string shippedCatalogDir();
+
+// Every `*.py` in `dir`, by name. A file that does not parse is an entry with its error: one
+// broken draft must not hide the rest of the catalog.
+std::vector<CatalogEntry> readCatalogDir(const std::string& dir, const std::string& origin);
+
+CatalogEntry catalogEntryFromText(const std::string& name, const std::string& text,
+                                  const std::string& path, const std::string& origin);
+
+// `overrides` replace entries of `base` with the same name; the result is sorted by name.
+std::vector<CatalogEntry> mergeCatalogs(std::vector<CatalogEntry> base,
+                                        std::vector<CatalogEntry> overrides);
+
+// The entry named `name`; UserError listing the names there are when there is none.
+const CatalogEntry& findCatalogEntry(const std::vector<CatalogEntry>& catalog,
+                                     const std::string& name);
+
+// Whether an adapter is meant for this model family (or name) and profile, from its metadata.
+bool adapterTargetsModel(const AdapterMetadata& metadata, const std::string& family,
+                         const std::string& model_name);
+bool adapterTargetsProfile(const AdapterMetadata& metadata,
+                           const std::vector<std::string>& profile_lineage);
+
+}  // namespace stickler

@@ -1,0 +1,64 @@
+#include "adapters/engine/adapter_stack.h"
+
+#include "simulator/support/errors.h"
+
+namespace stickler {
+
+std::shared_ptr<const LoadedModel> AdapterStack::current() const {
+  return applied_.empty() ? original_ : applied_.back().after;
+}
+
+bool AdapterStack::contains(const std::string& name) const {
+  for (const auto& application : applied_) {
+    if (application.adapter.metadata.name == name) return true;
+  }
+  return false;
+}
+
+void AdapterStack::push(AdapterApplication application) {
+  applied_.push_back(std::move(application));
+}
+
+AdapterApplication AdapterStack::revert(const std::string& name, const DeviceProfile& profile) {
+  if (applied_.empty()) throw UserError("no adapter is applied to this model");
+  size_t index = applied_.size() - 1;
+  if (!name.empty()) {
+    bool found = false;
+    for (size_t i = 0; i < applied_.size(); ++i) {
+      if (applied_[i].adapter.metadata.name == name) {
+        index = i;
+        found = true;
+      }
+    }
+    if (!found) throw UserError("adapter '" + name + "' is not applied to this model");
+  }
+  std::vector<AdapterApplication> rebuilt(applied_.begin(), applied_.begin() + index);
+  std::shared_ptr<const LoadedModel> model = applied_[index].before;
+  for (size_t i = index + 1; i < applied_.size(); ++i) {
+    AdapterApplication again = applyAdapter(applied_[i].adapter, model, profile);
+    if (!again.accepted()) {
+      throw UserError("cannot revert '" + applied_[index].adapter.metadata.name + "': '" +
+                      applied_[i].adapter.metadata.name +
+                      "', applied after it, no longer applies without it; revert that first");
+    }
+    model = again.after;
+    rebuilt.push_back(std::move(again));
+  }
+  AdapterApplication removed = std::move(applied_[index]);
+  applied_ = std::move(rebuilt);
+  return removed;
+}
+
+AdapterStack& AdapterStacks::stackFor(const std::string& key,
+                                      std::shared_ptr<const LoadedModel> original) {
+  auto& slot = stacks_[key];
+  if (!slot || slot->original() != original) slot = std::make_unique<AdapterStack>(original);
+  return *slot;
+}
+
+AdapterStack* AdapterStacks::find(const std::string& key) {
+  auto it = stacks_.find(key);
+  return it == stacks_.end() ? nullptr : it->second.get();
+}
+
+}  // namespace stickler

@@ -1,0 +1,53 @@
+// The adapters applied to one model in a session, in order: each entry keeps the model as it
+// was after that adapter, so a revert restores the exact previous graph.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "adapters/engine/adapter_application.h"
+
+namespace stickler {
+
+class AdapterStack {
+ public:
+  explicit AdapterStack(std::shared_ptr<const LoadedModel> original)
+      : original_(std::move(original)) {}
+
+  std::shared_ptr<const LoadedModel> original() const { return original_; }
+  // The model with every applied adapter.
+  std::shared_ptr<const LoadedModel> current() const;
+  const std::vector<AdapterApplication>& applied() const { return applied_; }
+  bool contains(const std::string& name) const;
+
+  // Pushes an accepted application made on current().
+  void push(AdapterApplication application);
+  // Takes off `name` (the top one when empty). The adapters above it are applied again, in
+  // order, to the model before it; returns the removed entry. Throws UserError when `name`
+  // is not applied or an adapter above no longer applies without it.
+  AdapterApplication revert(const std::string& name, const DeviceProfile& profile);
+
+ private:
+  std::shared_ptr<const LoadedModel> original_;
+  std::vector<AdapterApplication> applied_;
+};
+
+// The stacks of one session (an MCP session; the CLI makes one per command), by model path
+// and input flags.
+class AdapterStacks {
+ public:
+  // The stack for the model, created on `original` when there is none (or when the model
+  // file changed: `original` is then another object than the stack's).
+  AdapterStack& stackFor(const std::string& key, std::shared_ptr<const LoadedModel> original);
+  AdapterStack* find(const std::string& key);
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<AdapterStack>> stacks_;
+};
+
+}  // namespace stickler

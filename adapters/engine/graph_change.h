@@ -1,0 +1,29 @@
+// What an adaptation did to a graph, node by node: the record an apply returns so that a
+// reviewer sees exactly which operators left and which came in, and in which modules.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace stickler {
+
+struct ChangedNode {
+  std::string op;      // "aten::pow"
+  std::string module;  // its module path, "" for the root module
+};
+
+struct GraphChange {
+  std::vector<ChangedNode> removed;
+  std::vector<ChangedNode> added;
+  int rewrites = 0;  // matches rewritten, or places a transform changed
+
+  bool empty() const { return rewrites == 0; }
+};
+
+// {"rewrites": N, "removed": [{"op", "module", "count"}...], "added": [...]}, nodes of the
+// same op in the same module counted together, at most `limit` entries per list (0: all).
+nlohmann::json graphChangeToJson(const GraphChange& change, size_t limit = 0);
+
+}  // namespace stickler

@@ -1,0 +1,104 @@
+#include "adapters/engine/graph_edit.h"
+
+#include "simulator/graph/module_inliner.h"
+
+namespace stickler {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+GraphEdit::GraphEdit(const LoadedModel& model) : model_(model), graph_(model.graph->copy()) {
+  // Graph::copy keeps the order of nodes, so walking both graphs pairs each copy with its
+  // original, whose records say what it saw.
+  const auto copies = allNodes(*graph_);
+  const auto originals = allNodes(*model.graph);
+  for (size_t i = 0; i < copies.size() && i < originals.size(); ++i) {
+    original_[copies[i]] = originals[i];
+  }
+}
+
+std::optional<ValueDesc> GraphEdit::describe(const Value* value) const {
+  const Node* producer = value->node();
+  if (producer->kind() == torch::jit::prim::Param) {
+    const size_t index = value->offset();
+    if (producer == graph_->param_node() && index >= 1 &&
+        index - 1 < model_.example_inputs.size()) {
+      return describeValue(model_.example_inputs[index - 1]);
+    }
+    return std::nullopt;
+  }
+  if (auto constant = constantOrWeight(value)) return describeValue(*constant);
+  auto original = original_.find(producer);
+  if (original == original_.end()) return std::nullopt;
+  auto record = model_.records.find(original->second);
+  if (record == model_.records.end()) return std::nullopt;
+  if (value->offset() >= record->second.outputs.size()) return std::nullopt;
+  return record->second.outputs[value->offset()];
+}
+
+std::optional<c10::IValue> GraphEdit::constantOrWeight(const Value* value) const {
+  if (auto constant = torch::jit::toIValue(value)) return constant;
+  const Node* producer = value->node();
+  if (producer->kind() != torch::jit::prim::GetAttr) return std::nullopt;
+  const Value* owner_value = producer->input();
+  std::optional<c10::IValue> owner;
+  if (owner_value == graph_->inputs().at(0)) {
+    owner = c10::IValue(model_.module._ivalue());
+  } else {
+    owner = constantOrWeight(owner_value);
+  }
+  if (!owner || !owner->isObject()) return std::nullopt;
+  const auto& object = owner->toObject();
+  const std::string name = producer->s(torch::jit::attr::name);
+  if (!object->type()->hasAttribute(name)) return std::nullopt;
+  return object->getAttr(name);
+}
+
+void GraphEdit::noteAdded(const Node* node) {
+  change_.added.push_back({node->kind().toQualString(), modulePathOf(*node)});
+}
+
+void GraphEdit::destroy(Node* node) {
+  change_.removed.push_back({node->kind().toQualString(), modulePathOf(*node)});
+  node->destroy();
+}
+
+void GraphEdit::destroyIfUnused(Node* node) {
+  for (const Value* output : node->outputs()) {
+    if (output->hasUses()) return;
+  }
+  if (node->kind() == torch::jit::prim::Param || node->kind() == torch::jit::prim::Return ||
+      node->hasSideEffects()) {
+    return;
+  }
+  std::vector<Node*> producers;
+  for (Value* input : node->inputs()) producers.push_back(input->node());
+  const bool bookkeeping =
+      node->kind() == torch::jit::prim::Constant || node->kind() == torch::jit::prim::GetAttr;
+  if (bookkeeping) {
+    node->destroy();  // constants and attribute reads are not operators a reviewer counts
+  } else {
+    destroy(node);
+  }
+  for (Node* producer : producers) destroyIfUnused(producer);
+}
+
+void giveEachUseItsOwnConstant(torch::jit::Graph& graph) {
+  for (const Node* shared : allNodes(graph)) {
+    if (shared->kind() != torch::jit::prim::Constant || shared->outputs().size() != 1) continue;
+    const auto uses = shared->output()->uses();
+    for (size_t i = 1; i < uses.size(); ++i) {
+      Node* copy = graph.createClone(const_cast<Node*>(shared), [](Value* value) { return value; });
+      copy->insertBefore(uses[i].user);
+      uses[i].user->replaceInput(uses[i].offset, copy->output());
+    }
+  }
+}
+
+std::vector<int64_t> recordedShape(const GraphEdit& edit, const Value* value) {
+  auto desc = edit.describe(value);
+  if (!desc || desc->kind != "Tensor") return {};
+  return desc->shape;
+}
+
+}  // namespace stickler

@@ -1,0 +1,57 @@
+// Editing a copy of a loaded model's graph while still reading what the original recorded:
+// the shapes, dtypes and constants every value had on the example inputs.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include <torch/script.h>
+
+#include "adapters/engine/graph_change.h"
+#include "simulator/graph/loaded_model.h"
+
+namespace stickler {
+
+class GraphEdit {
+ public:
+  explicit GraphEdit(const LoadedModel& model);
+
+  torch::jit::Graph& graph() { return *graph_; }
+  std::shared_ptr<torch::jit::Graph> takeGraph() { return graph_; }
+  const LoadedModel& model() const { return model_; }
+
+  // What `value` (of the copy) was on the example inputs; nullopt for values created by the
+  // edit or never reached.
+  std::optional<ValueDesc> describe(const torch::jit::Value* value) const;
+  // The value itself when it is a constant or a chain of attributes from `self` (a weight).
+  std::optional<c10::IValue> constantOrWeight(const torch::jit::Value* value) const;
+
+  // Inserts nothing; marks `nodes` (just inserted, in the scope and source range of `anchor`)
+  // as added. New nodes take the anchor's module scope so they keep their module path.
+  void noteAdded(const torch::jit::Node* node);
+  // Destroys `node` (its outputs must be unused) and records it as removed.
+  void destroy(torch::jit::Node* node);
+  // Destroys the producers of `values` that no longer have uses, transitively (constants and
+  // attribute reads an edit left dangling).
+  void destroyIfUnused(torch::jit::Node* node);
+
+  GraphChange& change() { return change_; }
+
+ private:
+  const LoadedModel& model_;
+  std::shared_ptr<torch::jit::Graph> graph_;
+  std::unordered_map<const torch::jit::Node*, const torch::jit::Node*> original_;  // copy -> model
+  GraphChange change_;
+};
+
+// The subgraph matcher accepts no uses outside a match, constants included: a constant read
+// by the match and by anything else would hide the match, and a pattern that reads one
+// constant twice would match only graphs that share it the same way. Giving each use a
+// constant of its own, in pattern and graph alike, makes matching depend on values only.
+void giveEachUseItsOwnConstant(torch::jit::Graph& graph);
+
+// Tensor shape of a value on the example inputs, or empty.
+std::vector<int64_t> recordedShape(const GraphEdit& edit, const torch::jit::Value* value);
+
+}  // namespace stickler

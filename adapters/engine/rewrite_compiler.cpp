@@ -1,0 +1,112 @@
+#include "adapters/engine/rewrite_compiler.h"
+
+#include <regex>
+#include <sstream>
+
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/jit.h>
+
+#include "adapters/engine/graph_edit.h"
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+std::vector<std::string> splitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  return lines;
+}
+
+// The file's functions at their own lines, everything else blank: LibTorch's positions are
+// then the file's positions.
+std::string functionsAtTheirLines(const AdapterFile& file) {
+  std::vector<const AdapterFunction*> functions = {&*file.pattern, &*file.replacement};
+  if (file.condition) functions.push_back(&*file.condition);
+  for (const auto& helper : file.helpers) functions.push_back(&helper);
+  std::vector<std::string> lines;
+  for (const AdapterFunction* function : functions) {
+    const auto body = splitLines(function->source);
+    const size_t first = static_cast<size_t>(function->position.line - 1);
+    if (lines.size() < first + body.size()) lines.resize(first + body.size());
+    for (size_t i = 0; i < body.size(); ++i) lines[first + i] = body[i];
+  }
+  std::string source;
+  for (const auto& line : lines) source += line + "\n";
+  return source;
+}
+
+// LibTorch reports "message:\n  File "<string>", line N\n<context lines>\n   ~~~ <--- HERE".
+std::string locatedMessage(const std::string& path, const std::string& what) {
+  std::string message;
+  std::istringstream lines(what);
+  std::string where = path;
+  for (std::string line; std::getline(lines, line);) {
+    if (message.empty() && !line.empty()) message = line;
+    static const std::regex kLine("line ([0-9]+)");
+    std::smatch found;
+    if (where == path && std::regex_search(line, found, kLine) &&
+        line.find("File \"") != std::string::npos) {
+      where += ":" + found[1].str();
+    }
+    const size_t here = line.find("<--- HERE");
+    if (here != std::string::npos) {
+      const size_t column = line.find_first_of("~^");
+      if (column != std::string::npos && column < here) where += ":" + std::to_string(column + 1);
+      break;
+    }
+  }
+  while (!message.empty() && (message.back() == ':' || message.back() == ' ')) message.pop_back();
+  return where + ": TorchScript: " + message;
+}
+
+std::shared_ptr<torch::jit::Graph> graphOf(torch::jit::CompilationUnit& unit,
+                                           const std::string& name) {
+  auto graph = torch::jit::toGraphFunction(unit.get_function(name)).graph()->copy();
+  // Constants the body left unused would be inserted into the model for nothing.
+  torch::jit::EliminateDeadCode(graph);
+  return graph;
+}
+
+void requireOneOutput(const torch::jit::Graph& graph, const AdapterFile& file,
+                      const AdapterFunction& function) {
+  if (graph.outputs().size() != 1) {
+    throw UserError(file.path + ":" + std::to_string(function.position.line) +
+                    ":1: " + function.name + " must return one value");
+  }
+}
+
+}  // namespace
+
+CompiledRewrite compileRewrite(const AdapterFile& file) {
+  if (!file.pattern || !file.replacement) {
+    throw UserError(file.path + ": not a rewrite (it calls a built-in transform)");
+  }
+  CompiledRewrite compiled;
+  try {
+    compiled.unit = torch::jit::compile(functionsAtTheirLines(file));
+  } catch (const std::exception& e) {
+    throw UserError(locatedMessage(file.path, e.what()));
+  }
+  compiled.pattern = graphOf(*compiled.unit, "pattern");
+  giveEachUseItsOwnConstant(*compiled.pattern);
+  compiled.replacement = graphOf(*compiled.unit, "replacement");
+  requireOneOutput(*compiled.pattern, file, *file.pattern);
+  requireOneOutput(*compiled.replacement, file, *file.replacement);
+  if (compiled.pattern->nodes().begin() == compiled.pattern->nodes().end()) {
+    throw UserError(file.path + ":" + std::to_string(file.pattern->position.line) +
+                    ":1: the pattern has no operation to match");
+  }
+  if (file.condition) {
+    compiled.condition = &compiled.unit->get_function("condition");
+    const auto& returns = compiled.condition->getSchema().returns();
+    if (returns.size() != 1 || returns[0].type()->kind() != c10::TypeKind::BoolType) {
+      throw UserError(file.path + ":" + std::to_string(file.condition->position.line) +
+                      ":1: condition must return a bool (annotate it: -> bool)");
+    }
+  }
+  return compiled;
+}
+
+}  // namespace stickler

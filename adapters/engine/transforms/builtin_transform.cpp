@@ -1,0 +1,77 @@
+#include "adapters/engine/transforms/builtin_transform.h"
+
+#include "simulator/support/errors.h"
+
+namespace stickler {
+
+const std::vector<BuiltinTransform>& builtinTransforms() {
+  static const std::vector<BuiltinTransform> transforms = {
+      {"pad_to_sticks",
+       "Pads the output dimension of the linear layers in the matching modules to whole sticks "
+       "(and to a stick count whose per-core slice fits the span), with zero rows, and slices "
+       "the result back to its size: the padded outputs are never seen.",
+       {{"module", "string", nullptr,
+         "module paths to pad (fnmatch pattern, e.g. lm_head or *.gate)"},
+        {"dim", "string", "out", "the weight dimension to pad: out (the only one so far)"}},
+       &padToSticks},
+  };
+  return transforms;
+}
+
+namespace {
+
+bool hasType(const nlohmann::json& value, const std::string& type) {
+  if (type == "string") return value.is_string();
+  if (type == "integer") return value.is_number_integer();
+  if (type == "boolean") return value.is_boolean();
+  return false;
+}
+
+std::string namesOf(const std::vector<BuiltinTransform>& transforms) {
+  std::string names;
+  for (const auto& transform : transforms) names += (names.empty() ? "" : ", ") + transform.name;
+  return names;
+}
+
+}  // namespace
+
+const BuiltinTransform& resolveTransform(const std::string& name, nlohmann::json& arguments,
+                                         const std::string& where) {
+  const BuiltinTransform* found = nullptr;
+  for (const auto& transform : builtinTransforms()) {
+    if (transform.name == name) found = &transform;
+  }
+  if (found == nullptr) {
+    throw UserError(where + ": unknown transform '" + name +
+                    "' (built-in transforms: " + namesOf(builtinTransforms()) + ")");
+  }
+  for (const auto& [key, value] : arguments.items()) {
+    const TransformParameter* parameter = nullptr;
+    for (const auto& candidate : found->parameters) {
+      if (candidate.name == key) parameter = &candidate;
+    }
+    if (parameter == nullptr) {
+      std::string expected;
+      for (const auto& candidate : found->parameters) {
+        expected += (expected.empty() ? "" : ", ") + candidate.name;
+      }
+      throw UserError(where + ": " + name + " has no argument '" + key + "' (it takes " + expected +
+                      ")");
+    }
+    if (!hasType(value, parameter->type)) {
+      throw UserError(where + ": " + name + "'s argument '" + key + "' must be a " +
+                      parameter->type);
+    }
+  }
+  for (const auto& parameter : found->parameters) {
+    if (arguments.contains(parameter.name)) continue;
+    if (parameter.default_value.is_null()) {
+      throw UserError(where + ": " + name + " needs the argument '" + parameter.name + "' (" +
+                      parameter.description + ")");
+    }
+    arguments[parameter.name] = parameter.default_value;
+  }
+  return *found;
+}
+
+}  // namespace stickler

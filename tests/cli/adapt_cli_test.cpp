@@ -1,0 +1,81 @@
+// `stickler adapt` on the zoo: each family that the first catalog brings up fails end to end on
+// spyre-2025-clean before adapting (or passes, where the profile has no gap for it) and passes
+// after; the adapted archive runs with `stickler run`.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_runner.h"
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+using testing::Result;
+using testing::stickler;
+using testing::zooPath;
+
+struct FamilyCase {
+  const char* model;
+  bool gap_before;  // whether the profile has a gap for it before adapting
+};
+
+class AdaptFamily : public ::testing::TestWithParam<FamilyCase> {};
+
+TEST_P(AdaptFamily, FailsBeforeAndPassesAfter) {
+  const std::string model = zooPath(std::string(GetParam().model) + ".pt");
+  const Result before = stickler({"run", model, "--backend", "spyre-sim:spyre-2025-clean"});
+  if (GetParam().gap_before) {
+    EXPECT_NE(before.status, 0) << before.out;
+  } else {
+    EXPECT_EQ(before.status, 0) << before.out;
+  }
+  const Result after = stickler({"adapt", model, "--profile", "spyre-2025-clean", "--json"});
+  ASSERT_EQ(after.status, 0) << after.out << after.err;
+  const auto report = nlohmann::json::parse(after.out);
+  EXPECT_EQ(report["verdict"], "pass");
+  EXPECT_EQ(report["adapters"]["applied"].empty(), !GetParam().gap_before);
+  EXPECT_TRUE(report["adapters"]["refused"].empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Zoo, AdaptFamily,
+    ::testing::Values(FamilyCase{"bert-tiny", true}, FamilyCase{"gpt2-tiny", true},
+                      FamilyCase{"mpnet-tiny", true}, FamilyCase{"qwen2-hd128", true},
+                      FamilyCase{"t5-encoder-tiny", true}, FamilyCase{"vit-tiny", false},
+                      FamilyCase{"xlm-roberta-tiny", true}),
+    [](const auto& info) { return testing::testName(info.param.model); });
+
+TEST(AdaptCli, SavesAnArchiveThatRunPasses) {
+  const std::string out = ::testing::TempDir() + "t5-adapted.pt";
+  const Result adapt = stickler(
+      {"adapt", zooPath("t5-encoder-tiny.pt"), "--profile", "spyre-2025-clean", "--save", out});
+  ASSERT_EQ(adapt.status, 0) << adapt.out << adapt.err;
+  EXPECT_NE(adapt.out.find("relative-bias-contiguous"), std::string::npos) << adapt.out;
+  const Result run = stickler({"run", out, "--backend", "spyre-sim:spyre-2025-clean"});
+  EXPECT_EQ(run.status, 0) << run.out << run.err;
+  std::remove(out.c_str());
+}
+
+TEST(AdaptCli, ApplyReportsTheChangeAndMatchNamesBlockers) {
+  const Result match =
+      stickler({"match", zooPath("gpt2-tiny.pt"), "--profile", "spyre-2025-clean"});
+  EXPECT_EQ(match.status, 0) << match.err;
+  EXPECT_NE(match.out.find("pow-cube-as-mul: clears unsupported-op aten::pow x2"),
+            std::string::npos)
+      << match.out;
+  const Result apply = stickler({"apply", zooPath("gpt2-tiny.pt"), "pow-cube-as-mul", "--profile",
+                                 "spyre-2025-clean", "--json"});
+  ASSERT_EQ(apply.status, 0) << apply.err;
+  const auto report = nlohmann::json::parse(apply.out);
+  EXPECT_EQ(report["status"], "applied");
+  EXPECT_EQ(report["application"]["change"]["removed"][0]["op"], "aten::pow");
+  EXPECT_EQ(report["blockers_left"]["total"], 1);  // lm_head's vocabulary remains
+  const Result missing = stickler({"apply", zooPath("gpt2-tiny.pt"), "no-such-adapter"});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("no adapter named 'no-such-adapter'"), std::string::npos)
+      << missing.err;
+}
+
+}  // namespace
+}  // namespace stickler

@@ -1,0 +1,323 @@
+// The adapter engine on the zoo: rewrites and transforms, the equivalence check, the stack,
+// saving an adapted archive, matching, and the workspace catalog through the tools.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "adapters/catalog_repo/workspace_catalog.h"
+#include "adapters/engine/adapted_archive.h"
+#include "adapters/engine/adapter_application.h"
+#include "adapters/engine/adapter_catalog.h"
+#include "adapters/engine/adapter_matching.h"
+#include "adapters/engine/adapter_stack.h"
+#include "adapters/engine/equivalence.h"
+#include "adapters/engine/transforms/builtin_transform.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/support/errors.h"
+#include "tests/unit/zoo.h"
+#include "tools/operation_table.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+using testing::zooPath;
+
+std::shared_ptr<const LoadedModel> load(const std::string& name) {
+  return loadModel(zooPath(name + ".pt"));
+}
+
+AdapterFile shipped(const std::string& name) {
+  return readAdapterFile(shippedCatalogDir() + "/" + name + ".py");
+}
+
+int countOps(const LoadedModel& model, const std::string& op) {
+  int count = 0;
+  for (const auto* node : allNodes(*model.graph)) count += node->kind().toQualString() == op;
+  return count;
+}
+
+int blockersWithRule(const LoadedModel& model, const DeviceProfile& profile,
+                     const std::string& rule) {
+  int count = 0;
+  for (const auto& blocker : countBlockers(model, profile)) {
+    if (blocker.rule == rule) count += blocker.count;
+  }
+  return count;
+}
+
+const std::string kCubeAsSquare = R"(name = "cube-as-square"
+gap = "aten::pow cannot be lowered"
+why = "wrong on purpose: a square is not a cube"
+models = ["*"]
+profiles = ["spyre-2025-clean"]
+remove_when = "never"
+
+
+def pattern(x: Tensor):
+    return torch.pow(x, 3.0)
+
+
+def replacement(x: Tensor):
+    return x * x
+)";
+
+TEST(AdapterEngine, PowSquareRewriteKeepsModulePathsAndIsBitwiseEqual) {
+  const auto model = load("qwen2-hd128");
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  ASSERT_GT(blockersWithRule(*model, profile, "unsupported-op"), 0);
+  const auto application = applyAdapter(shipped("pow-square-as-mul"), model, profile);
+  ASSERT_TRUE(application.accepted());
+  EXPECT_EQ(application.change.rewrites, countOps(*model, "aten::pow"));
+  EXPECT_EQ(countOps(*application.after, "aten::pow"), 0);
+  EXPECT_EQ(countOps(*application.after, "aten::mul"),
+            countOps(*model, "aten::mul") + countOps(*model, "aten::pow"));
+  EXPECT_TRUE(application.equivalence.bitwise);
+  EXPECT_EQ(application.equivalence.inputs_checked, 3);
+  EXPECT_EQ(blockersWithRule(*application.after, profile, "unsupported-op"), 0);
+  for (const auto& added : application.change.added) {
+    EXPECT_EQ(added.op, "aten::mul");
+    // input_layernorm, post_attention_layernorm, model.norm: the RMSNorms that squared.
+    EXPECT_NE(added.module.find("norm"), std::string::npos) << added.module;
+  }
+  for (const auto& removed : application.change.removed) {
+    EXPECT_EQ(removed.op, "aten::pow");
+  }
+}
+
+TEST(AdapterEngine, AnAdapterThatChangesTheMathIsRefused) {
+  const auto model = load("gpt2-tiny");
+  const AdapterFile wrong = parseAdapterFile(kCubeAsSquare, "cube-as-square.py");
+  const auto application = applyAdapter(wrong, model, loadProfile("spyre-2025-clean"));
+  EXPECT_TRUE(application.changed());
+  EXPECT_FALSE(application.accepted());
+  EXPECT_FALSE(application.equivalence.bitwise);
+  EXPECT_GT(application.equivalence.max_ulps, 4);
+  EXPECT_FALSE(application.equivalence.problem.empty());
+}
+
+TEST(AdapterEngine, TheCubeRewriteIsAcceptedWithinItsBound) {
+  const auto model = load("gpt2-tiny");
+  const auto application =
+      applyAdapter(shipped("pow-cube-as-mul"), model, loadProfile("spyre-2025-clean"));
+  EXPECT_TRUE(application.accepted());
+  EXPECT_LE(application.equivalence.max_ulps, 4);
+}
+
+TEST(AdapterEngine, TorchScriptErrorsPointIntoTheAdapterFile) {
+  std::string text = kCubeAsSquare;
+  text.replace(text.find("return x * x"), 12, "return cube(x)");
+  const AdapterFile file = parseAdapterFile(text, "cube-as-square.py");
+  try {
+    applyAdapter(file, load("gpt2-tiny"), loadProfile("spyre-2025-clean"));
+    FAIL() << "an undefined function compiled";
+  } catch (const UserError& e) {
+    // `return cube(x)` is line 14; `cube` starts at column 12.
+    EXPECT_EQ(std::string(e.what()).rfind("cube-as-square.py:14:12: TorchScript:", 0), 0)
+        << e.what();
+  }
+}
+
+TEST(AdapterEngine, AConditionTurnsDownMatches) {
+  std::string text = readAdapterFile(shippedCatalogDir() + "/mask-fill-in-device-range.py").path;
+  std::ifstream in(text);
+  std::stringstream source;
+  source << in.rdbuf();
+  std::string strict = source.str();
+  strict.replace(strict.find("float(fill) < -65504.0"), 22, "float(fill) < -3.5e38");
+  const AdapterFile file = parseAdapterFile(strict, "mask-fill-in-device-range.py");
+  const auto application = applyAdapter(file, load("bert-tiny"), loadProfile("spyre-2025-clean"));
+  EXPECT_FALSE(application.changed());
+  EXPECT_EQ(application.refused_by_condition, 1);
+}
+
+TEST(AdapterEngine, VocabularyPaddingFollowsThePerCoreSpanRule) {
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  // FACTS.md: 151936 -> 2374 sticks = 2 x 1187 overflows the span at hidden 4096 in fp16;
+  // 2375 = 5^3 x 19 fits.
+  EXPECT_EQ(paddedOutputSize(151936, 4096, profile), 2375 * 64);
+  EXPECT_EQ(paddedOutputSize(50257, 768, profile), 786 * 64);  // whole sticks only
+  EXPECT_EQ(paddedOutputSize(1024, 64, profile), 1024);        // nothing to pad
+
+  const auto model = load("gpt2-tiny");
+  const auto application = applyAdapter(shipped("pad-lm-head-vocabulary"), model, profile);
+  ASSERT_TRUE(application.accepted());
+  EXPECT_TRUE(application.equivalence.bitwise);
+  EXPECT_EQ(application.change.rewrites, 1);
+  EXPECT_EQ(blockersWithRule(*model, profile, "weight-stick-alignment"), 1);
+  EXPECT_EQ(blockersWithRule(*application.after, profile, "weight-stick-alignment"), 0);
+  for (const auto& added : application.change.added) EXPECT_EQ(added.module, "lm_head");
+  // The logits keep their size: the padding is sliced off.
+  EXPECT_TRUE(flattenTensors(application.after->example_outputs)[0].sizes().equals(
+      flattenTensors(model->example_outputs)[0].sizes()));
+}
+
+TEST(AdapterEngine, TransformArgumentsAreChecked) {
+  const std::string text = R"(name = "pad-it"
+gap = "g"
+why = "w"
+models = ["*"]
+profiles = ["spyre-2026"]
+remove_when = "r"
+transform = pad_to_sticks(modules="lm_head")
+)";
+  const AdapterFile file = parseAdapterFile(text, "pad-it.py");
+  try {
+    applyAdapter(file, load("gpt2-tiny"), loadProfile("spyre-2026"));
+    FAIL() << "a misspelled argument was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("pad-it.py:7:13: pad_to_sticks has no argument 'modules'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(AdapterEngine, RevertRestoresTheExactPreviousGraph) {
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  AdapterStack stack(load("gpt2-tiny"));
+  const std::string original_graph = stack.current()->graph->toString();
+  for (const char* name : {"pow-cube-as-mul", "pad-lm-head-vocabulary"}) {
+    auto application = applyAdapter(shipped(name), stack.current(), profile);
+    ASSERT_TRUE(application.accepted()) << name;
+    stack.push(std::move(application));
+  }
+  const auto both = stack.current();
+  EXPECT_NE(both->graph->toString(), original_graph);
+  // Taking off the first re-applies the second on the original.
+  const auto removed = stack.revert("pow-cube-as-mul", profile);
+  EXPECT_EQ(removed.adapter.metadata.name, "pow-cube-as-mul");
+  ASSERT_EQ(stack.applied().size(), 1u);
+  EXPECT_EQ(stack.applied()[0].adapter.metadata.name, "pad-lm-head-vocabulary");
+  EXPECT_GT(countOps(*stack.current(), "aten::pow"), 0);
+  stack.revert("", profile);
+  EXPECT_EQ(stack.current(), stack.original());
+  EXPECT_EQ(stack.current()->graph->toString(), original_graph);
+  EXPECT_THROW(stack.revert("", profile), UserError);
+}
+
+TEST(AdapterEngine, AnAdaptedArchiveLoadsAndComputesTheSame) {
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  auto model = load("gpt2-tiny");
+  for (const char* name : {"pow-cube-as-mul", "pad-lm-head-vocabulary"}) {
+    auto application = applyAdapter(shipped(name), model, profile);
+    ASSERT_TRUE(application.accepted());
+    model = application.after;
+  }
+  const std::string out = ::testing::TempDir() + "gpt2-tiny-adapted.pt";
+  saveAdaptedArchive(*model, {"pow-cube-as-mul", "pad-lm-head-vocabulary"}, out);
+  const auto saved = loadModel(out);
+  EXPECT_EQ(saved->card.name, "gpt2-tiny");
+  // The pows left are the attention scale's, on a shape value computed on the host.
+  EXPECT_EQ(countOps(*saved, "aten::pow"), countOps(*model, "aten::pow"));
+  EXPECT_EQ(blockersWithRule(*saved, profile, "unsupported-op"), 0);
+  EXPECT_EQ(blockersWithRule(*saved, profile, "weight-stick-alignment"), 0);
+  const auto result = checkEquivalence(*model, *saved, 0);
+  EXPECT_TRUE(result.bitwise) << result.problem;
+  std::remove(out.c_str());
+}
+
+TEST(AdapterEngine, MatchingNamesTheBlockersEachAdapterClears) {
+  const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
+  const auto matches = matchAdapters(catalog, load("gpt2-tiny"), loadProfile("spyre-2025-clean"));
+  std::map<std::string, AdapterMatch> by_name;
+  for (const auto& match : matches) by_name[match.name] = match;
+  ASSERT_TRUE(by_name.count("pow-cube-as-mul"));
+  const AdapterMatch& cube = by_name["pow-cube-as-mul"];
+  EXPECT_TRUE(cube.applies);
+  ASSERT_FALSE(cube.clears.empty());
+  EXPECT_EQ(cube.clears[0].rule, "unsupported-op");
+  EXPECT_EQ(cube.clears[0].op, "aten::pow");
+  EXPECT_NE(cube.clears[0].module.find("mlp.act"), std::string::npos);
+  EXPECT_FALSE(by_name["pow-square-as-mul"].applies);  // gpt2 squares nothing
+  EXPECT_FALSE(by_name["relative-bias-contiguous"].applies);
+}
+
+TEST(AdapterEngine, UlpDistance) {
+  EXPECT_EQ(ulpDistance(1.0f, 1.0f), 0);
+  EXPECT_EQ(ulpDistance(0.0f, -0.0f), 0);
+  EXPECT_EQ(ulpDistance(1.0f, std::nextafter(1.0f, 2.0f)), 1);
+  EXPECT_EQ(ulpDistance(-1.0f, std::nextafter(-1.0f, -2.0f)), 1);
+  EXPECT_EQ(ulpDistance(std::nextafter(0.0f, -1.0f), std::nextafter(0.0f, 1.0f)), 2);
+  EXPECT_GT(ulpDistance(1.0f, std::nanf("")), 1000000);
+}
+
+// The tools against a workspace of the test's own.
+class WorkspaceContext : public OperationContext {
+ public:
+  explicit WorkspaceContext(std::string root) : root_(std::move(root)) {}
+  std::string workspaceRoot() override { return root_; }
+
+ private:
+  std::string root_;
+};
+
+std::string freshWorkspace() {
+  std::string pattern = ::testing::TempDir() + "stickler-ws-XXXXXX";
+  return mkdtemp(pattern.data());
+}
+
+std::string gitLog(const std::string& dir) {
+  const std::string command =
+      "git -C " + dir + " log --all --format='%s|%(trailers:only,unfold)' 2>&1";
+  std::string text;
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[512];
+  while (fgets(buffer, sizeof buffer, pipe)) text += buffer;
+  pclose(pipe);
+  return text;
+}
+
+TEST(AdapterTools, DraftRevertAndEvidenceCommitsInTheWorkspaceCatalog) {
+  const std::string root = freshWorkspace();
+  WorkspaceContext context(root);
+  const Operation& draft = *findOperation("draft_adapter");
+  const Operation& apply = *findOperation("apply_adapter");
+
+  // A syntax error is reported with its line and column; nothing is written.
+  try {
+    draft.run({{"name", "cube-as-square"}, {"source", "name = (\n"}, {"reason", "r"}}, context);
+    FAIL() << "a syntax error was drafted";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("cube-as-square.py:1:8:", 0), 0) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(root + "/stickler-adapters"));
+
+  const json drafted = draft.run(
+      {{"name", "cube-as-square"}, {"source", kCubeAsSquare}, {"reason", "Try squaring"}}, context);
+  EXPECT_TRUE(drafted["committed"].get<bool>());
+  EXPECT_EQ(drafted["branch"], "draft/cube-as-square");
+  const json refused = apply.run({{"model", zooPath("gpt2-tiny.pt")},
+                                  {"adapter", "cube-as-square"},
+                                  {"profile", "spyre-2025-clean"}},
+                                 context);
+  EXPECT_EQ(refused["status"], "refused");
+  EXPECT_EQ(apply.exit_status(refused), 1);
+  draft.run({{"name", "cube-as-square"},
+             {"revert", true},
+             {"reason", "Refused by the equivalence check"}},
+            context);
+
+  const json applied = apply.run({{"model", zooPath("gpt2-tiny.pt")},
+                                  {"adapter", "pow-cube-as-mul"},
+                                  {"profile", "spyre-2025-clean"}},
+                                 context);
+  EXPECT_EQ(applied["status"], "applied");
+  ASSERT_TRUE(applied.contains("evidence_commit"));
+
+  const std::string log = gitLog(root + "/stickler-adapters");
+  EXPECT_NE(log.find("Try squaring|Adapter: cube-as-square"), std::string::npos) << log;
+  EXPECT_NE(log.find("Revert \"Try squaring\"|Reverts: "), std::string::npos) << log;
+  EXPECT_NE(log.find("Stickler-Action: revert"), std::string::npos) << log;
+  EXPECT_NE(log.find("Applied to gpt2-tiny for spyre-2025-clean|Adapter: pow-cube-as-mul"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("Evidence: equivalence on the CPU: bitwise equal"), std::string::npos) << log;
+  std::filesystem::remove_all(root);
+}
+
+}  // namespace
+}  // namespace stickler

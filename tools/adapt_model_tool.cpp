@@ -1,0 +1,134 @@
+// adapt: every catalog adapter meant for the model and profile, applied in turn, then the
+// model run end to end on the simulator: the one-command bring-up.
+#include "adapters/engine/adapted_archive.h"
+#include "adapters/engine/adapter_matching.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/run/run_model.h"
+#include "tools/adapter_support.h"
+#include "tools/operation_table.h"
+#include "tools/schema_fields.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+json run(const json& input, OperationContext& context) {
+  const std::string model_path = context.resolvePath(requireString(input, "model"));
+  const std::string profile_name = resolveProfile(
+      input.contains("profile") ? requireString(input, "profile") : "spyre-2026", context);
+  const DeviceProfile profile = loadProfile(profile_name);
+  const std::vector<std::string> input_flags = optionalStrings(input, "inputs");
+  const auto catalog = adapterCatalog(context);
+  json applied = json::array();
+  json skipped = json::array();
+  json report;
+  {
+    ModelAdapters adapters(context, model_path, input_flags);
+    AdapterStack& stack = adapters.stack();
+    const LoadedModel& original = *stack.original();
+    for (const CatalogEntry& entry : catalog) {
+      if (!entry.file || stack.contains(entry.name)) continue;
+      const AdapterMetadata& metadata = entry.file->metadata;
+      if (!adapterTargetsProfile(metadata, {profile.name})) continue;
+      if (!adapterTargetsModel(metadata, original.card.family, original.card.name)) continue;
+      AdapterApplication application = applyAdapter(*entry.file, stack.current(), profile);
+      if (!application.changed()) continue;
+      if (!application.accepted()) {
+        skipped.push_back({{"adapter", entry.name},
+                           {"reason", "refused by the equivalence check"},
+                           {"equivalence", equivalenceToJson(application.equivalence)}});
+        continue;
+      }
+      applied.push_back(applicationToJson(application, context.listLimit()));
+      stack.push(std::move(application));
+    }
+    adapters.publish();
+    RunRequest request;
+    request.model = model_path;
+    request.inputs = input_flags;
+    request.backend = "spyre-sim:" + profile_name;
+    request.timeout_seconds = optionalNumber(input, "timeout_seconds", request.timeout_seconds);
+    report = runModel(request, context.task(), adapters.cache());
+    // What the end-to-end run says about each workspace adapter goes into its history.
+    for (const auto& application : stack.applied()) {
+      const CatalogEntry& entry = findCatalogEntry(catalog, application.adapter.metadata.name);
+      recordEvidence(context, entry.name, entry.origin,
+                     "End to end on " + profile.name + ": " + report.value("verdict", "") +
+                         " for " + original.card.name,
+                     {{"Evidence", "stickler adapt: verdict " + report.value("verdict", "") +
+                                       ", equivalence " + equivalenceText(application.equivalence)},
+                      {"Model", original.card.name},
+                      {"Profile", profile.name}});
+    }
+    if (input.contains("save")) {
+      const std::string out = context.resolvePath(requireString(input, "save"));
+      std::vector<std::string> names;
+      for (const auto& application : stack.applied()) {
+        names.push_back(application.adapter.metadata.name);
+      }
+      saveAdaptedArchive(*stack.current(), names, out);
+      report["saved"] = out;
+    }
+  }
+  report["schema"] = "stickler.adapt_run";
+  report["adapters"] = {{"applied", applied}, {"refused", skipped}};
+  return report;
+}
+
+std::string renderText(const json& report) {
+  std::string text = "adapters applied:";
+  for (const auto& application : report["adapters"]["applied"]) {
+    text += " " + application["adapter"].get<std::string>();
+  }
+  if (report["adapters"]["applied"].empty()) text += " none";
+  text += "\n";
+  for (const auto& refused : report["adapters"]["refused"]) {
+    text += "refused: " + refused["adapter"].get<std::string>() + " (" +
+            refused["reason"].get<std::string>() + ")\n";
+  }
+  const Operation* run_model = findOperation("run_model");
+  text += run_model->render_text(report);
+  if (report.contains("saved")) text += "saved " + report["saved"].get<std::string>() + "\n";
+  return text;
+}
+
+}  // namespace
+
+Operation makeAdaptModelOperation() {
+  Operation operation;
+  operation.name = "adapt_model";
+  operation.title = "Adapt a model and run it";
+  operation.description =
+      "Apply every catalog adapter meant for the model and the device profile (each checked for "
+      "equivalence on the CPU; refused ones are reported and skipped), then run the adapted model "
+      "end to end on the simulator for that profile and compare it with the CPU reference. The "
+      "result is run_model's, with the adapters applied; exit status as run_model's. With save, "
+      "the adapted model is written as an archive.";
+  json schema = {{"type", "object"}, {"required", {"model"}}, {"additionalProperties", false}};
+  schema["properties"]["model"] = modelField();
+  schema["properties"]["profile"] = profileField();
+  schema["properties"]["inputs"] = inputsField();
+  schema["properties"]["save"] = {
+      {"type", "string"}, {"description", "Write the adapted model to this archive (.pt)."}};
+  schema["properties"]["timeout_seconds"] = {
+      {"type", "number"},
+      {"default", 300},
+      {"description", "A device run that takes longer is killed and reported as timed out."}};
+  operation.input_schema = schema;
+  operation.output_schema = {{"type", "object"},
+                             {"properties",
+                              {{"schema", {{"const", "stickler.adapt_run"}}},
+                               {"verdict", {{"type", "string"}}},
+                               {"adapters", {{"type", "object"}}}}},
+                             {"required", {"schema", "verdict", "adapters"}}};
+  operation.annotations = {false, false, false};
+  operation.cli = {"adapt", {"model"}, {{"inputs", "input"}}};
+  operation.run = run;
+  operation.render_text = renderText;
+  operation.exit_status = [](const json& report) { return report.value("exit_status", 0); };
+  return operation;
+}
+
+}  // namespace stickler

@@ -1,0 +1,139 @@
+#include "tools/adapter_support.h"
+
+#include <filesystem>
+#include <map>
+
+#include "adapters/catalog_repo/workspace_catalog.h"
+#include "adapters/engine/adapter_matching.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/support/errors.h"
+#include "tools/operation_table.h"
+
+namespace stickler {
+
+using nlohmann::json;
+
+std::string workspaceCatalogDir(OperationContext& context) {
+  return (std::filesystem::path(context.workspaceRoot()) / "stickler-adapters").string();
+}
+
+std::vector<CatalogEntry> adapterCatalog(OperationContext& context) {
+  auto shipped = readCatalogDir(shippedCatalogDir(), "shipped");
+  const std::string dir = workspaceCatalogDir(context);
+  std::error_code error;
+  if (!std::filesystem::exists(std::filesystem::path(dir) / ".git", error)) return shipped;
+  std::vector<CatalogEntry> workspace;
+  const WorkspaceCatalog catalog = WorkspaceCatalog::open(dir);
+  for (const CatalogAdapter& adapter : catalog.list()) {
+    const std::string origin = adapter.branch == "main" ? "workspace" : "workspace draft";
+    workspace.push_back(catalogEntryFromText(adapter.name, catalog.read(adapter.name),
+                                             dir + "/" + adapter.name + ".py", origin));
+  }
+  return mergeCatalogs(std::move(shipped), std::move(workspace));
+}
+
+ModelAdapters::ModelAdapters(OperationContext& context, const std::string& model_path,
+                             const std::vector<std::string>& input_flags)
+    : path_(model_path), input_flags_(input_flags) {
+  cache_ = context.models();
+  if (cache_ == nullptr) {
+    local_cache_ = std::make_unique<ModelCache>();
+    cache_ = local_cache_.get();
+  }
+  AdapterStacks* stacks = context.adapterStacks();
+  if (stacks == nullptr) {
+    local_stacks_ = std::make_unique<AdapterStacks>();
+    stacks = local_stacks_.get();
+  }
+  lock_ = std::unique_lock<std::mutex>(stacks->mutex());
+  std::string key = model_path;
+  for (const auto& flag : input_flags) key += '\n' + flag;
+  stack_ = &stacks->stackFor(key, cache_->original(model_path, input_flags));
+}
+
+void ModelAdapters::publish() {
+  cache_->setAdapted(path_, input_flags_, stack_->original(),
+                     stack_->applied().empty() ? nullptr : stack_->current());
+}
+
+std::string recordEvidence(OperationContext& context, const std::string& adapter,
+                           const std::string& origin, const std::string& summary,
+                           const std::vector<std::pair<std::string, std::string>>& trailers) {
+  if (origin.rfind("workspace", 0) != 0) return "";
+  WorkspaceCatalog catalog = WorkspaceCatalog::open(workspaceCatalogDir(context));
+  return catalog.recordEvidence(adapter, summary, trailers).commit_id;
+}
+
+std::string equivalenceText(const EquivalenceResult& result) {
+  if (result.bitwise) return "bitwise equal";
+  return std::to_string(result.max_ulps) + " ULPs (bound " + std::to_string(result.bound) + ")";
+}
+
+json applicationToJson(const AdapterApplication& application, size_t limit) {
+  json result = {{"adapter", application.adapter.metadata.name},
+                 {"path", application.adapter.path},
+                 {"change", graphChangeToJson(application.change, limit)}};
+  if (application.refused_by_condition > 0) {
+    result["refused_by_condition"] = application.refused_by_condition;
+  }
+  if (application.changed()) result["equivalence"] = equivalenceToJson(application.equivalence);
+  return result;
+}
+
+json blockersLeftToJson(const LoadedModel& model, const DeviceProfile& profile, size_t limit) {
+  const auto counts = countBlockers(model, profile);
+  json list = json::array();
+  std::map<std::string, int> by_rule;
+  int total = 0;
+  for (const auto& count : counts) {
+    total += count.count;
+    by_rule[count.rule] += count.count;
+    if (limit != 0 && list.size() >= limit) continue;
+    list.push_back(
+        {{"rule", count.rule}, {"op", count.op}, {"module", count.module}, {"count", count.count}});
+  }
+  return {{"profile", profile.name}, {"total", total}, {"by_rule", by_rule}, {"blockers", list}};
+}
+
+json adapterMetadataToJson(const CatalogEntry& entry) {
+  json result = {{"name", entry.name}, {"origin", entry.origin}, {"path", entry.path}};
+  if (!entry.file) {
+    result["error"] = entry.error;
+    return result;
+  }
+  const AdapterMetadata& metadata = entry.file->metadata;
+  result["kind"] = entry.file->transform ? "transform" : "rewrite";
+  if (entry.file->transform) {
+    result["transform"] = {{"name", entry.file->transform->name},
+                           {"arguments", entry.file->transform->arguments}};
+  }
+  result["gap"] = metadata.gap;
+  result["why"] = metadata.why;
+  result["models"] = metadata.models;
+  result["profiles"] = metadata.profiles;
+  result["clears"] = metadata.clears;
+  result["remove_when"] = metadata.remove_when;
+  result["max_ulps"] = metadata.max_ulps;
+  return result;
+}
+
+DeviceProfile profileFromInput(const json& input, OperationContext& context) {
+  const std::string name =
+      input.contains("profile") ? requireString(input, "profile") : "spyre-2026";
+  return loadProfile(resolveProfile(name, context));
+}
+
+json adapterNameField(const char* description) {
+  return {{"type", "string"}, {"description", description}};
+}
+
+json profileField() {
+  return {{"type", "string"},
+          {"default", "spyre-2026"},
+          {"description",
+           "Device profile: a shipped name (spyre-2026, spyre-2025, spyre-2026-clean, "
+           "spyre-2025-clean) or a path to a profile JSON."}};
+}
+
+}  // namespace stickler

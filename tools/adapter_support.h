@@ -1,0 +1,70 @@
+// What the adapter tools share: the catalog as the caller sees it (shipped plus workspace),
+// the session's stack of applied adapters for a model, and how results are reported.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "adapters/engine/adapter_catalog.h"
+#include "adapters/engine/adapter_stack.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/graph/model_cache.h"
+#include "tools/operation.h"
+
+namespace stickler {
+
+// The workspace's catalog repository: <workspace root>/stickler-adapters.
+std::string workspaceCatalogDir(OperationContext& context);
+
+// The shipped catalog with the workspace's adapters (main and drafts) over it.
+std::vector<CatalogEntry> adapterCatalog(OperationContext& context);
+
+// One model's adapters in this call: the session's stack (MCP) or a fresh one (CLI). Holds
+// the session's adapter lock for as long as it lives, so concurrent calls take turns.
+class ModelAdapters {
+ public:
+  ModelAdapters(OperationContext& context, const std::string& model_path,
+                const std::vector<std::string>& input_flags);
+  AdapterStack& stack() { return *stack_; }
+  // Makes check_support, run_model and the rest of the session see the stack's model.
+  void publish();
+  // A cache holding the adapted model, for the simulator's entry points (runModel).
+  ModelCache* cache() { return cache_; }
+  const std::string& path() const { return path_; }
+  const std::vector<std::string>& inputFlags() const { return input_flags_; }
+
+ private:
+  std::string path_;
+  std::vector<std::string> input_flags_;
+  std::unique_ptr<ModelCache> local_cache_;
+  std::unique_ptr<AdapterStacks> local_stacks_;
+  ModelCache* cache_ = nullptr;
+  std::unique_lock<std::mutex> lock_;
+  AdapterStack* stack_ = nullptr;
+};
+
+// For an adapter from the workspace catalog: an evidence commit on its draft branch, so its
+// history shows where it worked and how well. Returns the commit id ("" for shipped adapters).
+std::string recordEvidence(OperationContext& context, const std::string& adapter,
+                           const std::string& origin, const std::string& summary,
+                           const std::vector<std::pair<std::string, std::string>>& trailers);
+// "bitwise equal" or "3 ULPs (bound 4)", for messages and evidence.
+std::string equivalenceText(const EquivalenceResult& result);
+
+nlohmann::json applicationToJson(const AdapterApplication& application, size_t limit);
+// {"total": N, "by_rule": {...}, "blockers": [{rule, op, module, count}...]}
+nlohmann::json blockersLeftToJson(const LoadedModel& model, const DeviceProfile& profile,
+                                  size_t limit);
+nlohmann::json adapterMetadataToJson(const CatalogEntry& entry);
+
+// The profile named by the input's "profile" field (spyre-2026 when absent), loaded.
+DeviceProfile profileFromInput(const nlohmann::json& input, OperationContext& context);
+
+// Input-schema properties the adapter tools share.
+nlohmann::json adapterNameField(const char* description);
+nlohmann::json profileField();
+
+}  // namespace stickler

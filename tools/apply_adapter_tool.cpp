@@ -1,0 +1,161 @@
+// apply_adapter: one catalog adapter on a model, checked for equivalence, kept in the session.
+#include "adapters/engine/adapted_archive.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/support/errors.h"
+#include "tools/adapter_support.h"
+#include "tools/operation_table.h"
+#include "tools/schema_fields.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+json inputSchema() {
+  json schema = {
+      {"type", "object"}, {"required", {"model", "adapter"}}, {"additionalProperties", false}};
+  schema["properties"]["model"] = modelField();
+  schema["properties"]["adapter"] = adapterNameField("The adapter's name in the catalog.");
+  schema["properties"]["profile"] = profileField();
+  schema["properties"]["inputs"] = inputsField();
+  schema["properties"]["save"] = {
+      {"type", "string"},
+      {"description",
+       "Also write the adapted model to this archive (.pt), runnable by run_model."}};
+  return schema;
+}
+
+json outputSchema() {
+  return json::parse(R"({
+    "type": "object",
+    "properties": {
+      "schema": {"const": "stickler.adapt"},
+      "version": {"type": "integer"},
+      "model": {"type": "object"},
+      "status": {"enum": ["applied", "refused", "not_applicable"]},
+      "application": {"type": "object"},
+      "applied": {"type": "array", "items": {"type": "string"}},
+      "blockers_left": {"type": "object"},
+      "saved": {"type": "string"}
+    },
+    "required": ["schema", "version", "model", "status", "applied"]
+  })");
+}
+
+json appliedNames(const AdapterStack& stack) {
+  json names = json::array();
+  for (const auto& application : stack.applied())
+    names.push_back(application.adapter.metadata.name);
+  return names;
+}
+
+json run(const json& input, OperationContext& context) {
+  const std::string model_path = context.resolvePath(requireString(input, "model"));
+  const std::string name = requireString(input, "adapter");
+  const DeviceProfile profile = profileFromInput(input, context);
+  const auto catalog = adapterCatalog(context);
+  const CatalogEntry& entry = findCatalogEntry(catalog, name);
+  if (!entry.file) throw UserError(entry.error);
+  ModelAdapters adapters(context, model_path, optionalStrings(input, "inputs"));
+  AdapterStack& stack = adapters.stack();
+  if (stack.contains(name))
+    throw UserError("adapter '" + name + "' is already applied to " + model_path);
+
+  AdapterApplication application = applyAdapter(*entry.file, stack.current(), profile);
+  json report = {{"schema", "stickler.adapt"},
+                 {"version", 1},
+                 {"model", {{"path", model_path}, {"name", stack.original()->card.name}}},
+                 {"application", applicationToJson(application, context.listLimit())}};
+  if (!application.changed()) {
+    report["status"] = "not_applicable";
+    report["reason"] = application.refused_by_condition > 0
+                           ? "every match was turned down by the adapter's condition"
+                           : "nothing in the model matches the adapter";
+  } else if (!application.accepted()) {
+    report["status"] = "refused";
+    report["reason"] = "the adapted model is " + std::to_string(application.equivalence.max_ulps) +
+                       " ULPs from the original on the CPU, beyond the adapter's bound of " +
+                       std::to_string(application.equivalence.bound) +
+                       ": it changes what the model computes";
+  } else {
+    report["status"] = "applied";
+    const std::string evidence = recordEvidence(
+        context, name, entry.origin,
+        "Applied to " + stack.original()->card.name + " for " + profile.name,
+        {{"Evidence", "equivalence on the CPU: " + equivalenceText(application.equivalence) +
+                          " over " + std::to_string(application.equivalence.inputs_checked) +
+                          " input sets"},
+         {"Model", stack.original()->card.name},
+         {"Profile", profile.name}});
+    if (!evidence.empty()) report["evidence_commit"] = evidence;
+    stack.push(std::move(application));
+    adapters.publish();
+  }
+  report["applied"] = appliedNames(stack);
+  report["blockers_left"] = blockersLeftToJson(*stack.current(), profile, context.listLimit());
+  if (input.contains("save") && report["status"] == "applied") {
+    const std::string out = context.resolvePath(requireString(input, "save"));
+    std::vector<std::string> names = report["applied"];
+    saveAdaptedArchive(*stack.current(), names, out);
+    report["saved"] = out;
+  }
+  return report;
+}
+
+std::string renderText(const json& report) {
+  std::string text = report["application"]["adapter"].get<std::string>() + " on " +
+                     report["model"]["name"].get<std::string>() + ": " +
+                     report["status"].get<std::string>();
+  if (report.contains("reason")) text += " (" + report["reason"].get<std::string>() + ")";
+  text += "\n";
+  const json& application = report["application"];
+  if (application.contains("change")) {
+    const json& change = application["change"];
+    text += "  " + std::to_string(change["rewrites"].get<int>()) +
+            " rewrite(s): " + std::to_string(change["nodes_removed"].get<int>()) +
+            " node(s) removed, " + std::to_string(change["nodes_added"].get<int>()) + " added\n";
+  }
+  if (application.contains("equivalence")) {
+    const json& equivalence = application["equivalence"];
+    text += "  equivalence on the CPU (fp32, " +
+            std::to_string(equivalence["inputs_checked"].get<int>()) + " input sets): " +
+            (equivalence["bitwise_equal"].get<bool>()
+                 ? std::string("bitwise equal")
+                 : std::to_string(equivalence["max_ulps"].get<int64_t>()) + " ULPs (bound " +
+                       std::to_string(equivalence["bound_ulps"].get<int64_t>()) + ")") +
+            "\n";
+  }
+  text += "  applied: ";
+  for (const auto& name : report["applied"]) text += name.get<std::string>() + " ";
+  text += "\n  blockers left on " + report["blockers_left"]["profile"].get<std::string>() + ": " +
+          std::to_string(report["blockers_left"]["total"].get<int>()) + "\n";
+  if (report.contains("saved")) text += "  saved " + report["saved"].get<std::string>() + "\n";
+  return text;
+}
+
+}  // namespace
+
+Operation makeApplyAdapterOperation() {
+  Operation operation;
+  operation.name = "apply_adapter";
+  operation.title = "Apply an adapter";
+  operation.description =
+      "Apply one catalog adapter to a model in this session: the rewrite or transform runs on the "
+      "model's graph, then an equivalence check runs the adapted and the previous model on the "
+      "CPU in fp32 with the same inputs; the adapter is refused when they differ by more than its "
+      "declared max_ulps (0: bitwise). Returns the graph change (nodes removed and added, by "
+      "module), the equivalence result, the stack of applied adapters and the blockers left on "
+      "the profile. Later check_support and run_model calls on the model see the adapted graph "
+      "until revert_adapter.";
+  operation.input_schema = inputSchema();
+  operation.output_schema = outputSchema();
+  operation.annotations = {false, false, false};
+  operation.cli = {"apply", {"model", "adapter"}, {{"inputs", "input"}}};
+  operation.run = run;
+  operation.render_text = renderText;
+  operation.exit_status = [](const json& report) { return report["status"] == "applied" ? 0 : 1; };
+  return operation;
+}
+
+}  // namespace stickler

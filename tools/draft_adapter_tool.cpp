@@ -1,0 +1,140 @@
+// draft_adapter: writes or updates an adapter in the workspace catalog, validated first, as a
+// commit on its draft branch with the reason.
+#include <filesystem>
+
+#include "adapters/catalog_repo/workspace_catalog.h"
+#include "adapters/engine/adapter_catalog.h"
+#include "adapters/engine/rewrite_compiler.h"
+#include "adapters/engine/transforms/builtin_transform.h"
+#include "simulator/support/errors.h"
+#include "tools/adapter_support.h"
+#include "tools/operation_table.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+// Parses and compiles the source as the engine will, so a draft in the catalog always loads.
+void validateAdapterSource(const std::string& name, const std::string& source) {
+  const AdapterFile file = parseAdapterFile(source, name + ".py");
+  if (file.transform) {
+    json arguments = file.transform->arguments;
+    resolveTransform(file.transform->name, arguments,
+                     name + ".py:" + std::to_string(file.transform->position.line) + ":" +
+                         std::to_string(file.transform->position.column));
+  } else {
+    compileRewrite(file);
+  }
+}
+
+Trailers evidenceTrailers(const json& input) {
+  Trailers trailers;
+  for (const auto& evidence : optionalStrings(input, "evidence")) {
+    trailers.emplace_back("Evidence", evidence);
+  }
+  if (input.contains("model")) trailers.emplace_back("Model", requireString(input, "model"));
+  if (input.contains("profile")) trailers.emplace_back("Profile", requireString(input, "profile"));
+  return trailers;
+}
+
+json draftReport(const std::string& name, const WorkspaceCatalog& catalog,
+                 const CatalogChange& change);
+
+// The workspace catalog, seeded from the shipped one the first time it is needed.
+WorkspaceCatalog openOrInitCatalog(OperationContext& context) {
+  const std::string dir = workspaceCatalogDir(context);
+  if (!std::filesystem::exists(std::filesystem::path(dir) / ".git")) {
+    WorkspaceCatalog::init(dir, shippedCatalogDir());
+  }
+  return WorkspaceCatalog::open(dir);
+}
+
+json run(const json& input, OperationContext& context) {
+  const std::string name = requireString(input, "name");
+  const std::string reason = requireString(input, "reason");
+  const bool revert = optionalBool(input, "revert", false);
+  if (revert == input.contains("source")) {
+    throw UserError("give either 'source' (a new version) or 'revert': true (undo the last one)");
+  }
+  WorkspaceCatalog::validateName(name);
+  CatalogChange change;
+  if (revert) {
+    WorkspaceCatalog catalog = WorkspaceCatalog::open(workspaceCatalogDir(context));
+    change = catalog.revert(name, "", reason, evidenceTrailers(input));
+    return draftReport(name, catalog, change);
+  }
+  const std::string source = requireString(input, "source");
+  validateAdapterSource(name, source);
+  WorkspaceCatalog catalog = openOrInitCatalog(context);
+  change = catalog.draft(name, source, reason, evidenceTrailers(input));
+  return draftReport(name, catalog, change);
+}
+
+json draftReport(const std::string& name, const WorkspaceCatalog& catalog,
+                 const CatalogChange& change) {
+  static const char* kChanges[] = {"created", "updated", "deleted", "unchanged"};
+  return {{"schema", "stickler.draft"},
+          {"version", 1},
+          {"name", name},
+          {"catalog", catalog.dir().string()},
+          {"branch", change.branch},
+          {"committed", change.committed},
+          {"commit", change.commit_id},
+          {"change", kChanges[static_cast<int>(change.change)]}};
+}
+
+std::string renderText(const json& report) {
+  if (!report["committed"].get<bool>()) {
+    return report["name"].get<std::string>() + ": unchanged on " +
+           report["branch"].get<std::string>() + "\n";
+  }
+  return report["name"].get<std::string>() + ": " + report["change"].get<std::string>() + " on " +
+         report["branch"].get<std::string>() + " (" +
+         report["commit"].get<std::string>().substr(0, 12) + ")\n";
+}
+
+}  // namespace
+
+Operation makeDraftAdapterOperation() {
+  Operation operation;
+  operation.name = "draft_adapter";
+  operation.title = "Draft an adapter";
+  operation.description =
+      "Write or update an adapter in the workspace's catalog (a git repository, "
+      "stickler-adapters/, created from the shipped catalog on first use). The source is "
+      "checked first: a syntax error or bad field comes back with its line and column, a "
+      "TorchScript error in pattern or replacement likewise, and nothing is written. A valid "
+      "source is committed on the branch draft/<name> with the reason as the message and "
+      "evidence as commit trailers; drafting the same text again commits nothing. The draft is "
+      "then what list_adapters, match_adapters and apply_adapter use. With revert instead of a "
+      "source, the draft's last change is undone by a revert commit. See "
+      "docs/adapter-format.md and docs/adapter-catalog.md.";
+  operation.input_schema = json::parse(R"({
+    "type": "object",
+    "properties": {
+      "name": {"type": "string", "description": "The adapter's name (kebab-case); the file is <name>.py."},
+      "source": {"type": "string", "description": "The whole adapter file (docs/adapter-format.md)."},
+      "revert": {"type": "boolean", "description": "Instead of a source: undo the draft's last change, as a revert commit."},
+      "reason": {"type": "string", "description": "Why this draft: the commit message's subject."},
+      "evidence": {"type": "array", "items": {"type": "string"}, "description": "Evidence lines for the commit (e.g. 'equivalence bitwise on gpt2-tiny')."},
+      "model": {"type": "string", "description": "The model the draft was written for (a trailer)."},
+      "profile": {"type": "string", "description": "The profile it was written for (a trailer)."}
+    },
+    "required": ["name", "reason"],
+    "additionalProperties": false
+  })");
+  operation.output_schema = {{"type", "object"},
+                             {"properties",
+                              {{"schema", {{"const", "stickler.draft"}}},
+                               {"committed", {{"type", "boolean"}}},
+                               {"commit", {{"type", "string"}}}}},
+                             {"required", {"schema", "committed", "commit"}}};
+  operation.annotations = {false, false, false};
+  operation.cli = {"draft", {"name"}, {}};
+  operation.run = run;
+  operation.render_text = renderText;
+  return operation;
+}
+
+}  // namespace stickler
