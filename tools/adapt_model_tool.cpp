@@ -64,11 +64,7 @@ json run(const json& input, OperationContext& context) {
     }
     if (input.contains("save")) {
       const std::string out = context.resolvePath(requireString(input, "save"));
-      std::vector<std::string> names;
-      for (const auto& application : stack.applied()) {
-        names.push_back(application.adapter.metadata.name);
-      }
-      saveAdaptedArchive(*stack.current(), names, out);
+      saveAdaptedArchive(*stack.current(), stack.names(), out);
       report["saved"] = out;
     }
   }

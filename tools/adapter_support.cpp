@@ -128,12 +128,4 @@ json adapterNameField(const char* description) {
   return {{"type", "string"}, {"description", description}};
 }
 
-json profileField() {
-  return {{"type", "string"},
-          {"default", "spyre-2026"},
-          {"description",
-           "Device profile: a shipped name (spyre-2026, spyre-2025, spyre-2026-clean, "
-           "spyre-2025-clean) or a path to a profile JSON."}};
-}
-
 }  // namespace stickler

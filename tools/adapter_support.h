@@ -65,6 +65,5 @@ DeviceProfile profileFromInput(const nlohmann::json& input, OperationContext& co
 
 // Input-schema properties the adapter tools share.
 nlohmann::json adapterNameField(const char* description);
-nlohmann::json profileField();
 
 }  // namespace stickler

@@ -43,13 +43,6 @@ json outputSchema() {
   })");
 }
 
-json appliedNames(const AdapterStack& stack) {
-  json names = json::array();
-  for (const auto& application : stack.applied())
-    names.push_back(application.adapter.metadata.name);
-  return names;
-}
-
 json run(const json& input, OperationContext& context) {
   const std::string model_path = context.resolvePath(requireString(input, "model"));
   const std::string name = requireString(input, "adapter");
@@ -92,12 +85,11 @@ json run(const json& input, OperationContext& context) {
     stack.push(std::move(application));
     adapters.publish();
   }
-  report["applied"] = appliedNames(stack);
+  report["applied"] = stack.names();
   report["blockers_left"] = blockersLeftToJson(*stack.current(), profile, context.listLimit());
   if (input.contains("save") && report["status"] == "applied") {
     const std::string out = context.resolvePath(requireString(input, "save"));
-    std::vector<std::string> names = report["applied"];
-    saveAdaptedArchive(*stack.current(), names, out);
+    saveAdaptedArchive(*stack.current(), stack.names(), out);
     report["saved"] = out;
   }
   return report;

@@ -13,17 +13,11 @@ using nlohmann::json;
 json inputSchema() {
   json schema = json::parse(R"({
     "type": "object",
-    "properties": {
-      "profile": {
-        "type": "string",
-        "default": "spyre-2026",
-        "description": "Device profile: a shipped name (spyre-2026, spyre-2025, spyre-2026-clean, spyre-2025-clean) or a path to a profile JSON."
-      }
-    },
     "required": ["model"],
     "additionalProperties": false
   })");
   schema["properties"]["model"] = modelField();
+  schema["properties"]["profile"] = profileField();
   schema["properties"]["inputs"] = inputsField();
   schema["properties"]["modules"] = modulesField(
       "Module paths to place on the device (the rest stays on the CPU); all of the model when "

@@ -3,9 +3,8 @@
 #include <filesystem>
 
 #include "adapters/catalog_repo/workspace_catalog.h"
+#include "adapters/engine/adapter_application.h"
 #include "adapters/engine/adapter_catalog.h"
-#include "adapters/engine/rewrite_compiler.h"
-#include "adapters/engine/transforms/builtin_transform.h"
 #include "simulator/support/errors.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
@@ -14,19 +13,6 @@ namespace stickler {
 namespace {
 
 using nlohmann::json;
-
-// Parses and compiles the source as the engine will, so a draft in the catalog always loads.
-void validateAdapterSource(const std::string& name, const std::string& source) {
-  const AdapterFile file = parseAdapterFile(source, name + ".py");
-  if (file.transform) {
-    json arguments = file.transform->arguments;
-    resolveTransform(file.transform->name, arguments,
-                     name + ".py:" + std::to_string(file.transform->position.line) + ":" +
-                         std::to_string(file.transform->position.column));
-  } else {
-    compileRewrite(file);
-  }
-}
 
 Trailers evidenceTrailers(const json& input) {
   Trailers trailers;
@@ -38,9 +24,6 @@ Trailers evidenceTrailers(const json& input) {
   return trailers;
 }
 
-json draftReport(const std::string& name, const WorkspaceCatalog& catalog,
-                 const CatalogChange& change);
-
 // The workspace catalog, seeded from the shipped one the first time it is needed.
 WorkspaceCatalog openOrInitCatalog(OperationContext& context) {
   const std::string dir = workspaceCatalogDir(context);
@@ -48,6 +31,19 @@ WorkspaceCatalog openOrInitCatalog(OperationContext& context) {
     WorkspaceCatalog::init(dir, shippedCatalogDir());
   }
   return WorkspaceCatalog::open(dir);
+}
+
+json draftReport(const std::string& name, const WorkspaceCatalog& catalog,
+                 const CatalogChange& change) {
+  static const char* kChanges[] = {"created", "updated", "deleted", "unchanged"};
+  return {{"schema", "stickler.draft"},
+          {"version", 1},
+          {"name", name},
+          {"catalog", catalog.dir().string()},
+          {"branch", change.branch},
+          {"committed", change.committed},
+          {"commit", change.commit_id},
+          {"change", kChanges[static_cast<int>(change.change)]}};
 }
 
 json run(const json& input, OperationContext& context) {
@@ -65,23 +61,11 @@ json run(const json& input, OperationContext& context) {
     return draftReport(name, catalog, change);
   }
   const std::string source = requireString(input, "source");
-  validateAdapterSource(name, source);
+  // Parsed and compiled as the engine will, so a draft in the catalog always loads.
+  validateAdapter(parseAdapterFile(source, name + ".py"));
   WorkspaceCatalog catalog = openOrInitCatalog(context);
   change = catalog.draft(name, source, reason, evidenceTrailers(input));
   return draftReport(name, catalog, change);
-}
-
-json draftReport(const std::string& name, const WorkspaceCatalog& catalog,
-                 const CatalogChange& change) {
-  static const char* kChanges[] = {"created", "updated", "deleted", "unchanged"};
-  return {{"schema", "stickler.draft"},
-          {"version", 1},
-          {"name", name},
-          {"catalog", catalog.dir().string()},
-          {"branch", change.branch},
-          {"committed", change.committed},
-          {"commit", change.commit_id},
-          {"change", kChanges[static_cast<int>(change.change)]}};
 }
 
 std::string renderText(const json& report) {

@@ -6,18 +6,10 @@ namespace stickler {
 
 const std::vector<Operation>& operationTable() {
   static const std::vector<Operation> table = {
-      makeInspectModelOperation(),
-      makeCheckSupportOperation(),
-      makeRunModelOperation(),
-      makeListProfilesOperation(),
-      makeListAdaptersOperation(),
-      makeMatchAdaptersOperation(),
-      makeApplyAdapterOperation(),
-      makeRevertAdapterOperation(),
-      makeShowAppliedOperation(),
-      makeDraftAdapterOperation(),
-      makeAdaptModelOperation(),
-      makeInitWorkspaceOperation(),
+      makeInspectModelOperation(), makeCheckSupportOperation(),  makeRunModelOperation(),
+      makeListProfilesOperation(), makeListAdaptersOperation(),  makeMatchAdaptersOperation(),
+      makeApplyAdapterOperation(), makeRevertAdapterOperation(), makeShowAppliedOperation(),
+      makeDraftAdapterOperation(), makeAdaptModelOperation(),    makeInitWorkspaceOperation(),
   };
   return table;
 }

@@ -18,16 +18,13 @@ json run(const json& input, OperationContext& context) {
   AdapterStack& stack = adapters.stack();
   const AdapterApplication removed = stack.revert(name, profile);
   adapters.publish();
-  json applied = json::array();
-  for (const auto& application : stack.applied())
-    applied.push_back(application.adapter.metadata.name);
   return {{"schema", "stickler.revert"},
           {"version", 1},
           {"model", {{"path", model_path}, {"name", stack.original()->card.name}}},
           {"reverted", removed.adapter.metadata.name},
           {"restored_identity", stack.current()->sha256},
           {"graph_restored", stack.current() == removed.before},
-          {"applied", applied},
+          {"applied", stack.names()},
           {"blockers_left", blockersLeftToJson(*stack.current(), profile, context.listLimit())}};
 }
 

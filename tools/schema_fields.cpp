@@ -19,6 +19,14 @@ json inputsField() {
            "replacing the model card's inputs. Needed when the archive has no card."}};
 }
 
+json profileField() {
+  return {{"type", "string"},
+          {"default", "spyre-2026"},
+          {"description",
+           "Device profile: a shipped name (spyre-2026, spyre-2025, spyre-2026-clean, "
+           "spyre-2025-clean) or a path to a profile JSON."}};
+}
+
 json modulesField(const char* description) {
   return {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", description}};
 }

@@ -8,5 +8,6 @@ namespace stickler {
 nlohmann::json modelField();   // "model": the archive path
 nlohmann::json inputsField();  // "inputs": --input specs replacing the card's
 nlohmann::json modulesField(const char* description);  // "modules": a device placement
+nlohmann::json profileField();  // "profile": a shipped profile name or a profile file
 
 }  // namespace stickler

@@ -12,15 +12,6 @@ using torch::jit::Node;
 using torch::jit::Value;
 namespace prim = torch::jit::prim;
 
-std::optional<c10::IValue> attributeValue(const Value* value, const Value* self,
-                                          const c10::IValue& self_value) {
-  if (value == self) return self_value;
-  if (value->node()->kind() != prim::GetAttr) return std::nullopt;
-  auto owner = attributeValue(value->node()->input(), self, self_value);
-  if (!owner || !owner->isObject()) return std::nullopt;
-  return owner->toObject()->getAttr(value->node()->s(torch::jit::attr::name));
-}
-
 // Every attribute read that yields a value (not a submodule) becomes a constant, so that the
 // forward no longer reads `self`.
 void attributesToConstants(torch::jit::Graph& graph, const c10::IValue& self_value) {
@@ -30,7 +21,7 @@ void attributesToConstants(torch::jit::Graph& graph, const c10::IValue& self_val
     if (node->kind() == prim::GetAttr) reads.push_back(const_cast<Node*>(node));
   }
   for (Node* read : reads) {
-    auto value = attributeValue(read->output(), self, self_value);
+    auto value = resolveAttribute(read->output(), self, self_value);
     if (!value || value->isObject()) continue;
     if (value->isTensor()) value = c10::IValue(value->toTensor().detach());
     torch::jit::WithInsertPoint insert_point(read);

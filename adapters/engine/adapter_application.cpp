@@ -17,6 +17,15 @@ std::string transformLocation(const AdapterFile& adapter) {
 
 }  // namespace
 
+void validateAdapter(const AdapterFile& adapter) {
+  if (adapter.transform) {
+    nlohmann::json arguments = adapter.transform->arguments;
+    resolveTransform(adapter.transform->name, arguments, transformLocation(adapter));
+  } else {
+    compileRewrite(adapter);
+  }
+}
+
 std::string adaptedIdentity(const std::string& base_identity, const std::string& adapter_name) {
   return sha256Bytes(base_identity + "+" + adapter_name);
 }

@@ -34,6 +34,10 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
                                 std::shared_ptr<const LoadedModel> model,
                                 const DeviceProfile& profile, bool check_equivalence = true);
 
+// Compiles a rewrite's functions, or checks a transform's name and arguments, as applying it
+// would: UserError "path:line:column: message" when it could never apply. Needs no model.
+void validateAdapter(const AdapterFile& adapter);
+
 // The identity of an adapted model: the base archive's hash extended by the adapters' names.
 std::string adaptedIdentity(const std::string& base_identity, const std::string& adapter_name);
 

@@ -1,7 +1,5 @@
 #include "adapters/engine/adapter_catalog.h"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "simulator/faults/fault_rule.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -55,6 +54,7 @@ std::vector<CatalogEntry> mergeCatalogs(std::vector<CatalogEntry> base,
   for (auto& entry : base) merged[entry.name] = std::move(entry);
   for (auto& entry : overrides) merged[entry.name] = std::move(entry);
   std::vector<CatalogEntry> result;
+  result.reserve(merged.size());
   for (auto& [name, entry] : merged) result.push_back(std::move(entry));
   return result;
 }
@@ -73,8 +73,7 @@ const CatalogEntry& findCatalogEntry(const std::vector<CatalogEntry>& catalog,
 bool adapterTargetsModel(const AdapterMetadata& metadata, const std::string& family,
                          const std::string& model_name) {
   for (const auto& pattern : metadata.models) {
-    if (fnmatch(pattern.c_str(), family.c_str(), 0) == 0) return true;
-    if (fnmatch(pattern.c_str(), model_name.c_str(), 0) == 0) return true;
+    if (globMatch(pattern, family) || globMatch(pattern, model_name)) return true;
   }
   return false;
 }

@@ -15,6 +15,12 @@ bool AdapterStack::contains(const std::string& name) const {
   return false;
 }
 
+std::vector<std::string> AdapterStack::names() const {
+  std::vector<std::string> names;
+  for (const auto& application : applied_) names.push_back(application.adapter.metadata.name);
+  return names;
+}
+
 void AdapterStack::push(AdapterApplication application) {
   applied_.push_back(std::move(application));
 }
@@ -50,15 +56,10 @@ AdapterApplication AdapterStack::revert(const std::string& name, const DevicePro
 }
 
 AdapterStack& AdapterStacks::stackFor(const std::string& key,
-                                      std::shared_ptr<const LoadedModel> original) {
+                                      const std::shared_ptr<const LoadedModel>& original) {
   auto& slot = stacks_[key];
   if (!slot || slot->original() != original) slot = std::make_unique<AdapterStack>(original);
   return *slot;
-}
-
-AdapterStack* AdapterStacks::find(const std::string& key) {
-  auto it = stacks_.find(key);
-  return it == stacks_.end() ? nullptr : it->second.get();
 }
 
 }  // namespace stickler

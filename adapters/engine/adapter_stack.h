@@ -22,6 +22,7 @@ class AdapterStack {
   std::shared_ptr<const LoadedModel> current() const;
   const std::vector<AdapterApplication>& applied() const { return applied_; }
   bool contains(const std::string& name) const;
+  std::vector<std::string> names() const;  // of the applied adapters, in order
 
   // Pushes an accepted application made on current().
   void push(AdapterApplication application);
@@ -41,8 +42,8 @@ class AdapterStacks {
  public:
   // The stack for the model, created on `original` when there is none (or when the model
   // file changed: `original` is then another object than the stack's).
-  AdapterStack& stackFor(const std::string& key, std::shared_ptr<const LoadedModel> original);
-  AdapterStack* find(const std::string& key);
+  AdapterStack& stackFor(const std::string& key,
+                         const std::shared_ptr<const LoadedModel>& original);
   std::mutex& mutex() { return mutex_; }
 
  private:

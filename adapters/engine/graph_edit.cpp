@@ -38,20 +38,7 @@ std::optional<ValueDesc> GraphEdit::describe(const Value* value) const {
 
 std::optional<c10::IValue> GraphEdit::constantOrWeight(const Value* value) const {
   if (auto constant = torch::jit::toIValue(value)) return constant;
-  const Node* producer = value->node();
-  if (producer->kind() != torch::jit::prim::GetAttr) return std::nullopt;
-  const Value* owner_value = producer->input();
-  std::optional<c10::IValue> owner;
-  if (owner_value == graph_->inputs().at(0)) {
-    owner = c10::IValue(model_.module._ivalue());
-  } else {
-    owner = constantOrWeight(owner_value);
-  }
-  if (!owner || !owner->isObject()) return std::nullopt;
-  const auto& object = owner->toObject();
-  const std::string name = producer->s(torch::jit::attr::name);
-  if (!object->type()->hasAttribute(name)) return std::nullopt;
-  return object->getAttr(name);
+  return resolveAttribute(value, graph_->inputs().at(0), c10::IValue(model_.module._ivalue()));
 }
 
 void GraphEdit::noteAdded(const Node* node) {
@@ -93,12 +80,6 @@ void giveEachUseItsOwnConstant(torch::jit::Graph& graph) {
       uses[i].user->replaceInput(uses[i].offset, copy->output());
     }
   }
-}
-
-std::vector<int64_t> recordedShape(const GraphEdit& edit, const Value* value) {
-  auto desc = edit.describe(value);
-  if (!desc || desc->kind != "Tensor") return {};
-  return desc->shape;
 }
 
 }  // namespace stickler

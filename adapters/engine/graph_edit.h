@@ -27,13 +27,13 @@ class GraphEdit {
   // The value itself when it is a constant or a chain of attributes from `self` (a weight).
   std::optional<c10::IValue> constantOrWeight(const torch::jit::Value* value) const;
 
-  // Inserts nothing; marks `nodes` (just inserted, in the scope and source range of `anchor`)
-  // as added. New nodes take the anchor's module scope so they keep their module path.
+  // Records a node the edit inserted (in the scope of the nodes it replaces, so that it keeps
+  // their module path) as added.
   void noteAdded(const torch::jit::Node* node);
   // Destroys `node` (its outputs must be unused) and records it as removed.
   void destroy(torch::jit::Node* node);
-  // Destroys the producers of `values` that no longer have uses, transitively (constants and
-  // attribute reads an edit left dangling).
+  // Destroys `node` when nothing reads it and it has no side effects, then its producers the
+  // same way: the constants and attribute reads an edit left dangling.
   void destroyIfUnused(torch::jit::Node* node);
 
   GraphChange& change() { return change_; }
@@ -50,8 +50,5 @@ class GraphEdit {
 // constant twice would match only graphs that share it the same way. Giving each use a
 // constant of its own, in pattern and graph alike, makes matching depend on values only.
 void giveEachUseItsOwnConstant(torch::jit::Graph& graph);
-
-// Tensor shape of a value on the example inputs, or empty.
-std::vector<int64_t> recordedShape(const GraphEdit& edit, const torch::jit::Value* value);
 
 }  // namespace stickler

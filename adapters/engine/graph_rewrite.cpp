@@ -5,6 +5,7 @@
 
 #include <torch/csrc/jit/ir/subgraph_matcher.h>
 
+#include "simulator/graph/example_inputs.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -22,11 +23,8 @@ std::optional<c10::IValue> conditionArgument(const GraphEdit& edit, const Value*
   if (desc->kind == "Tensor") {
     auto weight = edit.constantOrWeight(value);
     if (weight && weight->isTensor()) return weight;
-    c10::ScalarType type = c10::kFloat;
-    for (auto candidate : {c10::kFloat, c10::kHalf, c10::kBFloat16, c10::kDouble, c10::kLong,
-                           c10::kInt, c10::kShort, c10::kChar, c10::kByte, c10::kBool}) {
-      if (dtypeName(candidate) == desc->dtype) type = candidate;
-    }
+    const auto dtype = dtypeFromName(desc->dtype);
+    const c10::ScalarType type = dtype ? toScalarType(*dtype) : c10::kFloat;
     return at::empty(desc->shape, at::TensorOptions().dtype(type).device(at::kMeta));
   }
   if (desc->kind == "int") return c10::IValue(static_cast<int64_t>(std::stoll(desc->value)));
@@ -132,7 +130,6 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
     for (Node* constant : constants) {
       if (!constant->output()->hasUses()) constant->destroy();
     }
-    ++count.matches;
     ++edit.change().rewrites;
   }
   return count;

@@ -9,8 +9,7 @@
 namespace stickler {
 
 struct RewriteCount {
-  int matches = 0;
-  int refused_by_condition = 0;
+  int refused_by_condition = 0;  // the rewrites made are counted in the edit's change
 };
 
 RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,

@@ -69,14 +69,6 @@ std::shared_ptr<torch::jit::Graph> graphOf(torch::jit::CompilationUnit& unit,
   return graph;
 }
 
-void requireOneOutput(const torch::jit::Graph& graph, const AdapterFile& file,
-                      const AdapterFunction& function) {
-  if (graph.outputs().size() != 1) {
-    throw UserError(file.path + ":" + std::to_string(function.position.line) +
-                    ":1: " + function.name + " must return one value");
-  }
-}
-
 }  // namespace
 
 CompiledRewrite compileRewrite(const AdapterFile& file) {
@@ -92,8 +84,6 @@ CompiledRewrite compileRewrite(const AdapterFile& file) {
   compiled.pattern = graphOf(*compiled.unit, "pattern");
   giveEachUseItsOwnConstant(*compiled.pattern);
   compiled.replacement = graphOf(*compiled.unit, "replacement");
-  requireOneOutput(*compiled.pattern, file, *file.pattern);
-  requireOneOutput(*compiled.replacement, file, *file.replacement);
   if (compiled.pattern->nodes().begin() == compiled.pattern->nodes().end()) {
     throw UserError(file.path + ":" + std::to_string(file.pattern->position.line) +
                     ":1: the pattern has no operation to match");

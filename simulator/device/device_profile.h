@@ -64,8 +64,10 @@ struct DeviceProfile {
   std::vector<FaultRule> faults;
 
   const OpEntry& entryFor(const std::string& op) const;
+  // The device's formats are 16-bit (DL16, fp16, bf16).
+  static constexpr int64_t kBytesPerValue = 2;
   // Values of the device's 16-bit format in one stick (64 for 128-byte sticks).
-  int64_t stickElements() const { return device.stick_bytes / 2; }
+  int64_t stickElements() const { return device.stick_bytes / kBytesPerValue; }
 };
 
 // The directory of shipped profiles: $STICKLER_PROFILE_DIR, else simulator/profiles.

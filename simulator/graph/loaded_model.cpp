@@ -95,16 +95,6 @@ void checkCardAgainstSignature(const ModelCard& card, const c10::FunctionSchema&
   }
 }
 
-// Follows a chain of prim::GetAttr from `self` to the attribute it reads.
-std::optional<c10::IValue> resolveAttribute(const Value* value, const Value* self,
-                                            const c10::IValue& self_value) {
-  if (value == self) return self_value;
-  if (value->node()->kind() != prim::GetAttr) return std::nullopt;
-  auto owner = resolveAttribute(value->node()->input(), self, self_value);
-  if (!owner || !owner->isObject()) return std::nullopt;
-  return owner->toObject()->getAttr(value->node()->s(attr::name));
-}
-
 // For integer inputs without a declared kind: the vocabulary of an embedding they index.
 std::optional<int64_t> vocabularyIndexedBy(const torch::jit::Graph& graph, const Value* input,
                                            const c10::IValue& self_value) {
@@ -189,6 +179,17 @@ void runAndRecord(LoadedModel& model) {
 }
 
 }  // namespace
+
+std::optional<c10::IValue> resolveAttribute(const Value* value, const Value* self,
+                                            const c10::IValue& self_value) {
+  if (value == self) return self_value;
+  if (value->node()->kind() != prim::GetAttr) return std::nullopt;
+  auto owner = resolveAttribute(value->node()->input(), self, self_value);
+  if (!owner || !owner->isObject()) return std::nullopt;
+  const std::string name = value->node()->s(attr::name);
+  if (!owner->toObject()->type()->hasAttribute(name)) return std::nullopt;
+  return owner->toObject()->getAttr(name);
+}
 
 std::string dtypeName(c10::ScalarType type) {
   switch (type) {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -63,6 +64,12 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
 
 // LoadOptions from --input flags (name:shape:dtype[:kind]).
 LoadOptions loadOptionsFromFlags(const std::vector<std::string>& input_flags);
+
+// What a chain of prim::GetAttr from `self` reads (a weight, a submodule, a constant
+// attribute), with `self_value` the module; nullopt when `value` is no such chain.
+std::optional<c10::IValue> resolveAttribute(const torch::jit::Value* value,
+                                            const torch::jit::Value* self,
+                                            const c10::IValue& self_value);
 
 ValueDesc describeValue(const c10::IValue& value);
 std::string dtypeName(c10::ScalarType type);

@@ -15,8 +15,6 @@ using torch::jit::Node;
 using torch::jit::Value;
 namespace aten = torch::jit::aten;
 
-constexpr int64_t kBytesPerValue = 2;  // the device's 16-bit formats
-
 at::Tensor withZeroRows(const at::Tensor& tensor, int64_t rows) {
   std::vector<int64_t> shape = tensor.sizes().vec();
   shape[0] = rows - tensor.size(0);
@@ -69,8 +67,8 @@ void padLinear(GraphEdit& edit, Node* linear, const LinearWeights& weights, int6
 
 int64_t paddedOutputSize(int64_t outputs, int64_t inputs, const DeviceProfile& profile) {
   const int64_t stick = profile.stickElements();
-  const int64_t sticks =
-      sticksThatFitSpan(outputs, inputs, stick, kBytesPerValue, profile.device.core_span_bytes);
+  const int64_t sticks = sticksThatFitSpan(outputs, inputs, stick, DeviceProfile::kBytesPerValue,
+                                           profile.device.core_span_bytes);
   return sticks * stick;
 }
 

@@ -11,7 +11,7 @@ using torch::jit::Node;
 
 namespace {
 
-constexpr int64_t kBytesPerValue = 2;  // the device's 16-bit formats
+constexpr int64_t kBytesPerValue = DeviceProfile::kBytesPerValue;
 
 int64_t roundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
