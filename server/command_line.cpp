@@ -138,8 +138,17 @@ int runCommandLine(const std::vector<std::string>& arguments) {
   CLI::App app{"Stickler: bring neural-network models onto the Spyre accelerator", "stickler"};
   app.require_subcommand(1);
   std::vector<std::unique_ptr<SubcommandInput>> inputs;
+  std::vector<CLI::App*> commands;  // inputs[i]'s command
   for (const auto& operation : operationTable()) {
-    CLI::App* command = app.add_subcommand(operation.cli.command, operation.description);
+    // "adapters stale" is the subcommand "stale" of the operation whose command is "adapters".
+    CLI::App* parent = &app;
+    std::string name = operation.cli.command;
+    if (const size_t space = name.find(' '); space != std::string::npos) {
+      parent = app.get_subcommand(name.substr(0, space));
+      name = name.substr(space + 1);
+    }
+    CLI::App* command = parent->add_subcommand(name, operation.description);
+    commands.push_back(command);
     inputs.push_back(std::make_unique<SubcommandInput>(*command, operation));
   }
 
@@ -188,9 +197,11 @@ int runCommandLine(const std::vector<std::string>& arguments) {
       return kExitBadInput;
     }
   }
-  for (const auto& input : inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const SubcommandInput* input = inputs[i].get();
     const Operation& operation = input->operation();
-    if (!app.got_subcommand(operation.cli.command)) continue;
+    // The innermost command given runs: `adapters stale` is not `adapters`.
+    if (!commands[i]->parsed() || !commands[i]->get_subcommands().empty()) continue;
     try {
       OperationContext context;  // paths as given, nothing kept between runs
       const json output = operation.run(input->toJson(), context);

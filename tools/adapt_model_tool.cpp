@@ -21,29 +21,22 @@ json run(const json& input, OperationContext& context) {
   const DeviceProfile profile = loadProfile(profile_name);
   const std::vector<std::string> input_flags = optionalStrings(input, "inputs");
   const auto catalog = adapterCatalog(context);
-  json applied = json::array();
-  json skipped = json::array();
+  StackingResult stacking;
   json report;
   {
     ModelAdapters adapters(context, model_path, input_flags);
     AdapterStack& stack = adapters.stack();
     const LoadedModel& original = *stack.original();
+    std::vector<const CatalogEntry*> meant;
     for (const CatalogEntry& entry : catalog) {
-      if (!entry.file || stack.contains(entry.name)) continue;
+      if (!entry.file) continue;
       const AdapterMetadata& metadata = entry.file->metadata;
-      if (!adapterTargetsProfile(metadata, {profile.name})) continue;
-      if (!adapterTargetsModel(metadata, original.card.family, original.card.name)) continue;
-      AdapterApplication application = applyAdapter(*entry.file, stack.current(), profile);
-      if (!application.changed()) continue;
-      if (!application.accepted()) {
-        skipped.push_back({{"adapter", entry.name},
-                           {"reason", "refused by the equivalence check"},
-                           {"equivalence", equivalenceToJson(application.equivalence)}});
-        continue;
+      if (adapterTargetsProfile(metadata, {profile.name}) &&
+          adapterTargetsModel(metadata, original.card.family, original.card.name)) {
+        meant.push_back(&entry);
       }
-      applied.push_back(applicationToJson(application, context.listLimit()));
-      stack.push(std::move(application));
     }
+    stacking = applyInOrder(stack, meant, profile, context.listLimit());
     adapters.publish();
     RunRequest request;
     request.model = model_path;
@@ -69,7 +62,7 @@ json run(const json& input, OperationContext& context) {
     }
   }
   report["schema"] = "stickler.adapt_run";
-  report["adapters"] = {{"applied", applied}, {"refused", skipped}};
+  report["adapters"] = {{"applied", stacking.applied}, {"refused", stacking.skipped}};
   return report;
 }
 

@@ -70,6 +70,31 @@ std::string equivalenceText(const EquivalenceResult& result) {
   return std::to_string(result.max_ulps) + " ULPs (bound " + std::to_string(result.bound) + ")";
 }
 
+StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
+                            const DeviceProfile& profile, size_t limit) {
+  StackingResult result;
+  for (const CatalogEntry* entry : entries) {
+    if (!entry->file || stack.contains(entry->name)) continue;
+    AdapterApplication application;
+    try {
+      application = applyAdapter(*entry->file, stack.current(), profile);
+    } catch (const UserError& e) {  // cannot apply to this model: the others still may
+      result.skipped.push_back({{"adapter", entry->name}, {"reason", e.what()}});
+      continue;
+    }
+    if (!application.changed()) continue;
+    if (!application.accepted()) {
+      result.skipped.push_back({{"adapter", entry->name},
+                                {"reason", "refused by the equivalence check"},
+                                {"equivalence", equivalenceToJson(application.equivalence)}});
+      continue;
+    }
+    result.applied.push_back(applicationToJson(application, limit));
+    stack.push(std::move(application));
+  }
+  return result;
+}
+
 json applicationToJson(const AdapterApplication& application, size_t limit) {
   json result = {{"adapter", application.adapter.metadata.name},
                  {"path", application.adapter.path},

@@ -54,6 +54,16 @@ std::string recordEvidence(OperationContext& context, const std::string& adapter
 // "bitwise equal" or "3 ULPs (bound 4)", for messages and evidence.
 std::string equivalenceText(const EquivalenceResult& result);
 
+// Applies `entries` in order on top of `stack`: those that change the model and pass their
+// equivalence check are pushed; the rest (refused, or unable to apply to this model) are
+// listed in `skipped` with the reason. Entries that match nothing are passed over silently.
+struct StackingResult {
+  nlohmann::json applied = nlohmann::json::array();
+  nlohmann::json skipped = nlohmann::json::array();
+};
+StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
+                            const DeviceProfile& profile, size_t limit);
+
 nlohmann::json applicationToJson(const AdapterApplication& application, size_t limit);
 // {"total": N, "by_rule": {...}, "blockers": [{rule, op, module, count}...]}
 nlohmann::json blockersLeftToJson(const LoadedModel& model, const DeviceProfile& profile,

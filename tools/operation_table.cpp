@@ -5,12 +5,24 @@
 namespace stickler {
 
 const std::vector<Operation>& operationTable() {
+  // One per line, in the order front-ends list them.
+  // clang-format off
   static const std::vector<Operation> table = {
-      makeInspectModelOperation(), makeCheckSupportOperation(),  makeRunModelOperation(),
-      makeListProfilesOperation(), makeListAdaptersOperation(),  makeMatchAdaptersOperation(),
-      makeApplyAdapterOperation(), makeRevertAdapterOperation(), makeShowAppliedOperation(),
-      makeDraftAdapterOperation(), makeAdaptModelOperation(),    makeInitWorkspaceOperation(),
+      makeInspectModelOperation(),
+      makeCheckSupportOperation(),
+      makeRunModelOperation(),
+      makeListProfilesOperation(),
+      makeListAdaptersOperation(),
+      makeMatchAdaptersOperation(),
+      makeApplyAdapterOperation(),
+      makeRevertAdapterOperation(),
+      makeShowAppliedOperation(),
+      makeDraftAdapterOperation(),
+      makeAdaptModelOperation(),
+      makeInitWorkspaceOperation(),
+      makeStaleAdaptersOperation(),
   };
+  // clang-format on
   return table;
 }
 

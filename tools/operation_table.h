@@ -39,5 +39,6 @@ Operation makeShowAppliedOperation();
 Operation makeDraftAdapterOperation();
 Operation makeAdaptModelOperation();
 Operation makeInitWorkspaceOperation();
+Operation makeStaleAdaptersOperation();
 
 }  // namespace stickler

@@ -16,7 +16,10 @@ struct EquivalenceResult {
   int inputs_checked = 0;  // input sets: the example inputs and more drawn from other seeds
   int outputs_compared = 0;
   bool bitwise = true;
-  int64_t max_ulps = 0;  // the largest distance seen, over every element of every output
+  // The largest distance seen, over every element of every output, in ULPs of float32: of the
+  // element itself, or of the output's largest magnitude when that is fewer (see
+  // docs/adapter-format.md).
+  int64_t max_ulps = 0;
   double max_abs_error = 0;
   int64_t bound = 0;  // the adapter's max_ulps
   bool within_bound = true;

@@ -3,6 +3,8 @@
 // after; the adapted archive runs with `stickler run`.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_runner.h"
@@ -41,9 +43,10 @@ TEST_P(AdaptFamily, FailsBeforeAndPassesAfter) {
 INSTANTIATE_TEST_SUITE_P(
     Zoo, AdaptFamily,
     ::testing::Values(FamilyCase{"bert-tiny", true}, FamilyCase{"gpt2-tiny", true},
-                      FamilyCase{"mpnet-tiny", true}, FamilyCase{"qwen2-hd128", true},
-                      FamilyCase{"t5-encoder-tiny", true}, FamilyCase{"vit-tiny", false},
-                      FamilyCase{"xlm-roberta-tiny", true}),
+                      FamilyCase{"llama-tiny", true}, FamilyCase{"llama-hd64", true},
+                      FamilyCase{"mixtral-tiny", true}, FamilyCase{"mpnet-tiny", true},
+                      FamilyCase{"qwen2-hd128", true}, FamilyCase{"t5-encoder-tiny", true},
+                      FamilyCase{"vit-tiny", false}, FamilyCase{"xlm-roberta-tiny", true}),
     [](const auto& info) { return testing::testName(info.param.model); });
 
 TEST(AdaptCli, SavesAnArchiveThatRunPasses) {
@@ -75,6 +78,30 @@ TEST(AdaptCli, ApplyReportsTheChangeAndMatchNamesBlockers) {
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("no adapter named 'no-such-adapter'"), std::string::npos)
       << missing.err;
+}
+
+TEST(AdaptCli, StaleAdaptersComeWithTheirProof) {
+  const Result r = stickler({"adapters", "stale", "--profile", "spyre-2026", "--model",
+                             zooPath("gpt2-tiny.pt"), zooPath("qwen2-hd128.pt"), "--json"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& adapter : report["adapters"]) by_name[adapter["name"]] = adapter;
+  // spyre-2026 lowers aten::pow: both pow rewrites are scaffolding it no longer needs.
+  ASSERT_TRUE(by_name.count("pow-cube-as-mul")) << r.out;
+  EXPECT_TRUE(by_name["pow-cube-as-mul"]["stale"].get<bool>());
+  EXPECT_EQ(by_name["pow-cube-as-mul"]["proof"][0]["without_it"], "pass");
+  EXPECT_TRUE(by_name["pow-square-as-mul"]["stale"].get<bool>());
+  // GPT-2's vocabulary is still not a whole number of sticks.
+  EXPECT_FALSE(by_name["pad-lm-head-vocabulary"]["stale"].get<bool>());
+  EXPECT_EQ(by_name["pad-lm-head-vocabulary"]["proof"][0]["without_it"], "blocked");
+
+  const Result older = stickler({"adapters", "stale", "--profile", "spyre-2025-clean", "--model",
+                                 zooPath("qwen2-hd128.pt"), "--json"});
+  ASSERT_EQ(older.status, 0) << older.err;
+  const auto older_report = nlohmann::json::parse(older.out);
+  EXPECT_TRUE(older_report["stale"].empty()) << older.out;  // the 2025 stack needs them all
+  EXPECT_EQ(stickler({"adapters", "stale", "--profile", "spyre-2026"}).status, 2);
 }
 
 }  // namespace

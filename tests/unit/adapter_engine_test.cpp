@@ -17,6 +17,7 @@
 #include "adapters/engine/transforms/builtin_transform.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/loaded_model.h"
+#include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
 #include "tests/unit/zoo.h"
 #include "tools/operation_table.h"
@@ -154,6 +155,47 @@ TEST(AdapterEngine, VocabularyPaddingFollowsThePerCoreSpanRule) {
   // The logits keep their size: the padding is sliced off.
   EXPECT_TRUE(flattenTensors(application.after->example_outputs)[0].sizes().equals(
       flattenTensors(model->example_outputs)[0].sizes()));
+}
+
+TEST(AdapterEngine, AttentionHeadsArePaddedForRope) {
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  const auto model = load("llama-tiny");  // head_dim 32: rotate_half splits inside a stick
+  ASSERT_GT(blockersWithRule(*model, profile, "rope-head-dim"), 0);
+  const auto application = applyAdapter(shipped("pad-attention-heads"), model, profile);
+  ASSERT_TRUE(application.accepted()) << application.equivalence.problem;
+  EXPECT_EQ(application.change.rewrites, 2);  // one per decoder layer
+  EXPECT_EQ(blockersWithRule(*application.after, profile, "rope-head-dim"), 0);
+  // Reordered sums with zero terms: a few ULPs at the outputs' scale, not bitwise.
+  EXPECT_FALSE(application.equivalence.bitwise);
+  EXPECT_LE(application.equivalence.max_ulps, 16);
+  // Heads of 128 now: the query projections have 4 x 128 outputs, not 4 x 32.
+  int projections = 0;
+  for (const auto* node : allNodes(*application.after->graph)) {
+    if (node->kind() != torch::jit::aten::linear) continue;
+    const std::string module = modulePathOf(*node);
+    if (module.size() < 6 || module.substr(module.size() - 6) != "q_proj") continue;
+    EXPECT_EQ(application.after->records.at(node).inputs.at(1).shape.at(0), 4 * 128) << module;
+    ++projections;
+  }
+  EXPECT_EQ(projections, 2);  // the query projections of both layers
+}
+
+TEST(AdapterEngine, AHeadSizeThatCannotHoldTheHeadIsRefused) {
+  const std::string text = R"(name = "pad-heads"
+gap = "g"
+why = "w"
+models = ["*"]
+profiles = ["spyre-2026"]
+remove_when = "r"
+transform = pad_attention_heads(module="*.self_attn", head_dim=96)
+)";
+  try {
+    applyAdapter(parseAdapterFile(text, "pad-heads.py"), load("llama-tiny"),
+                 loadProfile("spyre-2026"));
+    FAIL() << "head_dim 96 (a stick and a half per half) was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("multiple of two sticks"), std::string::npos) << e.what();
+  }
 }
 
 TEST(AdapterEngine, TransformArgumentsAreChecked) {

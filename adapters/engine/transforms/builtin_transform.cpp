@@ -14,6 +14,19 @@ const std::vector<BuiltinTransform>& builtinTransforms() {
          "module paths to pad (fnmatch pattern, e.g. lm_head or *.gate)"},
         {"dim", "string", "out", "the weight dimension to pad: out (the only one so far)"}},
        &padToSticks},
+      {"pad_attention_heads",
+       "Zero-pads the heads of the matching attention modules to head_dim (0: the smallest whose "
+       "half fills whole sticks, which RoPE as a matmul needs): query and key heads get zeros "
+       "after each half, the rotary frequencies zero entries, value heads zeros at the end and "
+       "the output projection zero columns, so scores and outputs are the same sums.",
+       {{"module", "string", nullptr, "attention module paths (fnmatch, e.g. *.self_attn)"},
+        {"q", "string", "q_proj", "the query projection's child name"},
+        {"k", "string", "k_proj", "the key projection's child name"},
+        {"v", "string", "v_proj", "the value projection's child name"},
+        {"o", "string", "o_proj", "the output projection's child name"},
+        {"rotary", "string", "rotary_emb.inv_freq", "the rotary frequencies, head_dim/2 values"},
+        {"head_dim", "integer", 0, "the padded head size; 0 picks the smallest that fits"}},
+       &padAttentionHeads},
   };
   return transforms;
 }

@@ -1,0 +1,150 @@
+// stale_adapters: adapters are scaffolding; this says which ones a profile no longer needs,
+// with the proof: each model the adapter changes still passes end to end without it.
+#include <set>
+
+#include "simulator/device/device_profile.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/run/run_model.h"
+#include "simulator/support/errors.h"
+#include "tools/adapter_support.h"
+#include "tools/operation_table.h"
+#include "tools/schema_fields.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+// The model with `entries` applied (those that change it and pass their check), run end to end
+// on the profile. Returns the verdict; `applied` gets the adapters that were applied.
+std::string verdictWith(ModelCache& cache, const std::string& path,
+                        const std::shared_ptr<const LoadedModel>& original,
+                        const std::vector<const CatalogEntry*>& entries,
+                        const DeviceProfile& profile, const std::string& profile_name,
+                        OperationContext& context, std::vector<std::string>* applied = nullptr) {
+  AdapterStack stack(original);
+  applyInOrder(stack, entries, profile, 0);
+  cache.setAdapted(path, {}, original, stack.applied().empty() ? nullptr : stack.current());
+  RunRequest request;
+  request.model = path;
+  request.backend = "spyre-sim:" + profile_name;
+  const json report = runModel(request, context.task(), &cache);
+  if (applied != nullptr) *applied = stack.names();
+  return report.value("verdict", "");
+}
+
+json run(const json& input, OperationContext& context) {
+  const std::string profile_name = resolveProfile(requireString(input, "profile"), context);
+  const DeviceProfile profile = loadProfile(profile_name);
+  const std::vector<std::string> models = optionalStrings(input, "models");
+  if (models.empty()) throw UserError("give at least one model to prove on (models)");
+  const auto catalog = adapterCatalog(context);
+
+  std::map<std::string, json> proofs;  // adapter -> [{model, with, without}]
+  for (const std::string& given : models) {
+    const std::string path = context.resolvePath(given);
+    ModelCache cache;
+    const auto original = cache.original(path, {});
+    std::vector<const CatalogEntry*> meant;
+    for (const CatalogEntry& entry : catalog) {
+      if (entry.file &&
+          adapterTargetsModel(entry.file->metadata, original->card.family, original->card.name)) {
+        meant.push_back(&entry);
+      }
+    }
+    std::vector<std::string> applied;
+    const std::string with =
+        verdictWith(cache, path, original, meant, profile, profile_name, context, &applied);
+    for (const std::string& name : applied) {
+      std::vector<const CatalogEntry*> others;
+      for (const CatalogEntry* entry : meant) {
+        if (entry->name != name) others.push_back(entry);
+      }
+      const std::string without =
+          verdictWith(cache, path, original, others, profile, profile_name, context);
+      proofs[name].push_back({{"model", original->card.name},
+                              {"path", path},
+                              {"with_all_adapters", with},
+                              {"without_it", without}});
+    }
+  }
+
+  json adapters = json::array();
+  json stale = json::array();
+  json untested = json::array();
+  for (const CatalogEntry& entry : catalog) {
+    if (!entry.file) continue;
+    auto proof = proofs.find(entry.name);
+    if (proof == proofs.end()) {
+      untested.push_back(entry.name);
+      continue;
+    }
+    bool needed = false;
+    for (const auto& item : proof->second) needed = needed || item["without_it"] != "pass";
+    if (!needed) stale.push_back(entry.name);
+    adapters.push_back(
+        {{"name", entry.name},
+         {"stale", !needed},
+         {"listed_for_profile", adapterTargetsProfile(entry.file->metadata, {profile.name})},
+         {"remove_when", entry.file->metadata.remove_when},
+         {"proof", proof->second}});
+  }
+  return {{"schema", "stickler.stale"}, {"version", 1},   {"profile", profile.name},
+          {"adapters", adapters},       {"stale", stale}, {"untested", untested}};
+}
+
+std::string renderText(const json& report) {
+  std::string text;
+  for (const auto& adapter : report["adapters"]) {
+    text += adapter["name"].get<std::string>() +
+            (adapter["stale"].get<bool>() ? ": stale on " : ": still needed on ") +
+            report["profile"].get<std::string>() + "\n";
+    for (const auto& proof : adapter["proof"]) {
+      text += "  " + proof["model"].get<std::string>() + ": " +
+              proof["without_it"].get<std::string>() + " without it (" +
+              proof["with_all_adapters"].get<std::string>() + " with)\n";
+    }
+  }
+  if (!report["untested"].empty()) {
+    text += "not applied to any model given:";
+    for (const auto& name : report["untested"]) text += " " + name.get<std::string>();
+    text += "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+Operation makeStaleAdaptersOperation() {
+  Operation operation;
+  operation.name = "stale_adapters";
+  operation.title = "Find stale adapters";
+  operation.description =
+      "Adapters are scaffolding: this lists the ones a device profile no longer needs, with the "
+      "proof. Each model given is adapted with every catalog adapter meant for it and run end "
+      "to end on the profile; then once more without each adapter that applied. An adapter is "
+      "stale when every model it changes still passes without it (e.g. the pow rewrites on "
+      "spyre-2026, which lowers aten::pow). Adapters that change none of the models are listed "
+      "as untested.";
+  json schema = {
+      {"type", "object"}, {"required", {"profile", "models"}}, {"additionalProperties", false}};
+  schema["properties"]["profile"] = profileField();
+  schema["properties"]["models"] = {
+      {"type", "array"},
+      {"items", {{"type", "string"}}},
+      {"description",
+       "Model archives to prove on (e.g. the models the adapters were written for)."}};
+  operation.input_schema = schema;
+  operation.output_schema = {{"type", "object"},
+                             {"properties",
+                              {{"schema", {{"const", "stickler.stale"}}},
+                               {"stale", {{"type", "array"}}},
+                               {"adapters", {{"type", "array"}}}}},
+                             {"required", {"schema", "stale", "adapters"}}};
+  operation.cli = {"adapters stale", {}, {{"models", "model"}}};
+  operation.run = run;
+  operation.render_text = renderText;
+  return operation;
+}
+
+}  // namespace stickler
