@@ -191,6 +191,16 @@ std::optional<c10::IValue> resolveAttribute(const Value* value, const Value* sel
   return owner->toObject()->getAttr(name);
 }
 
+std::string attributePath(const Value* value) {
+  std::string path;
+  for (const Node* node = value->node(); node->kind() == prim::GetAttr;
+       node = node->input()->node()) {
+    const std::string name = node->s(attr::name);
+    path = path.empty() ? name : name + "." + path;
+  }
+  return path;
+}
+
 std::string dtypeName(c10::ScalarType type) {
   switch (type) {
     case c10::kFloat:

@@ -71,6 +71,10 @@ std::optional<c10::IValue> resolveAttribute(const torch::jit::Value* value,
                                             const torch::jit::Value* self,
                                             const c10::IValue& self_value);
 
+// The dotted path of the chain of prim::GetAttr that reads `value` ("model.layers.0.q_proj.
+// weight"); "" when no attribute read produces it.
+std::string attributePath(const torch::jit::Value* value);
+
 ValueDesc describeValue(const c10::IValue& value);
 std::string dtypeName(c10::ScalarType type);
 

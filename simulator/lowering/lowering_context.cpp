@@ -67,17 +67,7 @@ bool LoweringContext::isWeight(const Value* value) const {
 }
 
 std::string LoweringContext::weightName(const Value* value) const {
-  std::vector<std::string> parts;  // innermost attribute first
-  for (const Node* node = value->node(); node->kind() == prim::GetAttr;
-       node = node->input()->node()) {
-    parts.push_back(node->s(attr::name));
-  }
-  std::string name;
-  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
-    if (!name.empty()) name += '.';
-    name += *it;
-  }
-  return name;
+  return attributePath(value);
 }
 
 std::optional<int64_t> LoweringContext::intInput(const Node& node, size_t index) const {

@@ -205,7 +205,9 @@ TEST(LoweringPlan, FallbacksAreCountedWithTheirTransfers) {
   EXPECT_GT(llama.result.transfer_seconds, 0.0);
   // sin and cos run on the host and hand their tables back to the device.
   for (const auto& fallback : llama.result.fallbacks) {
-    if (fallback.node->kind() == torch::jit::aten::sin) EXPECT_GT(fallback.bytes_to_device, 0);
+    if (fallback.node->kind() == torch::jit::aten::sin) {
+      EXPECT_GT(fallback.bytes_to_device, 0);
+    }
   }
 }
 

@@ -18,17 +18,6 @@ using torch::jit::Value;
 namespace aten = torch::jit::aten;
 namespace prim = torch::jit::prim;
 
-// The dotted attribute path a chain of prim::GetAttr from `self` reads.
-std::optional<std::string> attributePath(const Value* value, const Value* self) {
-  std::string path;
-  for (; value != self; value = value->node()->input()) {
-    if (value->node()->kind() != prim::GetAttr) return std::nullopt;
-    const std::string name = value->node()->s(torch::jit::attr::name);
-    path = path.empty() ? name : name + "." + path;
-  }
-  return path;
-}
-
 // [heads * head_dim, ...] -> [heads * padded, ...], zeros after each half of each head.
 at::Tensor padHalves(const at::Tensor& rows, int64_t head_dim, int64_t padded) {
   const at::Tensor values = rows.detach();
@@ -83,22 +72,20 @@ class HeadPadder {
  private:
   // Every weight, bias and rotary table read under a matching attention module.
   void collect() {
-    const Value* self = edit_.graph().inputs().at(0);
     for (const Node* read : allNodes(edit_.graph())) {
       if (read->kind() != prim::GetAttr) continue;
       Node* node = const_cast<Node*>(read);  // allNodes is read-only; this edit owns the graph
-      auto path = attributePath(node->output(), self);
-      if (!path) continue;
+      const std::string path = attributePath(node->output());
       for (const auto& [child, role] : roles_) {
         for (const char* kind : {"weight", "bias"}) {
           const std::string suffix = "." + child + "." + kind;
-          if (endsWith(*path, suffix))
-            note(path->substr(0, path->size() - suffix.size()), role + "." + kind, node->output());
+          if (endsWith(path, suffix))
+            note(path.substr(0, path.size() - suffix.size()), role + "." + kind, node->output());
         }
       }
       const std::string suffix = "." + rotary_;
-      if (endsWith(*path, suffix)) {
-        note(path->substr(0, path->size() - suffix.size()), "rotary", node->output());
+      if (endsWith(path, suffix)) {
+        note(path.substr(0, path.size() - suffix.size()), "rotary", node->output());
       }
     }
   }
