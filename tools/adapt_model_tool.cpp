@@ -37,6 +37,7 @@ json run(const json& input, OperationContext& context) {
       }
     }
     stacking = applyInOrder(stack, meant, profile, context.listLimit());
+    if (input.contains("save")) requireSavable(*stack.current());  // before the run, not after
     adapters.publish();
     RunRequest request;
     request.model = model_path;

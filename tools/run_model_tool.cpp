@@ -115,6 +115,11 @@ std::string renderText(const json& report) {
   std::string out = report["model"].value("name", report["model"]["path"].get<std::string>()) +
                     " on " + report["backend"]["spec"].get<std::string>() + " (" +
                     report["backend"]["format"].get<std::string>() + "): " + upper + "\n";
+  if (report.contains("host_modules")) {
+    out += "On the host (placed by adapters):";
+    for (const auto& module : report["host_modules"]) out += " " + module.get<std::string>();
+    out += "\n";
+  }
   const auto& compile = report.at("compile");
   if (compile.contains("blockers")) out += renderLoweringText(compile);
   if (report.contains("run")) {

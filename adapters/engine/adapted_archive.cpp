@@ -34,8 +34,18 @@ void attributesToConstants(torch::jit::Graph& graph, const c10::IValue& self_val
 
 }  // namespace
 
+void requireSavable(const LoadedModel& model) {
+  if (!model.host_modules.empty()) {
+    throw UserError("cannot save the adapted model: it places modules on the host (" +
+                    model.host_modules.front() +
+                    ", ...), and a TorchScript archive does not keep the module paths of its "
+                    "nodes, so the placement would be lost");
+  }
+}
+
 void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>& adapters,
                         const std::string& out_path) {
+  requireSavable(model);
   torch::NoGradGuard no_grad;
   // A module of its own, with types of its own, whose forward can be replaced.
   torch::jit::Module saved = torch::jit::load(model.path, torch::kCPU);

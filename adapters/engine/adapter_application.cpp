@@ -54,8 +54,10 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
   application.change = edit.change();
   if (!application.changed()) return application;
   edit.graph().lint();
-  application.after = rebuildModel(*model, model->module, edit.takeGraph(),
-                                   adaptedIdentity(model->sha256, adapter.metadata.name));
+  auto after = rebuildModel(*model, model->module, edit.takeGraph(),
+                            adaptedIdentity(model->sha256, adapter.metadata.name));
+  after->host_modules = edit.hostModules();
+  application.after = std::move(after);
   if (check_equivalence) {
     application.equivalence =
         checkEquivalence(*model, *application.after, adapter.metadata.max_ulps);

@@ -45,7 +45,7 @@ std::string summary(const std::vector<BlockerCount>& counts) {
 }  // namespace
 
 std::vector<BlockerCount> countBlockers(const LoadedModel& model, const DeviceProfile& profile) {
-  const Placement placement = makePlacement(model.modules, {}, model.path);
+  const Placement placement = makePlacement(model.modules, {}, model.path, model.host_modules);
   const LoweringResult lowering = lower(model, profile, placement);
   std::map<Key, int> counts;
   for (const Blocker& blocker : lowering.blockers) {

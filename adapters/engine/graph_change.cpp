@@ -24,7 +24,8 @@ nlohmann::json graphChangeToJson(const GraphChange& change, size_t limit) {
           {"nodes_removed", change.removed.size()},
           {"nodes_added", change.added.size()},
           {"removed", countedNodes(change.removed, limit)},
-          {"added", countedNodes(change.added, limit)}};
+          {"added", countedNodes(change.added, limit)},
+          {"placed_on_host", change.placed_on_host}};
 }
 
 }  // namespace stickler

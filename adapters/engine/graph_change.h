@@ -17,7 +17,8 @@ struct ChangedNode {
 struct GraphChange {
   std::vector<ChangedNode> removed;
   std::vector<ChangedNode> added;
-  int rewrites = 0;  // matches rewritten, or places a transform changed
+  std::vector<std::string> placed_on_host;  // modules moved to the host (run_on_host)
+  int rewrites = 0;                         // matches rewritten, or places a transform changed
 
   bool empty() const { return rewrites == 0; }
 };

@@ -7,7 +7,8 @@ namespace stickler {
 using torch::jit::Node;
 using torch::jit::Value;
 
-GraphEdit::GraphEdit(const LoadedModel& model) : model_(model), graph_(model.graph->copy()) {
+GraphEdit::GraphEdit(const LoadedModel& model)
+    : model_(model), graph_(model.graph->copy()), host_modules_(model.host_modules) {
   // Graph::copy keeps the order of nodes, so walking both graphs pairs each copy with its
   // original, whose records say what it saw.
   const auto copies = allNodes(*graph_);

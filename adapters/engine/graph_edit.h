@@ -37,12 +37,15 @@ class GraphEdit {
   void destroyIfUnused(torch::jit::Node* node);
 
   GraphChange& change() { return change_; }
+  // The modules the adapted model keeps on the host: the model's own, and those placed there.
+  std::vector<std::string>& hostModules() { return host_modules_; }
 
  private:
   const LoadedModel& model_;
   std::shared_ptr<torch::jit::Graph> graph_;
   std::unordered_map<const torch::jit::Node*, const torch::jit::Node*> original_;  // copy -> model
   GraphChange change_;
+  std::vector<std::string> host_modules_;
 };
 
 // The subgraph matcher accepts no uses outside a match, constants included: a constant read

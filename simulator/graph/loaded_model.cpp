@@ -345,6 +345,7 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
   model->graph = std::move(graph);
   model->modules = base.modules;
   model->unique_parameters = base.unique_parameters;
+  model->host_modules = base.host_modules;
   model->example_inputs = base.example_inputs;
   runAndRecord(*model);
   return model;

@@ -47,6 +47,8 @@ struct LoadedModel {
   std::shared_ptr<torch::jit::Graph> graph;
   ModuleTable modules;
   int64_t unique_parameters = 0;  // tied weights (lm_head = wte) counted once
+  // Modules an adapter placed on the host: they run on the CPU in every device run.
+  std::vector<std::string> host_modules;
   std::unique_ptr<Interpreter> interpreter;
   std::vector<c10::IValue> example_inputs;
   std::vector<c10::IValue> example_outputs;  // the forward's outputs on the example inputs

@@ -12,16 +12,20 @@ nlohmann::json checkSupport(const CheckSupportRequest& request, const TaskContro
   const auto model = obtainModel(request.model, request.inputs, cache);
   control.checkCancelled();
   control.progress(1, 2, "lowering for " + profile.name);
-  const Placement placement = makePlacement(model->modules, request.device_modules, request.model);
+  const Placement placement =
+      makePlacement(model->modules, request.device_modules, request.model, model->host_modules);
   const LoweringResult result = lower(*model, profile, placement);
   nlohmann::json report = loweringToJson(result, *model, profile);
-  return {{"schema", "stickler.check"},
-          {"version", 1},
-          {"model", {{"path", model->path}, {"sha256", model->sha256}, {"name", model->card.name}}},
-          {"profile", profileSummary(profile)},
-          {"placement", placement.wholeModel() ? nlohmann::json("whole model")
-                                               : nlohmann::json(placement.device_modules)},
-          {"lowering", report}};
+  nlohmann::json check = {
+      {"schema", "stickler.check"},
+      {"version", 1},
+      {"model", {{"path", model->path}, {"sha256", model->sha256}, {"name", model->card.name}}},
+      {"profile", profileSummary(profile)},
+      {"placement", placement.wholeModel() ? nlohmann::json("whole model")
+                                           : nlohmann::json(placement.device_modules)},
+      {"lowering", report}};
+  if (!placement.host_modules.empty()) check["host_modules"] = placement.host_modules;
+  return check;
 }
 
 }  // namespace stickler

@@ -8,12 +8,17 @@
 namespace stickler {
 
 // Which modules run on the device; the rest runs on the CPU reference in the same run.
-// An empty list places the whole model on the device.
+// An empty list places the whole model on the device. Host modules (placed there by an
+// adapter's run_on_host) stay on the CPU whatever the device modules say.
 struct Placement {
   std::vector<std::string> device_modules;
+  std::vector<std::string> host_modules;
 
   bool wholeModel() const { return device_modules.empty(); }
   bool onDevice(const std::string& module_path) const {
+    for (const auto& module : host_modules) {
+      if (isWithin(module_path, module)) return false;
+    }
     if (device_modules.empty()) return true;
     for (const auto& module : device_modules) {
       if (isWithin(module_path, module)) return true;
@@ -25,6 +30,7 @@ struct Placement {
 // The placement of `device_modules` in a model: each must be a module of it (UserError naming
 // the model otherwise).
 Placement makePlacement(const ModuleTable& modules, const std::vector<std::string>& device_modules,
-                        const std::string& model_path);
+                        const std::string& model_path,
+                        const std::vector<std::string>& host_modules = {});
 
 }  // namespace stickler

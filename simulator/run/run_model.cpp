@@ -49,7 +49,8 @@ json runModel(const RunRequest& request, const TaskControl& control, ModelCache*
   control.progress(0, 4, "loading " + request.model);
   const auto model = obtainModel(request.model, request.inputs, cache);
   control.checkCancelled();
-  const Placement placement = makePlacement(model->modules, request.device_modules, request.model);
+  const Placement placement =
+      makePlacement(model->modules, request.device_modules, request.model, model->host_modules);
 
   json report{
       {"schema", "stickler.run"},
@@ -57,6 +58,7 @@ json runModel(const RunRequest& request, const TaskControl& control, ModelCache*
       {"model", {{"path", model->path}, {"sha256", model->sha256}, {"name", model->card.name}}},
       {"backend", backendToJson(*backend)},
       {"placement", placement.wholeModel() ? json("whole model") : json(placement.device_modules)}};
+  if (!placement.host_modules.empty()) report["host_modules"] = placement.host_modules;
 
   control.progress(1, 4, "compiling for " + spec.text);
   const auto compiled = backend->compile(*model, placement);

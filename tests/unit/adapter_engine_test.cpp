@@ -42,6 +42,12 @@ int countOps(const LoadedModel& model, const std::string& op) {
   return count;
 }
 
+std::vector<std::string> opSequence(const LoadedModel& model) {
+  std::vector<std::string> ops;
+  for (const auto* node : allNodes(*model.graph)) ops.push_back(node->kind().toQualString());
+  return ops;
+}
+
 int blockersWithRule(const LoadedModel& model, const DeviceProfile& profile,
                      const std::string& rule) {
   int count = 0;
@@ -196,6 +202,29 @@ transform = pad_attention_heads(module="*.self_attn", head_dim=96)
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("multiple of two sticks"), std::string::npos) << e.what();
   }
+}
+
+TEST(AdapterEngine, ModulesRunOnTheHostWithoutAGraphChange) {
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  const auto model = load("bamba-tiny");
+  const auto application = applyAdapter(shipped("mamba-mixer-on-host"), model, profile);
+  ASSERT_TRUE(application.accepted());
+  EXPECT_TRUE(application.equivalence.bitwise);
+  EXPECT_EQ(application.change.placed_on_host, std::vector<std::string>{"model.layers.0.mamba"});
+  EXPECT_TRUE(application.change.added.empty());
+  EXPECT_EQ(opSequence(*application.after), opSequence(*model));
+  // The mixer's blockers are gone; the attention layer's pow and RoPE blockers are not.
+  EXPECT_EQ(blockersWithRule(*application.after, profile, "stick-misaligned-offset"), 0);
+  int mixer_blockers = 0;
+  for (const auto& blocker : countBlockers(*application.after, profile)) {
+    mixer_blockers += blocker.module.find(".mamba") != std::string::npos;
+  }
+  EXPECT_EQ(mixer_blockers, 0);
+  EXPECT_GT(blockersWithRule(*application.after, profile, "rope-head-dim"), 0);
+  // A TorchScript archive cannot carry the placement: saving says so instead of losing it.
+  EXPECT_THROW(saveAdaptedArchive(*application.after, {"mamba-mixer-on-host"},
+                                  ::testing::TempDir() + "bamba.pt"),
+               UserError);
 }
 
 TEST(AdapterEngine, TransformArgumentsAreChecked) {

@@ -27,6 +27,12 @@ const std::vector<BuiltinTransform>& builtinTransforms() {
         {"rotary", "string", "rotary_emb.inv_freq", "the rotary frequencies, head_dim/2 values"},
         {"head_dim", "integer", 0, "the padded head size; 0 picks the smallest that fits"}},
        &padAttentionHeads},
+      {"run_on_host",
+       "Places the matching modules on the host: they run on the CPU, in fp32, in every device "
+       "run, and their inputs and outputs cross between host and device. The stopgap for a "
+       "module built of operators the device stack cannot lower; the graph is unchanged.",
+       {{"module", "string", nullptr, "module paths to keep on the host (fnmatch, e.g. *.mamba)"}},
+       &runOnHost},
   };
   return transforms;
 }
