@@ -227,6 +227,37 @@ TEST(AdapterEngine, ModulesRunOnTheHostWithoutAGraphChange) {
                UserError);
 }
 
+TEST(AdapterEngine, HiddenSizePaddingKeepsRmsNormStatistics) {
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  // Granite-style: hidden 160 = 2 heads x 80, so the heads are padded first (80 -> 128).
+  auto heads = applyAdapter(shipped("pad-attention-heads"), load("granite-hd80"), profile);
+  ASSERT_TRUE(heads.accepted());
+  ASSERT_GT(blockersWithRule(*heads.after, profile, "weight-stick-alignment"), 0);
+  const int means = countOps(*heads.after, "aten::mean");
+  ASSERT_GT(means, 0);
+  const auto hidden = applyAdapter(shipped("pad-hidden-size"), heads.after, profile);
+  ASSERT_TRUE(hidden.accepted()) << hidden.equivalence.problem;
+  EXPECT_LE(hidden.equivalence.max_ulps, 16);
+  // Only lm_head's vocabulary (1000, another adapter's gap) is left unaligned.
+  for (const auto& blocker : countBlockers(*hidden.after, profile)) {
+    if (blocker.rule == "weight-stick-alignment") EXPECT_EQ(blocker.module, "lm_head");
+  }
+  EXPECT_EQ(blockersWithRule(*hidden.after, profile, "weight-stick-alignment"), 1);
+  // Every RMSNorm variance is now a sum over 192 divided by 160.
+  EXPECT_EQ(countOps(*hidden.after, "aten::mean"), 0);
+  EXPECT_EQ(countOps(*hidden.after, "aten::sum") - countOps(*heads.after, "aten::sum"), means);
+}
+
+TEST(AdapterEngine, HiddenSizePaddingRefusesLayerNorm) {
+  try {
+    applyAdapter(shipped("pad-hidden-size"), load("bert-h96"), loadProfile("spyre-2025-clean"));
+    FAIL() << "a layer_norm model was padded";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer_norm over the hidden size"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(AdapterEngine, TransformArgumentsAreChecked) {
   const std::string text = R"(name = "pad-it"
 gap = "g"

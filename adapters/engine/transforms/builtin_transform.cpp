@@ -27,6 +27,13 @@ const std::vector<BuiltinTransform>& builtinTransforms() {
         {"rotary", "string", "rotary_emb.inv_freq", "the rotary frequencies, head_dim/2 values"},
         {"head_dim", "integer", 0, "the padded head size; 0 picks the smallest that fits"}},
        &padAttentionHeads},
+      {"pad_hidden_size",
+       "Pads the hidden size to whole sticks with zeros in every weight dimension of that size "
+       "(so pad attention heads first when heads x head_dim equals it); RMSNorm's mean over the "
+       "hidden size becomes a sum divided by the original size, and hidden-state outputs are "
+       "sliced back. Refused for models with layer_norm over the hidden size.",
+       {{"size", "integer", 0, "the hidden size; 0 reads it from the embedding"}},
+       &padHiddenSize},
       {"run_on_host",
        "Places the matching modules on the host: they run on the CPU, in fp32, in every device "
        "run, and their inputs and outputs cross between host and device. The stopgap for a "
