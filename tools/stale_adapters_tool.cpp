@@ -15,13 +15,18 @@ namespace {
 
 using nlohmann::json;
 
+struct Outcome {
+  std::string verdict;
+  int64_t fallbacks = 0;  // CPU-fallback operators: an adapter may exist to remove them
+};
+
 // The model with `entries` applied (those that change it and pass their check), run end to end
-// on the profile. Returns the verdict; `applied` gets the adapters that were applied.
-std::string verdictWith(ModelCache& cache, const std::string& path,
-                        const std::shared_ptr<const LoadedModel>& original,
-                        const std::vector<const CatalogEntry*>& entries,
-                        const DeviceProfile& profile, const std::string& profile_name,
-                        OperationContext& context, std::vector<std::string>* applied = nullptr) {
+// on the profile; `applied` gets the adapters that were applied.
+Outcome outcomeWith(ModelCache& cache, const std::string& path,
+                    const std::shared_ptr<const LoadedModel>& original,
+                    const std::vector<const CatalogEntry*>& entries, const DeviceProfile& profile,
+                    const std::string& profile_name, OperationContext& context,
+                    std::vector<std::string>* applied = nullptr) {
   AdapterStack stack(original);
   applyInOrder(stack, entries, profile, 0);
   cache.setAdapted(path, {}, original, stack.applied().empty() ? nullptr : stack.current());
@@ -30,7 +35,10 @@ std::string verdictWith(ModelCache& cache, const std::string& path,
   request.backend = "spyre-sim:" + profile_name;
   const json report = runModel(request, context.task(), &cache);
   if (applied != nullptr) *applied = stack.names();
-  return report.value("verdict", "");
+  Outcome outcome{report.value("verdict", ""), 0};
+  const json& fallbacks = report["compile"]["fallbacks"];
+  if (fallbacks.is_object()) outcome.fallbacks = fallbacks.value("count", int64_t{0});
+  return outcome;
 }
 
 json run(const json& input, OperationContext& context) {
@@ -53,19 +61,21 @@ json run(const json& input, OperationContext& context) {
       }
     }
     std::vector<std::string> applied;
-    const std::string with =
-        verdictWith(cache, path, original, meant, profile, profile_name, context, &applied);
+    const Outcome with =
+        outcomeWith(cache, path, original, meant, profile, profile_name, context, &applied);
     for (const std::string& name : applied) {
       std::vector<const CatalogEntry*> others;
       for (const CatalogEntry* entry : meant) {
         if (entry->name != name) others.push_back(entry);
       }
-      const std::string without =
-          verdictWith(cache, path, original, others, profile, profile_name, context);
+      const Outcome without =
+          outcomeWith(cache, path, original, others, profile, profile_name, context);
       proofs[name].push_back({{"model", original->card.name},
                               {"path", path},
-                              {"with_all_adapters", with},
-                              {"without_it", without}});
+                              {"with_all_adapters", with.verdict},
+                              {"without_it", without.verdict},
+                              {"fallbacks_with", with.fallbacks},
+                              {"fallbacks_without", without.fallbacks}});
     }
   }
 
@@ -80,7 +90,11 @@ json run(const json& input, OperationContext& context) {
       continue;
     }
     bool needed = false;
-    for (const auto& item : proof->second) needed = needed || item["without_it"] != "pass";
+    // Needed while some model fails without it, or falls back to the CPU more often.
+    for (const auto& item : proof->second) {
+      needed = needed || item["without_it"] != "pass" ||
+               item["fallbacks_without"].get<int64_t>() > item["fallbacks_with"].get<int64_t>();
+    }
     if (!needed) stale.push_back(entry.name);
     adapters.push_back(
         {{"name", entry.name},
@@ -102,7 +116,11 @@ std::string renderText(const json& report) {
     for (const auto& proof : adapter["proof"]) {
       text += "  " + proof["model"].get<std::string>() + ": " +
               proof["without_it"].get<std::string>() + " without it (" +
-              proof["with_all_adapters"].get<std::string>() + " with)\n";
+              proof["with_all_adapters"].get<std::string>() + " with)";
+      const int64_t more =
+          proof["fallbacks_without"].get<int64_t>() - proof["fallbacks_with"].get<int64_t>();
+      if (more > 0) text += ", " + std::to_string(more) + " more CPU fallback(s) without it";
+      text += "\n";
     }
   }
   if (!report["untested"].empty()) {
@@ -123,7 +141,8 @@ Operation makeStaleAdaptersOperation() {
       "Adapters are scaffolding: this lists the ones a device profile no longer needs, with the "
       "proof. Each model given is adapted with every catalog adapter meant for it and run end "
       "to end on the profile; then once more without each adapter that applied. An adapter is "
-      "stale when every model it changes still passes without it (e.g. the pow rewrites on "
+      "stale when every model it changes still passes without it, with no more CPU fallbacks (e.g. "
+      "the pow rewrites on "
       "spyre-2026, which lowers aten::pow). Adapters that change none of the models are listed "
       "as untested.";
   json schema = {

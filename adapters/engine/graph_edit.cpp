@@ -1,5 +1,7 @@
 #include "adapters/engine/graph_edit.h"
 
+#include <unordered_set>
+
 #include "simulator/graph/module_inliner.h"
 
 namespace stickler {
@@ -15,7 +17,15 @@ GraphEdit::GraphEdit(const LoadedModel& model)
   const auto originals = allNodes(*model.graph);
   for (size_t i = 0; i < copies.size() && i < originals.size(); ++i) {
     original_[copies[i]] = originals[i];
+    copies_[originals[i]] = const_cast<Node*>(copies[i]);
   }
+}
+
+Value* GraphEdit::copyOf(const Value* original) const {
+  const Node* producer = original->node();
+  if (producer == model_.graph->param_node()) return graph_->inputs().at(original->offset());
+  auto copy = copies_.find(producer);
+  return copy == copies_.end() ? nullptr : copy->second->output(original->offset());
 }
 
 std::optional<ValueDesc> GraphEdit::describe(const Value* value) const {
@@ -52,23 +62,31 @@ void GraphEdit::destroy(Node* node) {
 }
 
 void GraphEdit::destroyIfUnused(Node* node) {
-  for (const Value* output : node->outputs()) {
-    if (output->hasUses()) return;
+  // A work list rather than recursion: a producer can be reached twice (cat(x, x), or through
+  // a node that is destroyed first), and must not be touched once destroyed.
+  std::vector<Node*> work = {node};
+  std::unordered_set<Node*> destroyed;
+  while (!work.empty()) {
+    Node* candidate = work.back();
+    work.pop_back();
+    if (destroyed.count(candidate)) continue;
+    const auto kind = candidate->kind();
+    if (kind == torch::jit::prim::Param || kind == torch::jit::prim::Return ||
+        candidate->hasSideEffects()) {
+      continue;
+    }
+    bool used = false;
+    for (const Value* output : candidate->outputs()) used = used || output->hasUses();
+    if (used) continue;
+    for (Value* input : candidate->inputs()) work.push_back(input->node());
+    // Constants and attribute reads are not operators a reviewer counts.
+    if (kind == torch::jit::prim::Constant || kind == torch::jit::prim::GetAttr) {
+      candidate->destroy();
+    } else {
+      destroy(candidate);
+    }
+    destroyed.insert(candidate);
   }
-  if (node->kind() == torch::jit::prim::Param || node->kind() == torch::jit::prim::Return ||
-      node->hasSideEffects()) {
-    return;
-  }
-  std::vector<Node*> producers;
-  for (Value* input : node->inputs()) producers.push_back(input->node());
-  const bool bookkeeping =
-      node->kind() == torch::jit::prim::Constant || node->kind() == torch::jit::prim::GetAttr;
-  if (bookkeeping) {
-    node->destroy();  // constants and attribute reads are not operators a reviewer counts
-  } else {
-    destroy(node);
-  }
-  for (Node* producer : producers) destroyIfUnused(producer);
 }
 
 void giveEachUseItsOwnConstant(torch::jit::Graph& graph) {

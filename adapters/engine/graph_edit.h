@@ -21,6 +21,9 @@ class GraphEdit {
   std::shared_ptr<torch::jit::Graph> takeGraph() { return graph_; }
   const LoadedModel& model() const { return model_; }
 
+  // The copy's value for a value of the model's own graph (as observers of its runs see them).
+  torch::jit::Value* copyOf(const torch::jit::Value* original) const;
+
   // What `value` (of the copy) was on the example inputs; nullopt for values created by the
   // edit or never reached.
   std::optional<ValueDesc> describe(const torch::jit::Value* value) const;
@@ -44,6 +47,7 @@ class GraphEdit {
   const LoadedModel& model_;
   std::shared_ptr<torch::jit::Graph> graph_;
   std::unordered_map<const torch::jit::Node*, const torch::jit::Node*> original_;  // copy -> model
+  std::unordered_map<const torch::jit::Node*, torch::jit::Node*> copies_;          // model -> copy
   GraphChange change_;
   std::vector<std::string> host_modules_;
 };

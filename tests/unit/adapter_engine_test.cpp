@@ -258,6 +258,32 @@ TEST(AdapterEngine, HiddenSizePaddingRefusesLayerNorm) {
   }
 }
 
+TEST(AdapterEngine, RotaryTablesArePrecomputedOnTheHost) {
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  const auto model = load("qwen2-hd128");
+  ASSERT_GT(countOps(*model, "aten::cos"), 0);
+  const auto application = applyAdapter(shipped("precompute-rotary-tables"), model, profile);
+  ASSERT_TRUE(application.accepted());
+  EXPECT_TRUE(application.equivalence.bitwise);  // the same tables, computed once
+  EXPECT_EQ(countOps(*application.after, "aten::cos"), 0);
+  EXPECT_EQ(countOps(*application.after, "aten::sin"), 0);
+  EXPECT_EQ(application.change.rewrites, 2);  // cos and sin of the one rotary module
+}
+
+TEST(AdapterEngine, ModulesThatReadInputValuesAreNotPrecomputed) {
+  const std::string text = R"(name = "precompute-mlp"
+gap = "g"
+why = "w"
+models = ["*"]
+profiles = ["spyre-2026"]
+remove_when = "r"
+transform = precompute_tables(module="*.mlp")
+)";
+  const auto application = applyAdapter(parseAdapterFile(text, "precompute-mlp.py"),
+                                        load("llama-tiny"), loadProfile("spyre-2026"));
+  EXPECT_FALSE(application.changed());
+}
+
 TEST(AdapterEngine, TransformArgumentsAreChecked) {
   const std::string text = R"(name = "pad-it"
 gap = "g"

@@ -34,6 +34,13 @@ const std::vector<BuiltinTransform>& builtinTransforms() {
        "sliced back. Refused for models with layer_norm over the hidden size.",
        {{"size", "integer", 0, "the hidden size; 0 reads it from the embedding"}},
        &padHiddenSize},
+      {"precompute_tables",
+       "Computes, once on the host, the outputs of the matching modules that depend only on "
+       "weights and the inputs' shapes (RoPE's cos and sin tables) and puts them in the graph "
+       "as constants, so their operators leave the device graph. The adapted model is then "
+       "specialized to the example inputs' shapes, as the device's compiled graphs are.",
+       {{"module", "string", nullptr, "module paths (fnmatch, e.g. *.rotary_emb)"}},
+       &precomputeTables},
       {"run_on_host",
        "Places the matching modules on the host: they run on the CPU, in fp32, in every device "
        "run, and their inputs and outputs cross between host and device. The stopgap for a "
