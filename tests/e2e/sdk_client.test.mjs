@@ -86,6 +86,26 @@ for (const [name, open] of Object.entries(transports)) {
       assert.deepEqual(await client.ping(), {});
     });
 
+    test("adapters applied in the session change what run_model runs, until reverted", async () => {
+      const model = "qwen2-hd128.pt";
+      const backend = "spyre-sim:spyre-2025-clean";
+      const call = async (name, args) => {
+        const result = await client.callTool({ name, arguments: args });
+        assert.equal(result.isError, false, JSON.stringify(result.content));
+        return result.structuredContent;
+      };
+      assert.equal((await call("run_model", { model, backend })).verdict, "blocked");
+      const applied = await call("apply_adapter", { model, adapter: "pow-square-as-mul", profile: "spyre-2025-clean" });
+      assert.equal(applied.status, "applied");
+      assert.equal(applied.application.equivalence.bitwise_equal, true);
+      assert.equal(applied.blockers_left.total, 0);
+      assert.equal((await call("run_model", { model, backend })).verdict, "pass");
+      const shown = await call("show_applied", { model });
+      assert.deepEqual(shown.applied.map((entry) => entry.adapter), ["pow-square-as-mul"]);
+      assert.deepEqual((await call("revert_adapter", { model, profile: "spyre-2025-clean" })).applied, []);
+      assert.equal((await call("run_model", { model, backend })).verdict, "blocked");
+    });
+
     test("bad arguments and paths outside the workspace are tool errors", async () => {
       const typed = await client.callTool({ name: "check_support", arguments: { model: "gpt2-tiny.pt", profile: 7 } });
       assert.equal(typed.isError, true);
