@@ -240,7 +240,9 @@ TEST(AdapterEngine, HiddenSizePaddingKeepsRmsNormStatistics) {
   EXPECT_LE(hidden.equivalence.max_ulps, 16);
   // Only lm_head's vocabulary (1000, another adapter's gap) is left unaligned.
   for (const auto& blocker : countBlockers(*hidden.after, profile)) {
-    if (blocker.rule == "weight-stick-alignment") EXPECT_EQ(blocker.module, "lm_head");
+    if (blocker.rule == "weight-stick-alignment") {
+      EXPECT_EQ(blocker.module, "lm_head");
+    }
   }
   EXPECT_EQ(blockersWithRule(*hidden.after, profile, "weight-stick-alignment"), 1);
   // Every RMSNorm variance is now a sum over 192 divided by 160.
