@@ -120,6 +120,11 @@ std::string renderText(const json& report) {
     for (const auto& module : report["host_modules"]) out += " " + module.get<std::string>();
     out += "\n";
   }
+  if (report.contains("host_nodes")) {
+    out +=
+        "On the host (placed by adapters): " + std::to_string(report["host_nodes"].get<int64_t>()) +
+        " single operators (masks built from the inputs)\n";
+  }
   const auto& compile = report.at("compile");
   if (compile.contains("blockers")) out += renderLoweringText(compile);
   if (report.contains("run")) {

@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "simulator/graph/loaded_model.h"
+#include "simulator/lowering/placement.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -40,6 +41,11 @@ void requireSavable(const LoadedModel& model) {
                     model.host_modules.front() +
                     ", ...), and a TorchScript archive does not keep the module paths of its "
                     "nodes, so the placement would be lost");
+  }
+  if (countPlacedOnHost(*model.graph) > 0) {
+    throw UserError(
+        "cannot save the adapted model: it places operators on the host (built masks), and a "
+        "TorchScript archive does not keep that placement, so it would be lost");
   }
 }
 

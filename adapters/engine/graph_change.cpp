@@ -25,7 +25,8 @@ nlohmann::json graphChangeToJson(const GraphChange& change, size_t limit) {
           {"nodes_added", change.added.size()},
           {"removed", countedNodes(change.removed, limit)},
           {"added", countedNodes(change.added, limit)},
-          {"placed_on_host", change.placed_on_host}};
+          {"placed_on_host", change.placed_on_host},
+          {"nodes_on_host", countedNodes(change.nodes_on_host, limit)}};
 }
 
 }  // namespace stickler

@@ -25,6 +25,7 @@ nlohmann::json checkSupport(const CheckSupportRequest& request, const TaskContro
                                            : nlohmann::json(placement.device_modules)},
       {"lowering", report}};
   if (!placement.host_modules.empty()) check["host_modules"] = placement.host_modules;
+  if (const int64_t nodes = countPlacedOnHost(*model->graph)) check["host_nodes"] = nodes;
   return check;
 }
 

@@ -74,7 +74,7 @@ LoweringResult lower(const LoadedModel& model, const DeviceProfile& profile,
       result.place[node] = NodePlace::kHost;
       continue;
     }
-    if (!placement.onDevice(modulePathOf(*node))) {
+    if (!placement.onDevice(modulePathOf(*node)) || placedOnHost(*node)) {
       result.place[node] = NodePlace::kCpuReference;
       continue;
     }

@@ -5,6 +5,11 @@
 
 #include "simulator/graph/module_table.h"
 
+namespace torch::jit {
+struct Graph;
+struct Node;
+}  // namespace torch::jit
+
 namespace stickler {
 
 // Which modules run on the device; the rest runs on the CPU reference in the same run.
@@ -32,5 +37,12 @@ struct Placement {
 Placement makePlacement(const ModuleTable& modules, const std::vector<std::string>& device_modules,
                         const std::string& model_path,
                         const std::vector<std::string>& host_modules = {});
+
+// Single nodes an adapter placed on the host (build_masks_on_host): they run on the CPU in
+// every device run, whatever the placement says. The mark is an attribute of the node, so it
+// travels with copies of the graph and leaves with a node a later rewrite replaces.
+bool placedOnHost(const torch::jit::Node& node);
+void placeOnHost(torch::jit::Node& node);
+int64_t countPlacedOnHost(const torch::jit::Graph& graph);
 
 }  // namespace stickler

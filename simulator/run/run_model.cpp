@@ -59,6 +59,7 @@ json runModel(const RunRequest& request, const TaskControl& control, ModelCache*
       {"backend", backendToJson(*backend)},
       {"placement", placement.wholeModel() ? json("whole model") : json(placement.device_modules)}};
   if (!placement.host_modules.empty()) report["host_modules"] = placement.host_modules;
+  if (const int64_t nodes = countPlacedOnHost(*model->graph)) report["host_nodes"] = nodes;
 
   control.progress(1, 4, "compiling for " + spec.text);
   const auto compiled = backend->compile(*model, placement);

@@ -43,11 +43,13 @@ TEST_P(AdaptFamily, FailsBeforeAndPassesAfter) {
 INSTANTIATE_TEST_SUITE_P(
     Zoo, AdaptFamily,
     ::testing::Values(FamilyCase{"bamba-tiny", true}, FamilyCase{"bert-tiny", true},
-                      FamilyCase{"gpt2-tiny", true}, FamilyCase{"granite-hd80", true},
-                      FamilyCase{"llama-tiny", true}, FamilyCase{"llama-hd64", true},
-                      FamilyCase{"mixtral-tiny", true}, FamilyCase{"mpnet-tiny", true},
-                      FamilyCase{"qwen2-hd128", true}, FamilyCase{"t5-encoder-tiny", true},
-                      FamilyCase{"vit-tiny", false}, FamilyCase{"xlm-roberta-tiny", true}),
+                      FamilyCase{"bert-h96", true}, FamilyCase{"vit-h96", true},
+                      FamilyCase{"gpt2-tiny", true}, FamilyCase{"gpt2-h80", true},
+                      FamilyCase{"granite-hd80", true}, FamilyCase{"llama-tiny", true},
+                      FamilyCase{"llama-hd64", true}, FamilyCase{"mixtral-tiny", true},
+                      FamilyCase{"mpnet-tiny", true}, FamilyCase{"qwen2-hd128", true},
+                      FamilyCase{"t5-encoder-tiny", true}, FamilyCase{"vit-tiny", false},
+                      FamilyCase{"xlm-roberta-tiny", true}),
     [](const auto& info) { return testing::testName(info.param.model); });
 
 TEST(AdaptCli, SavesAnArchiveThatRunPasses) {

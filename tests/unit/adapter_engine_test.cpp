@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "adapters/catalog_repo/workspace_catalog.h"
@@ -15,10 +16,13 @@
 #include "adapters/engine/adapter_stack.h"
 #include "adapters/engine/equivalence.h"
 #include "adapters/engine/transforms/builtin_transform.h"
+#include "simulator/backends/backend.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
+#include "simulator/lowering/placement.h"
 #include "simulator/support/errors.h"
+#include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
 #include "tools/operation_table.h"
 
@@ -34,6 +38,15 @@ std::shared_ptr<const LoadedModel> load(const std::string& name) {
 
 AdapterFile shipped(const std::string& name) {
   return readAdapterFile(shippedCatalogDir() + "/" + name + ".py");
+}
+
+// An adapter for spyre-2026, test-transform.py, that calls `transform` within `max_ulps`.
+AdapterFile transformAdapter(const std::string& transform, int max_ulps = 0) {
+  return parseAdapterFile(
+      "name = \"test-transform\"\ngap = \"g\"\nwhy = \"w\"\nmodels = [\"*\"]\n"
+      "profiles = [\"spyre-2026\"]\nremove_when = \"r\"\nmax_ulps = " +
+          std::to_string(max_ulps) + "\ntransform = " + transform + "\n",
+      "test-transform.py");
 }
 
 int countOps(const LoadedModel& model, const std::string& op) {
@@ -187,17 +200,10 @@ TEST(AdapterEngine, AttentionHeadsArePaddedForRope) {
 }
 
 TEST(AdapterEngine, AHeadSizeThatCannotHoldTheHeadIsRefused) {
-  const std::string text = R"(name = "pad-heads"
-gap = "g"
-why = "w"
-models = ["*"]
-profiles = ["spyre-2026"]
-remove_when = "r"
-transform = pad_attention_heads(module="*.self_attn", head_dim=96)
-)";
+  const AdapterFile file =
+      transformAdapter(R"(pad_attention_heads(module="*.self_attn", head_dim=96))");
   try {
-    applyAdapter(parseAdapterFile(text, "pad-heads.py"), load("llama-tiny"),
-                 loadProfile("spyre-2026"));
+    applyAdapter(file, load("llama-tiny"), loadProfile("spyre-2026"));
     FAIL() << "head_dim 96 (a stick and a half per half) was accepted";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("multiple of two sticks"), std::string::npos) << e.what();
@@ -250,13 +256,189 @@ TEST(AdapterEngine, HiddenSizePaddingKeepsRmsNormStatistics) {
   EXPECT_EQ(countOps(*hidden.after, "aten::sum") - countOps(*heads.after, "aten::sum"), means);
 }
 
-TEST(AdapterEngine, HiddenSizePaddingRefusesLayerNorm) {
+TEST(AdapterEngine, HiddenSizePaddingDecomposesLayerNormOverTheRealSize) {
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  // BERT with hidden 96 = 3 heads x 32: the heads are padded to 64 first (3 x 64 fills whole
+  // sticks), then the hidden size to 128.
+  auto heads = applyAdapter(shipped("pad-attention-heads-encoder"), load("bert-h96"), profile);
+  ASSERT_TRUE(heads.accepted()) << heads.equivalence.problem;
+  EXPECT_TRUE(heads.equivalence.bitwise);  // zeros added to every sum
+  const int norms = countOps(*heads.after, "aten::layer_norm");
+  ASSERT_EQ(norms, 3);
+  const auto hidden = applyAdapter(shipped("pad-hidden-size"), heads.after, profile);
+  ASSERT_TRUE(hidden.accepted()) << hidden.equivalence.problem;
+  EXPECT_LE(hidden.equivalence.max_ulps, 16);
+  EXPECT_EQ(countOps(*hidden.after, "aten::layer_norm"), 0);
+  EXPECT_EQ(blockersWithRule(*hidden.after, profile, "weight-stick-alignment"), 0);
+  // Each norm's statistics: two sums, each divided by the real size, 96.
+  EXPECT_EQ(countOps(*hidden.after, "aten::sum") - countOps(*heads.after, "aten::sum"), 2 * norms);
+  int rsqrt_in_norms = 0;
+  for (const auto& node : hidden.change.added) {
+    rsqrt_in_norms +=
+        node.op == "aten::rsqrt" && node.module.find("LayerNorm") != std::string::npos;
+  }
+  EXPECT_EQ(rsqrt_in_norms, norms);
+}
+
+TEST(AdapterEngine, HeadsWithoutRopeArePaddedOnlyWhenTheyDoNotFillSticks) {
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  // bert-tiny: 2 heads of 32 fill one stick together; nothing to do.
+  EXPECT_FALSE(
+      applyAdapter(shipped("pad-attention-heads-encoder"), load("bert-tiny"), profile).changed());
+  // GPT-2's fused form is not BERT's: the GPT-2 adapter leaves BERT alone.
+  EXPECT_FALSE(
+      applyAdapter(shipped("pad-attention-heads-gpt2"), load("bert-h96"), profile).changed());
+  const auto vit = applyAdapter(shipped("pad-attention-heads-encoder"), load("vit-h96"), profile);
+  ASSERT_TRUE(vit.accepted()) << vit.equivalence.problem;
+  EXPECT_TRUE(vit.equivalence.bitwise);
+  // With the heads in whole sticks, padding the hidden size clears every alignment blocker
+  // (the hidden size of an image model is read from its first layer_norm).
+  const auto hidden = applyAdapter(shipped("pad-hidden-size"), vit.after, profile);
+  ASSERT_TRUE(hidden.accepted()) << hidden.equivalence.problem;
+  EXPECT_EQ(blockersWithRule(*hidden.after, profile, "weight-stick-alignment"), 0);
+}
+
+TEST(AdapterEngine, FusedQkvHeadsArePaddedAndTheScaleKeepsTheRealHeadSize) {
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  // gpt2-h80: one head of 80 in a fused c_attn of 240 outputs, split at 80 and 160.
+  const auto model = load("gpt2-h80");
+  ASSERT_GT(blockersWithRule(*model, profile, "stick-misaligned-offset"), 0);
+  const auto heads = applyAdapter(shipped("pad-attention-heads-gpt2"), model, profile);
+  ASSERT_TRUE(heads.accepted()) << heads.equivalence.problem;
+  // Bitwise: had the scale been read from the padded heads (sqrt 128, not sqrt 80), every
+  // score would have changed.
+  EXPECT_TRUE(heads.equivalence.bitwise);
+  EXPECT_EQ(heads.change.rewrites, 3);  // one per layer
+  EXPECT_EQ(blockersWithRule(*heads.after, profile, "stick-misaligned-offset"), 0);
+  const auto hidden = applyAdapter(shipped("pad-hidden-size"), heads.after, profile);
+  ASSERT_TRUE(hidden.accepted()) << hidden.equivalence.problem;
+  // Only lm_head's vocabulary (997, another adapter's gap) is left unaligned.
+  for (const auto& blocker : countBlockers(*hidden.after, profile)) {
+    if (blocker.rule == "weight-stick-alignment") {
+      EXPECT_EQ(blocker.module, "lm_head");
+    }
+  }
+}
+
+// Runs `model` compiled for `backend` on its example inputs and returns its first output.
+at::Tensor deviceOutput(const LoadedModel& model, const std::string& backend) {
+  const auto compiled = makeBackend(parseBackendSpec(backend))->compile(model, {});
+  EXPECT_TRUE(compiled->ok()) << backend;
+  const BackendRun run = compiled->run(model.example_inputs, {});
+  EXPECT_EQ(run.status, BackendRun::Status::kCompleted) << run.message;
+  return flattenTensors(run.outputs).at(0);
+}
+
+int64_t nans(const at::Tensor& tensor) {
+  return at::isnan(tensor).sum().item<int64_t>();
+}
+
+double cosine(const at::Tensor& a, const at::Tensor& b) {
+  const auto x = a.to(at::kDouble).reshape({-1});
+  const auto y = b.to(at::kDouble).reshape({-1});
+  return ((x * y).sum() / (x.norm() * y.norm())).item<double>();
+}
+
+TEST(AdapterEngine, DecomposingLayerNormAvoidsAFusedKernelFault) {
+  // The test profile's fused add + layer_norm kernel returns NaN above 0.5; the decomposed
+  // norm is means, products and rsqrt, which that kernel never sees.
+  const std::string backend = "spyre-sim:" + testing::testProfile("layernorm-after-add.json");
+  const auto model = load("vit-tiny");
+  ASSERT_GT(nans(deviceOutput(*model, backend)), 0);
+  const std::string text = R"(name = "decompose-layer-norm"
+gap = "the fused add + layer_norm kernel returns NaN"
+why = "the same mean and variance, computed by separate kernels"
+models = ["*"]
+profiles = ["test-layernorm-after-add"]
+remove_when = "the fused kernel is fixed"
+max_ulps = 16
+transform = decompose_op(op="aten::layer_norm")
+)";
+  const auto application = applyAdapter(parseAdapterFile(text, "decompose-layer-norm.py"), model,
+                                        loadProfile("spyre-2026"));
+  ASSERT_TRUE(application.accepted()) << application.equivalence.problem;
+  EXPECT_FALSE(application.equivalence.bitwise);  // the sums are reordered, within the bound
+  EXPECT_LE(application.equivalence.max_ulps, 16);
+  const int norms = countOps(*model, "aten::layer_norm");
+  EXPECT_EQ(application.change.rewrites, norms);
+  EXPECT_EQ(countOps(*application.after, "aten::layer_norm"), 0);
+  for (const auto& node : application.change.added) {
+    EXPECT_NE(node.module.find("layernorm"), std::string::npos) << node.op << " in " << node.module;
+  }
+  const at::Tensor output = deviceOutput(*application.after, backend);
+  EXPECT_EQ(nans(output), 0);
+  EXPECT_GT(cosine(output, flattenTensors(model->example_outputs).at(0)), 0.999);
+}
+
+TEST(AdapterEngine, GeluAndSiluDecomposeWithinTheirBound) {
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  for (const auto& [model_name, op] : std::vector<std::pair<std::string, std::string>>{
+           {"bert-tiny", "aten::gelu"}, {"llama-tiny", "aten::silu"}}) {
+    const auto model = load(model_name);
+    const int nodes = countOps(*model, op);
+    ASSERT_GT(nodes, 0) << model_name;
+    const auto application =
+        applyAdapter(transformAdapter("decompose_op(op=\"" + op + "\")", 16), model, profile);
+    ASSERT_TRUE(application.accepted()) << op << ": " << application.equivalence.problem;
+    EXPECT_EQ(application.change.rewrites, nodes) << op;
+    EXPECT_EQ(countOps(*application.after, op), 0) << op;
+    EXPECT_LE(application.equivalence.max_ulps, 16) << op;
+  }
+}
+
+TEST(AdapterEngine, DecomposeOpRefusesOperatorsItCannotDecompose) {
+  const AdapterFile file = transformAdapter(R"(decompose_op(op="aten::softmax"))");
   try {
-    applyAdapter(shipped("pad-hidden-size"), load("bert-h96"), loadProfile("spyre-2025-clean"));
-    FAIL() << "a layer_norm model was padded";
+    applyAdapter(file, load("vit-tiny"), loadProfile("spyre-2026"));
+    FAIL() << "softmax was decomposed";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("layer_norm over the hidden size"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("no decomposition for aten::softmax"), std::string::npos)
         << e.what();
+  }
+}
+
+TEST(AdapterEngine, MasksBuiltOnTheHostNeverOverflowOnTheDevice) {
+  // bert-tiny builds its additive mask as (1 - mask) * finfo(float32).min: on the device that
+  // is 0 * -inf, NaN, for every kept position. Built on the host in fp32, only the finished
+  // mask crosses, and the kept positions are exact zeros.
+  const std::string backend = "spyre-sim:spyre-2025-clean";
+  const auto model = load("bert-tiny");
+  ASSERT_GT(nans(deviceOutput(*model, backend)), 0);
+  const std::string text = R"(name = "attention-mask-on-host"
+gap = "finfo(float32).min overflows 16-bit formats"
+why = "the host computes the mask in fp32, as the model does"
+models = ["*"]
+profiles = ["spyre-2025-clean"]
+remove_when = "never"
+transform = build_masks_on_host(input="attention_mask")
+)";
+  const auto application = applyAdapter(parseAdapterFile(text, "attention-mask-on-host.py"), model,
+                                        loadProfile("spyre-2025-clean"));
+  ASSERT_TRUE(application.accepted());
+  EXPECT_TRUE(application.equivalence.bitwise);  // the graph is the same; only placement moved
+  EXPECT_EQ(opSequence(*application.after), opSequence(*model));
+  std::set<std::string> hosted;
+  for (const auto& node : application.change.nodes_on_host) hosted.insert(node.op);
+  EXPECT_TRUE(hosted.count("aten::rsub") && hosted.count("aten::mul")) << hosted.size();
+  EXPECT_FALSE(hosted.count("aten::add"));  // scores + mask reads activations: the device's
+  EXPECT_EQ(countPlacedOnHost(*application.after->graph),
+            static_cast<int64_t>(application.change.nodes_on_host.size()));
+  const at::Tensor output = deviceOutput(*application.after, backend);
+  EXPECT_EQ(nans(output), 0);
+  EXPECT_GT(cosine(output, flattenTensors(model->example_outputs).at(0)), 0.99);
+  // A TorchScript archive cannot carry the placement, so saving refuses.
+  EXPECT_THROW(saveAdaptedArchive(*application.after, {"attention-mask-on-host"},
+                                  ::testing::TempDir() + "bert-mask.pt"),
+               UserError);
+  // An input the model does not have is named with the ones it has.
+  try {
+    applyAdapter(parseAdapterFile(std::string(text).replace(text.find("attention_mask\")"), 16,
+                                                            "pixel_values\")"),
+                                  "attention-mask-on-host.py"),
+                 model, loadProfile("spyre-2025-clean"));
+    FAIL() << "no input matched, yet nothing was said";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_mask"), std::string::npos) << e.what();
   }
 }
 
@@ -273,15 +455,7 @@ TEST(AdapterEngine, RotaryTablesArePrecomputedOnTheHost) {
 }
 
 TEST(AdapterEngine, ModulesThatReadInputValuesAreNotPrecomputed) {
-  const std::string text = R"(name = "precompute-mlp"
-gap = "g"
-why = "w"
-models = ["*"]
-profiles = ["spyre-2026"]
-remove_when = "r"
-transform = precompute_tables(module="*.mlp")
-)";
-  const auto application = applyAdapter(parseAdapterFile(text, "precompute-mlp.py"),
+  const auto application = applyAdapter(transformAdapter(R"(precompute_tables(module="*.mlp"))"),
                                         load("llama-tiny"), loadProfile("spyre-2026"));
   EXPECT_FALSE(application.changed());
 }

@@ -18,21 +18,33 @@ const std::vector<BuiltinTransform>& builtinTransforms() {
        "Zero-pads the heads of the matching attention modules to head_dim (0: the smallest whose "
        "half fills whole sticks, which RoPE as a matmul needs): query and key heads get zeros "
        "after each half, the rotary frequencies zero entries, value heads zeros at the end and "
-       "the output projection zero columns, so scores and outputs are the same sums.",
+       "the output projection zero columns, so scores and outputs are the same sums. Without "
+       "RoPE each head is padded at its end until the heads fill whole sticks and the view "
+       "merging the heads is widened; with a fused qkv projection its split follows, and a "
+       "scale read from the heads' size keeps the real head size.",
        {{"module", "string", nullptr, "attention module paths (fnmatch, e.g. *.self_attn)"},
-        {"q", "string", "q_proj", "the query projection's child name"},
+        {"q", "string", "q_proj",
+         "the query projection's child name; alternatives separated by | (self.query|"
+         "attention.query)"},
         {"k", "string", "k_proj", "the key projection's child name"},
         {"v", "string", "v_proj", "the value projection's child name"},
         {"o", "string", "o_proj", "the output projection's child name"},
-        {"rotary", "string", "rotary_emb.inv_freq", "the rotary frequencies, head_dim/2 values"},
+        {"qkv", "string", "",
+         "a fused query-key-value projection's child name (GPT-2's c_attn); q, k and v are then "
+         "not used"},
+        {"rotary", "string", "rotary_emb.inv_freq",
+         "the rotary frequencies, head_dim/2 values; \"\" for attention without RoPE, whose "
+         "heads are padded at their end to whole sticks"},
         {"head_dim", "integer", 0, "the padded head size; 0 picks the smallest that fits"}},
        &padAttentionHeads},
       {"pad_hidden_size",
        "Pads the hidden size to whole sticks with zeros in every weight dimension of that size "
        "(so pad attention heads first when heads x head_dim equals it); RMSNorm's mean over the "
        "hidden size becomes a sum divided by the original size, and hidden-state outputs are "
-       "sliced back. Refused for models with layer_norm over the hidden size.",
-       {{"size", "integer", 0, "the hidden size; 0 reads it from the embedding"}},
+       "sliced back; layer_norm over the hidden size is decomposed with its mean and variance "
+       "taken over the original positions only, so the padding stays zero.",
+       {{"size", "integer", 0,
+         "the hidden size; 0 reads it from the token embedding, or else the first layer_norm"}},
        &padHiddenSize},
       {"precompute_tables",
        "Computes, once on the host, the outputs of the matching modules that depend only on "
@@ -47,6 +59,20 @@ const std::vector<BuiltinTransform>& builtinTransforms() {
        "module built of operators the device stack cannot lower; the graph is unchanged.",
        {{"module", "string", nullptr, "module paths to keep on the host (fnmatch, e.g. *.mamba)"}},
        &runOnHost},
+      {"build_masks_on_host",
+       "Places on the host what the model computes from its mask inputs alone (the attention "
+       "mask made into an additive bias, a causal mask combined with it): it runs on the CPU in "
+       "fp32 and only the finished mask crosses to the device. The graph is unchanged.",
+       {{"input", "string", "*mask*", "the model inputs the masks are built from (fnmatch)"}},
+       &buildMasksOnHost},
+      {"decompose_op",
+       "Replaces every node of one operator in the matching modules with the simpler operators "
+       "it is made of: aten::layer_norm (means, rsqrt and products over the last dimension), "
+       "aten::gelu (erf or tanh form), aten::silu (x * sigmoid(x)). For an operator the profile "
+       "cannot lower or whose fused kernel misbehaves; the sums are reordered, so state max_ulps.",
+       {{"op", "string", nullptr, "the operator, e.g. aten::layer_norm"},
+        {"module", "string", "*", "module paths whose nodes are decomposed (fnmatch)"}},
+       &decomposeOp},
   };
   return transforms;
 }

@@ -43,11 +43,13 @@ const BuiltinTransform& resolveTransform(const std::string& name, nlohmann::json
 int64_t paddedOutputSize(int64_t outputs, int64_t inputs, const DeviceProfile& profile);
 
 void padToSticks(const nlohmann::json& arguments, GraphEdit& edit, const DeviceProfile& profile);
-void padHiddenSize(const nlohmann::json& arguments, GraphEdit& edit,
-                   const DeviceProfile& profile);
+void padHiddenSize(const nlohmann::json& arguments, GraphEdit& edit, const DeviceProfile& profile);
 void precomputeTables(const nlohmann::json& arguments, GraphEdit& edit,
                       const DeviceProfile& profile);
 void runOnHost(const nlohmann::json& arguments, GraphEdit& edit, const DeviceProfile& profile);
+void decomposeOp(const nlohmann::json& arguments, GraphEdit& edit, const DeviceProfile& profile);
+void buildMasksOnHost(const nlohmann::json& arguments, GraphEdit& edit,
+                      const DeviceProfile& profile);
 void padAttentionHeads(const nlohmann::json& arguments, GraphEdit& edit,
                        const DeviceProfile& profile);
 

@@ -3,9 +3,13 @@
 // key head gets zeros after it, so rotate_half still swaps the model's own halves; the rotary
 // frequencies get zero entries (cos 1, sin 0) for the padding, value heads get zeros at their
 // end, and o_proj reads those positions with zero columns. Scores and outputs are the same sums
-// with zero terms added.
+// with zero terms added. Without RoPE (rotary=""), heads are padded to whole sticks: every
+// q, k and v head gets zeros at its end, and the view that merges the heads back is widened.
+#include <sstream>
+
 #include "adapters/engine/graph_edit.h"
 #include "adapters/engine/transforms/builtin_transform.h"
+#include "adapters/engine/transforms/head_padding.h"
 #include "simulator/faults/fault_rule.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
@@ -18,33 +22,6 @@ using torch::jit::Value;
 namespace aten = torch::jit::aten;
 namespace prim = torch::jit::prim;
 
-// [heads * head_dim, ...] -> [heads * padded, ...], zeros after each half of each head.
-at::Tensor padHalves(const at::Tensor& rows, int64_t head_dim, int64_t padded) {
-  const at::Tensor values = rows.detach();
-  std::vector<int64_t> split = {-1, 2, head_dim / 2};
-  std::vector<int64_t> merged = {-1};
-  for (int64_t d = 1; d < values.dim(); ++d) {
-    split.push_back(values.size(d));
-    merged.push_back(values.size(d));
-  }
-  // constant_pad_nd pads the last dimension first: move the half there, pad, move it back.
-  at::Tensor halves = values.reshape(split).movedim(2, -1);
-  halves = at::constant_pad_nd(halves, {0, (padded - head_dim) / 2}, 0).movedim(-1, 2);
-  return halves.reshape(merged).contiguous();
-}
-
-// [heads * head_dim, ...] -> [heads * padded, ...], zeros at the end of each head.
-at::Tensor padHeads(const at::Tensor& rows, int64_t head_dim, int64_t padded) {
-  const at::Tensor values = rows.detach();
-  std::vector<int64_t> split = {-1, head_dim};
-  for (int64_t d = 1; d < values.dim(); ++d) split.push_back(values.size(d));
-  at::Tensor heads = values.reshape(split).movedim(1, -1);
-  heads = at::constant_pad_nd(heads, {0, padded - head_dim}, 0).movedim(-1, 1);
-  std::vector<int64_t> merged = {-1};
-  for (int64_t d = 1; d < values.dim(); ++d) merged.push_back(values.size(d));
-  return heads.reshape(merged).contiguous();
-}
-
 // One attention module's tensors, by role, and the graph values that read them.
 struct AttentionWeights {
   std::map<std::string, std::vector<Value*>> reads;  // "q.weight", "o.weight", "rotary", ...
@@ -56,10 +33,14 @@ class HeadPadder {
   HeadPadder(const nlohmann::json& arguments, GraphEdit& edit, const DeviceProfile& profile)
       : edit_(edit), stick_(profile.stickElements()) {
     module_ = arguments.at("module");
-    roles_ = {{arguments.at("q").get<std::string>(), "q"},
-              {arguments.at("k").get<std::string>(), "k"},
-              {arguments.at("v").get<std::string>(), "v"},
-              {arguments.at("o").get<std::string>(), "o"}};
+    // Each child name may list alternatives, "self.query|attention.query", so that one adapter
+    // covers the same attention under the names of several model families.
+    for (const char* role : {"q", "k", "v", "o"}) {
+      std::stringstream names(arguments.at(role).get<std::string>());
+      for (std::string child; std::getline(names, child, '|');) {
+        if (!child.empty()) roles_.emplace_back(child, role);
+      }
+    }
     rotary_ = arguments.at("rotary");
     target_ = arguments.at("head_dim");
   }
@@ -79,20 +60,15 @@ class HeadPadder {
       for (const auto& [child, role] : roles_) {
         for (const char* kind : {"weight", "bias"}) {
           const std::string suffix = "." + child + "." + kind;
-          if (endsWith(path, suffix))
+          if (endsWithSuffix(path, suffix))
             note(path.substr(0, path.size() - suffix.size()), role + "." + kind, node->output());
         }
       }
       const std::string suffix = "." + rotary_;
-      if (endsWith(path, suffix)) {
+      if (!rotary_.empty() && endsWithSuffix(path, suffix)) {
         note(path.substr(0, path.size() - suffix.size()), "rotary", node->output());
       }
     }
-  }
-
-  static bool endsWith(const std::string& text, const std::string& suffix) {
-    return text.size() > suffix.size() &&
-           text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
   }
 
   void note(const std::string& module, const std::string& role, Value* value) {
@@ -104,21 +80,16 @@ class HeadPadder {
   }
 
   void pad(const std::string& module, AttentionWeights& weights) {
-    for (const char* role : {"q.weight", "k.weight", "v.weight", "o.weight", "rotary"}) {
-      if (!weights.tensors.count(role)) {
+    const bool rope = !rotary_.empty();
+    // A module with an o but no q (ViT's "output.dense" seen by a BERT-style adapter) is not
+    // attention of this form.
+    if (!weights.tensors.count("q.weight")) return;
+    for (const char* role : {"k.weight", "v.weight", "o.weight", "rotary"}) {
+      if (!weights.tensors.count(role) && (rope || std::string(role) != "rotary")) {
         throw UserError("pad_attention_heads: " + module + " has no " + role +
                         " (check the q, k, v, o and rotary arguments)");
       }
     }
-    const int64_t head_dim = weights.tensors["rotary"].numel() * 2;
-    int64_t padded = target_;
-    if (padded == 0) padded = (head_dim / 2 + stick_ - 1) / stick_ * 2 * stick_;  // auto
-    if (padded % (2 * stick_) != 0 || padded < head_dim) {
-      throw UserError("pad_attention_heads: head_dim " + std::to_string(padded) +
-                      " must be at least " + std::to_string(head_dim) +
-                      " and a multiple of two sticks (" + std::to_string(2 * stick_) + ")");
-    }
-    if (padded == head_dim) return;
     // The q, k and v projections, found before their weights are replaced.
     std::vector<Node*> projections;
     for (const char* role : {"q.weight", "k.weight", "v.weight"}) {
@@ -128,32 +99,85 @@ class HeadPadder {
         }
       }
     }
+    if (projections.empty()) {
+      throw UserError("pad_attention_heads: no linear layer reads the q, k or v weights of " +
+                      module);
+    }
+    const auto [heads, head_dim] =
+        rope ? std::pair<int64_t, int64_t>{0, weights.tensors["rotary"].numel() * 2}
+             : headSplit(module, *projections.front());
+    // RoPE as a matmul needs each half of a head in whole sticks; otherwise all heads together
+    // must fill whole sticks (3 heads of 32 become 3 of 64; 2 heads of 32 already do).
+    const auto fits = [&](int64_t size) {
+      return rope ? size % (2 * stick_) == 0 : heads * size % stick_ == 0;
+    };
+    int64_t padded = target_;
+    if (padded == 0) {
+      padded = head_dim;
+      while (!fits(padded)) ++padded;  // ends within two sticks
+    }
+    if (!fits(padded) || padded < head_dim) {
+      throw UserError("pad_attention_heads: head_dim " + std::to_string(padded) +
+                      " must be at least " + std::to_string(head_dim) +
+                      (rope ? " and a multiple of two sticks (" + std::to_string(2 * stick_) + ")"
+                            : " and fill whole sticks with the " + std::to_string(heads) +
+                                  " heads (" + std::to_string(stick_) + " values each)"));
+    }
+    if (padded == head_dim) return;
     for (auto& [role, tensor] : weights.tensors) {
       at::Tensor replacement;
+      const bool query_or_key =
+          role == "q.weight" || role == "q.bias" || role == "k.weight" || role == "k.bias";
       if (role == "rotary") {
         replacement = at::constant_pad_nd(tensor.detach(), {0, (padded - head_dim) / 2}, 0);
-      } else if (role == "q.weight" || role == "q.bias" || role == "k.weight" || role == "k.bias") {
+      } else if (query_or_key && rope) {
         replacement = padHalves(tensor, head_dim, padded);
-      } else if (role == "v.weight" || role == "v.bias") {
+      } else if (query_or_key || role == "v.weight" || role == "v.bias") {
         replacement = padHeads(tensor, head_dim, padded);
       } else if (role == "o.weight") {
         replacement = padHeads(tensor.detach().t(), head_dim, padded).t().contiguous();
       } else {
         continue;  // o.bias: the output size does not change
       }
-      for (Value* read : weights.reads[role]) replaceRead(read, replacement);
+      for (Value* read : weights.reads[role]) replaceWeightRead(edit_, read, replacement);
     }
+    // The merge first: once split, a padded head can have the merged width (2 x 32 -> 64).
+    if (!rope) widenHeadMerge(module, heads * head_dim, heads * padded);
     for (Node* projection : projections) widenHeadSplit(module, *projection, head_dim, padded);
     ++edit_.change().rewrites;
   }
 
-  void replaceRead(Value* read, const at::Tensor& tensor) {
-    Node* reader = read->node();
-    torch::jit::WithInsertPoint insert_point(reader);
-    torch::jit::WithCurrentScope scope(edit_.graph(), reader->scope());
-    Value* constant = edit_.graph().insertConstant(tensor);
-    read->replaceAllUsesWith(constant);
-    edit_.destroyIfUnused(reader);
+  // The projection's view as [..., heads, head_dim], both constants (traced BERT and ViT).
+  std::pair<int64_t, int64_t> headSplit(const std::string& module, const Node& projection) {
+    for (const auto& use : projection.output()->uses()) {
+      const Node* view = use.user;
+      if (view->kind() != aten::view && view->kind() != aten::reshape) continue;
+      const Node* shape = view->input(1)->node();
+      if (shape->kind() != prim::ListConstruct || shape->inputs().size() < 2) continue;
+      const size_t last = shape->inputs().size() - 1;
+      auto heads = edit_.constantOrWeight(shape->input(last - 1));
+      auto head_dim = edit_.constantOrWeight(shape->input(last));
+      if (heads && heads->isInt() && head_dim && head_dim->isInt()) {
+        return {heads->toInt(), head_dim->toInt()};
+      }
+    }
+    throw UserError("pad_attention_heads: found no [..., heads, head_dim] view of " +
+                    modulePathOf(projection) + " in " + module);
+  }
+
+  // The context's view back to [..., heads * head_dim] inside the attention module.
+  void widenHeadMerge(const std::string& module, int64_t width, int64_t padded_width) {
+    for (const Node* node : allNodes(edit_.graph())) {
+      if (node->kind() != aten::view && node->kind() != aten::reshape) continue;
+      if (!isWithin(modulePathOf(*node), module)) continue;
+      Node* shape = node->input(1)->node();
+      if (shape->kind() != prim::ListConstruct || shape->inputs().empty()) continue;
+      const size_t last = shape->inputs().size() - 1;
+      auto size = edit_.constantOrWeight(shape->input(last));
+      if (!size || !size->isInt() || size->toInt() != width) continue;
+      torch::jit::WithInsertPoint insert_point(shape);
+      shape->replaceInput(last, edit_.graph().insertConstant(padded_width));
+    }
   }
 
   // The projection's output is viewed as [batch, length, heads, head_dim]: the constant
@@ -191,6 +215,10 @@ class HeadPadder {
 void padAttentionHeads(const nlohmann::json& arguments, GraphEdit& edit,
                        const DeviceProfile& profile) {
   torch::NoGradGuard no_grad;
+  if (!arguments.at("qkv").get<std::string>().empty()) {
+    padFusedAttentionHeads(arguments, edit, profile);
+    return;
+  }
   HeadPadder(arguments, edit, profile).run();
 }
 

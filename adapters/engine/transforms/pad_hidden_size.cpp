@@ -2,10 +2,12 @@
 // padded with zeros to the next whole stick count in every weight that has it, so the residual
 // stream carries zeros in the added positions. RMSNorm's mean over the hidden size becomes a sum
 // divided by the original size, so the statistics stay those of the real values; hidden-state
-// outputs are sliced back. LayerNorm (which subtracts a mean it would take over the padding too)
-// is refused rather than silently changed.
+// outputs are sliced back. LayerNorm, which would take its mean and variance over the padding
+// too, is decomposed with both taken over the real positions only (the padding masked out of
+// the variance), so the padded positions of its output stay zero.
 #include "adapters/engine/graph_edit.h"
 #include "adapters/engine/transforms/builtin_transform.h"
+#include "adapters/engine/transforms/decompositions.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
 
@@ -60,18 +62,19 @@ class HiddenPadder {
 
   void run() {
     if (padded_ == hidden_) return;
-    refuseLayerNorms();
+    const std::vector<Node*> norms = hiddenLayerNorms();
     const std::vector<Node*> means = hiddenMeans();  // from the records, before any change
-    const std::vector<Value*> outputs = hiddenOutputs();
+    const std::vector<OutputSlot> outputs = hiddenOutputs();
     padWeights();
+    for (Node* norm : norms) decomposeLayerNormOverPadding(edit_, norm, hidden_, padded_);
     for (Node* mean : means) meanOverOriginalSize(mean);
     widenShapeConstants();
-    for (Value* output : outputs) sliceBack(output);
+    for (const OutputSlot& output : outputs) sliceBack(output);
     ++edit_.change().rewrites;
   }
 
  private:
-  // The width of the first embedding table (tokens to hidden), or 0 when there is none.
+  // The width of the first embedding table (tokens to hidden), or of the first layer_norm.
   int64_t embeddingWidth() {
     for (Node* node : nodesOfKind(graph_, aten::embedding)) {
       auto weight = edit_.constantOrWeight(node->input(0));
@@ -79,7 +82,12 @@ class HiddenPadder {
         return weight->toTensor().size(1);
       }
     }
-    return 0;  // no embedding, no hidden size to read: nothing to pad unless size= says
+    // No token embedding (an image model): the size the first layer_norm normalizes over.
+    for (Node* norm : nodesOfKind(graph_, aten::layer_norm)) {
+      const auto shape = constantInts(norm->input(1));
+      if (shape.size() == 1) return shape[0];
+    }
+    return 0;  // nothing to read the hidden size from: nothing to pad unless size= says
   }
 
   int64_t lastDim(const Value* value) const {
@@ -88,14 +96,12 @@ class HiddenPadder {
     return desc->shape.back();
   }
 
-  void refuseLayerNorms() {
+  std::vector<Node*> hiddenLayerNorms() {
+    std::vector<Node*> norms;
     for (Node* norm : nodesOfKind(graph_, aten::layer_norm)) {
-      if (lastDim(norm->input(0)) == hidden_) {
-        throw UserError("pad_hidden_size: " + modulePathOf(*norm) +
-                        " is a layer_norm over the hidden size, whose mean and variance would "
-                        "count the padding; only RMSNorm-style models can be padded");
-      }
+      if (lastDim(norm->input(0)) == hidden_) norms.push_back(norm);
     }
+    return norms;
   }
 
   // RMSNorm's variance: mean(x * x, [-1]) over the hidden size.
@@ -116,19 +122,33 @@ class HiddenPadder {
     return desc ? static_cast<int64_t>(desc->shape.size()) : -1;
   }
 
-  // The tensors the graph returns (directly or in a tuple) whose last dimension is hidden.
-  std::vector<Value*> hiddenOutputs() {
-    std::vector<Value*> outputs;
-    for (Value* output : graph_.outputs()) {
+  // Where the graph returns a tensor whose last dimension is hidden: the graph output and, for
+  // a tuple, the element (-1: the output itself). Positions rather than values, because a
+  // decomposed layer_norm hands back a new value in the same place.
+  struct OutputSlot {
+    size_t output;
+    int element;
+  };
+
+  std::vector<OutputSlot> hiddenOutputs() {
+    std::vector<OutputSlot> slots;
+    for (size_t i = 0; i < graph_.outputs().size(); ++i) {
+      Value* output = graph_.outputs()[i];
       if (output->node()->kind() == prim::TupleConstruct) {
-        for (Value* element : output->node()->inputs()) {
-          if (lastDim(element) == hidden_) outputs.push_back(element);
+        const auto elements = output->node()->inputs();
+        for (size_t e = 0; e < elements.size(); ++e) {
+          if (lastDim(elements[e]) == hidden_) slots.push_back({i, static_cast<int>(e)});
         }
       } else if (lastDim(output) == hidden_) {
-        outputs.push_back(output);
+        slots.push_back({i, -1});
       }
     }
-    return outputs;
+    return slots;
+  }
+
+  Value* valueAt(const OutputSlot& slot) {
+    Value* output = graph_.outputs()[slot.output];
+    return slot.element < 0 ? output : output->node()->input(slot.element);
   }
 
   // Weights read from the module, and the constants earlier adapters made of them.
@@ -195,15 +215,20 @@ class HiddenPadder {
     }
   }
 
-  void sliceBack(Value* output) {
+  // Only what the model returns is sliced: the layers after the producer (a pooler reading
+  // the last hidden state) keep computing on the padded values.
+  void sliceBack(const OutputSlot& slot) {
+    Value* output = valueAt(slot);
+    Node* user = graph_.outputs()[slot.output]->node();
+    if (slot.element < 0) user = graph_.return_node();
     Node* producer = output->node();
-    torch::jit::WithInsertPoint insert_point(producer->next());
+    torch::jit::WithInsertPoint insert_point(user);
     torch::jit::WithCurrentScope scope(graph_, producer->scope());
     Value* sliced = graph_.insert(aten::slice, {output, -1, 0, hidden_, 1});
     sliced->node()->setSourceRange(producer->sourceRange());
     edit_.noteAdded(sliced->node());
     sliced->setType(output->type());
-    output->replaceAllUsesAfterNodeWith(sliced->node(), sliced);
+    user->replaceInput(slot.element < 0 ? slot.output : static_cast<size_t>(slot.element), sliced);
   }
 
   GraphEdit& edit_;

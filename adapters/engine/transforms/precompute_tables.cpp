@@ -6,6 +6,7 @@
 
 #include "adapters/engine/graph_edit.h"
 #include "adapters/engine/transforms/builtin_transform.h"
+#include "adapters/engine/transforms/static_values.h"
 #include "simulator/faults/fault_rule.h"
 #include "simulator/support/errors.h"
 
@@ -14,42 +15,7 @@ namespace {
 
 using torch::jit::Node;
 using torch::jit::Value;
-namespace aten = torch::jit::aten;
 namespace prim = torch::jit::prim;
-
-// Whether a value is fixed once the inputs' shapes are: built from constants, weights and
-// metadata of tensors (sizes, dtype, device), never from tensor values.
-class StaticValues {
- public:
-  explicit StaticValues(const torch::jit::Graph& graph) : graph_(graph) {}
-
-  bool isStatic(const Value* value) {
-    auto known = memo_.find(value);
-    if (known != memo_.end()) return known->second;
-    const bool result = decide(value);
-    memo_[value] = result;
-    return result;
-  }
-
- private:
-  bool decide(const Value* value) {
-    const Node* node = value->node();
-    if (value == graph_.inputs().at(0)) return true;  // self: the weights
-    if (node->kind() == prim::Param) return false;    // an input's values
-    if (node->kind() == aten::size || node->kind() == prim::dtype || node->kind() == prim::device ||
-        node->kind() == aten::dim) {
-      return true;  // metadata: fixed by the input shapes
-    }
-    if (!node->blocks().empty() || node->hasSideEffects()) return false;
-    for (const Value* input : node->inputs()) {
-      if (!isStatic(input)) return false;
-    }
-    return true;
-  }
-
-  const torch::jit::Graph& graph_;
-  std::unordered_map<const Value*, bool> memo_;
-};
 
 // The values the matching module calls hand back, as they were on the example inputs.
 class ModuleOutputs : public ExecutionObserver {

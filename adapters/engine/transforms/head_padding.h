@@ -1,0 +1,37 @@
+// What the head-padding transforms share: zero-padding the rows of projection weights head by
+// head, and putting a padded weight where the graph read the original.
+#pragma once
+
+#include <torch/script.h>
+#include <nlohmann/json.hpp>
+
+#include "simulator/device/device_profile.h"
+
+namespace stickler {
+
+class GraphEdit;
+
+// [heads * head_dim, ...] -> [heads * padded, ...], zeros after each half of each head (RoPE's
+// rotate_half then still swaps the model's own halves).
+at::Tensor padHalves(const at::Tensor& rows, int64_t head_dim, int64_t padded);
+
+// [heads * head_dim, ...] -> [heads * padded, ...], zeros at the end of each head.
+at::Tensor padHeads(const at::Tensor& rows, int64_t head_dim, int64_t padded);
+
+// The same along dimension `dim` instead of the first.
+at::Tensor padHeadsAlong(const at::Tensor& tensor, int64_t dim, int64_t head_dim, int64_t padded);
+
+// Whether an attribute path ends in `suffix` after something ("model.q_proj.weight" and
+// ".q_proj.weight").
+bool endsWithSuffix(const std::string& path, const std::string& suffix);
+
+// Replaces what `read` (an attribute read or constant) yields with the constant `tensor`, in
+// the reader's scope, and removes the read when nothing else uses it.
+void replaceWeightRead(GraphEdit& edit, torch::jit::Value* read, const at::Tensor& tensor);
+
+// Pads GPT-2-style attention, whose query, key and value come from one fused projection
+// (pad_attention_heads with qkv=...).
+void padFusedAttentionHeads(const nlohmann::json& arguments, GraphEdit& edit,
+                            const DeviceProfile& profile);
+
+}  // namespace stickler

@@ -1,0 +1,206 @@
+// pad_attention_heads with qkv=...: GPT-2's attention computes query, key and value with one
+// projection (c_attn, 3 x heads x head_dim outputs) and splits the result. Each head of each of
+// the three is zero-padded at its end until the heads fill whole sticks; the split, the views
+// into and out of heads, and the output projection's rows follow. The attention scale, which
+// GPT-2 reads from the value heads' size, is pinned to the real head size.
+#include "adapters/engine/graph_edit.h"
+#include "adapters/engine/transforms/head_padding.h"
+#include "simulator/faults/fault_rule.h"
+#include "simulator/graph/module_inliner.h"
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+namespace aten = torch::jit::aten;
+namespace prim = torch::jit::prim;
+
+// The dimension of a weight that holds the layer's outputs: rows for linear, columns for the
+// addmm of GPT-2's Conv1D (whose weight is stored [in, out]).
+int64_t outputDim(const Value* read) {
+  for (const auto& use : read->uses()) {
+    if (use.user->kind() == aten::addmm && use.offset == 2) return 1;
+  }
+  return 0;
+}
+
+struct FusedAttention {
+  std::vector<Value*> qkv_weight, qkv_bias, o_weight;
+};
+
+class FusedHeadPadder {
+ public:
+  FusedHeadPadder(const nlohmann::json& arguments, GraphEdit& edit, const DeviceProfile& profile)
+      : edit_(edit),
+        stick_(profile.stickElements()),
+        module_(arguments.at("module")),
+        qkv_(arguments.at("qkv")),
+        o_(arguments.at("o")),
+        target_(arguments.at("head_dim")) {
+    if (!arguments.at("rotary").get<std::string>().empty() &&
+        arguments.at("rotary") != "rotary_emb.inv_freq") {
+      throw UserError("pad_attention_heads: a fused qkv projection with RoPE is not supported");
+    }
+  }
+
+  void run() {
+    std::map<std::string, FusedAttention> modules;
+    for (const Node* read : allNodes(edit_.graph())) {
+      if (read->kind() != prim::GetAttr) continue;
+      Value* value = const_cast<Node*>(read)->output();
+      const std::string path = attributePath(value);
+      for (auto [suffix, list] : {std::pair<std::string, std::vector<Value*> FusedAttention::*>{
+                                      "." + qkv_ + ".weight", &FusedAttention::qkv_weight},
+                                  {"." + qkv_ + ".bias", &FusedAttention::qkv_bias},
+                                  {"." + o_ + ".weight", &FusedAttention::o_weight}}) {
+        if (!endsWithSuffix(path, suffix)) continue;
+        const std::string module = path.substr(0, path.size() - suffix.size());
+        if (globMatch(module_, module)) (modules[module].*list).push_back(value);
+      }
+    }
+    for (auto& [module, attention] : modules) pad(module, attention);
+  }
+
+ private:
+  at::Tensor tensorOf(const Value* read) const {
+    auto value = edit_.constantOrWeight(read);
+    if (!value || !value->isTensor()) throw UserError("pad_attention_heads: no tensor read");
+    return value->toTensor();
+  }
+
+  void pad(const std::string& module, const FusedAttention& attention) {
+    if (attention.qkv_weight.empty()) return;  // not attention of this form
+    if (attention.o_weight.empty()) {
+      throw UserError("pad_attention_heads: " + module + " has no " + o_ +
+                      ".weight (check the o argument)");
+    }
+    const int64_t out_dim = outputDim(attention.qkv_weight.front());
+    const int64_t total = tensorOf(attention.qkv_weight.front()).size(out_dim);
+    if (total % 3 != 0) {
+      throw UserError("pad_attention_heads: " + module + "." + qkv_ + " has " +
+                      std::to_string(total) + " outputs, not three equal parts");
+    }
+    const int64_t width = total / 3;
+    const auto [heads, head_dim] = headSplit(module, width);
+    int64_t padded = target_;
+    if (padded == 0) {
+      padded = head_dim;
+      while (heads * padded % stick_ != 0) ++padded;
+    }
+    if (padded < head_dim || heads * padded % stick_ != 0) {
+      throw UserError("pad_attention_heads: head_dim " + std::to_string(padded) +
+                      " must be at least " + std::to_string(head_dim) +
+                      " and fill whole sticks with the " + std::to_string(heads) + " heads");
+    }
+    if (padded == head_dim) return;
+    for (Value* read : attention.qkv_weight) {
+      replaceWeightRead(edit_, read, padHeadsAlong(tensorOf(read), out_dim, head_dim, padded));
+    }
+    for (Value* read : attention.qkv_bias) {
+      replaceWeightRead(edit_, read, padHeads(tensorOf(read), head_dim, padded));
+    }
+    for (Value* read : attention.o_weight) {
+      const int64_t in_dim = 1 - outputDim(read);
+      replaceWeightRead(edit_, read, padHeadsAlong(tensorOf(read), in_dim, head_dim, padded));
+    }
+    pinHeadSizeReads(module, heads, head_dim);
+    widenShapes(module, heads, head_dim, padded);
+    ++edit_.change().rewrites;
+  }
+
+  bool inOutputProjection(const Node& node, const std::string& module) const {
+    return isWithin(modulePathOf(node), module + "." + o_);
+  }
+
+  // [..., heads, head_dim] in a view of the module: both constants, heads x head_dim = width.
+  std::pair<int64_t, int64_t> headSplit(const std::string& module, int64_t width) {
+    for (const Node* node : allNodes(edit_.graph())) {
+      if (node->kind() != aten::view && node->kind() != aten::reshape) continue;
+      if (!isWithin(modulePathOf(*node), module)) continue;
+      const Node* shape = node->input(1)->node();
+      if (shape->kind() != prim::ListConstruct || shape->inputs().size() < 2) continue;
+      const size_t last = shape->inputs().size() - 1;
+      auto heads = edit_.constantOrWeight(shape->input(last - 1));
+      auto head_dim = edit_.constantOrWeight(shape->input(last));
+      if (heads && heads->isInt() && head_dim && head_dim->isInt() &&
+          heads->toInt() * head_dim->toInt() == width) {
+        return {heads->toInt(), head_dim->toInt()};
+      }
+    }
+    throw UserError("pad_attention_heads: found no [..., heads, head_dim] view of " +
+                    std::to_string(width) + " values in " + module);
+  }
+
+  // size(-1) of a [batch, heads, length, head_dim] tensor (GPT-2's scale, value.size(-1) ** 0.5)
+  // is the real head size, whatever the padding.
+  void pinHeadSizeReads(const std::string& module, int64_t heads, int64_t head_dim) {
+    for (const Node* node : allNodes(edit_.graph())) {
+      if (node->kind() != aten::size || node->inputs().size() != 2) continue;
+      if (!isWithin(modulePathOf(*node), module)) continue;
+      auto dim = torch::jit::toIValue(node->input(1));
+      auto desc = edit_.describe(node->input(0));
+      if (!dim || !dim->isInt() || !desc || desc->shape.size() != 4) continue;
+      if ((dim->toInt() != -1 && dim->toInt() != 3) || desc->shape[1] != heads ||
+          desc->shape[3] != head_dim) {
+        continue;
+      }
+      Node* size = const_cast<Node*>(node);
+      torch::jit::WithInsertPoint insert_point(size);
+      size->output()->replaceAllUsesWith(edit_.graph().insertConstant(head_dim));
+      edit_.destroy(size);
+    }
+  }
+
+  // The views into heads ([..., heads, head_dim]), out of them and out of the fused projection
+  // ([..., heads x head_dim], [..., 3 x heads x head_dim]) and the split into q, k and v.
+  void widenShapes(const std::string& module, int64_t heads, int64_t head_dim, int64_t padded) {
+    const int64_t width = heads * head_dim;
+    for (const Node* node : allNodes(edit_.graph())) {
+      if (!isWithin(modulePathOf(*node), module) || inOutputProjection(*node, module)) continue;
+      if (node->kind() == aten::split && node->inputs().size() >= 2) {
+        auto size = torch::jit::toIValue(node->input(1));
+        if (size && size->isInt() && size->toInt() == width) {
+          replaceInt(const_cast<Node*>(node), 1, heads * padded);
+        }
+        continue;
+      }
+      if (node->kind() != aten::view && node->kind() != aten::reshape) continue;
+      Node* shape = node->input(1)->node();
+      if (shape->kind() != prim::ListConstruct || shape->inputs().empty()) continue;
+      const size_t last = shape->inputs().size() - 1;
+      auto size = edit_.constantOrWeight(shape->input(last));
+      if (!size || !size->isInt()) continue;
+      auto before = last > 0 ? torch::jit::toIValue(shape->input(last - 1)) : c10::nullopt;
+      const bool into_heads =
+          size->toInt() == head_dim && before && before->isInt() && before->toInt() == heads;
+      if (into_heads) {
+        replaceInt(shape, last, padded);
+      } else if (size->toInt() == width) {
+        replaceInt(shape, last, heads * padded);
+      } else if (size->toInt() == 3 * width) {
+        replaceInt(shape, last, 3 * heads * padded);
+      }
+    }
+  }
+
+  void replaceInt(Node* node, size_t index, int64_t value) {
+    torch::jit::WithInsertPoint insert_point(node);
+    node->replaceInput(index, edit_.graph().insertConstant(value));
+  }
+
+  GraphEdit& edit_;
+  int64_t stick_;
+  std::string module_, qkv_, o_;
+  int64_t target_;
+};
+
+}  // namespace
+
+void padFusedAttentionHeads(const nlohmann::json& arguments, GraphEdit& edit,
+                            const DeviceProfile& profile) {
+  FusedHeadPadder(arguments, edit, profile).run();
+}
+
+}  // namespace stickler
