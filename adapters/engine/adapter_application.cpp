@@ -57,6 +57,7 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
   auto after = rebuildModel(*model, model->module, edit.takeGraph(),
                             adaptedIdentity(model->sha256, adapter.metadata.name));
   after->host_modules = edit.hostModules();
+  if (edit.change().fixes_shapes) after->card.fixed_shapes = true;
   application.after = std::move(after);
   if (check_equivalence) {
     application.equivalence =

@@ -20,6 +20,7 @@ struct GraphChange {
   std::vector<std::string> placed_on_host;  // modules moved to the host (run_on_host)
   std::vector<ChangedNode> nodes_on_host;   // single operators moved there (build_masks_on_host)
   int rewrites = 0;                         // matches rewritten, or places a transform changed
+  bool fixes_shapes = false;  // constants computed for the example inputs' shapes (tables)
 
   bool empty() const { return rewrites == 0; }
 };

@@ -291,6 +291,29 @@ LoadOptions loadOptionsFromFlags(const std::vector<std::string>& input_flags) {
   return options;
 }
 
+namespace {
+
+// An archive whose graph holds tables computed for its card's input shapes gives wrong answers
+// for others: --input may restate those shapes but not change them.
+void refuseOtherShapes(const std::vector<InputSpec>& fixed, const std::vector<InputSpec>& given,
+                       const std::string& path) {
+  std::string shapes;
+  bool same = fixed.size() == given.size();
+  for (size_t i = 0; i < fixed.size(); ++i) {
+    shapes += (i ? ", " : "") + fixed[i].name + " " + shapeString(fixed[i].shape);
+    same = same && i < given.size() && given[i].shape == fixed[i].shape;
+  }
+  if (same) return;
+  throw UserError(path +
+                  ": an adapter (precompute_tables) specialized this archive to its inputs' "
+                  "shapes (" +
+                  shapes +
+                  "); --input with other shapes would compute with the wrong tables. "
+                  "Adapt the original model with those inputs instead");
+}
+
+}  // namespace
+
 std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOptions& options) {
   auto model = std::make_unique<LoadedModel>();
   model->path = path;
@@ -306,6 +329,7 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
   }
   std::string card_origin = path + " (" + ModelCard::kArchivePath + ")";
   if (!options.inputs.empty()) {
+    if (model->card.fixed_shapes) refuseOtherShapes(model->card.inputs, options.inputs, path);
     model->card.inputs = options.inputs;
     model->card.from_archive = false;
     card_origin = "--input";

@@ -263,6 +263,10 @@ ModelCard parseModelCard(const std::string& json_text, const std::string& origin
     }
   }
   if (doc.contains("config")) card.config = doc["config"];
+  if (doc.contains("fixed_shapes")) {
+    if (!doc["fixed_shapes"].is_boolean()) fail(origin, "\"fixed_shapes\" must be true or false");
+    card.fixed_shapes = doc["fixed_shapes"];
+  }
   return card;
 }
 
@@ -283,14 +287,16 @@ json modelCardToJson(const ModelCard& card) {
   for (const auto& output : card.outputs) {
     outputs.push_back({{"name", output.name}, {"kind", outputKindName(output.kind)}});
   }
-  return {{"version", ModelCard::kVersion},
-          {"name", card.name},
-          {"family", card.family},
-          {"description", card.description},
-          {"inputs", inputs},
-          {"outputs", outputs},
-          {"config", card.config},
-          {"source", card.from_archive ? "archive" : "flags"}};
+  json doc{{"version", ModelCard::kVersion},
+           {"name", card.name},
+           {"family", card.family},
+           {"description", card.description},
+           {"inputs", inputs},
+           {"outputs", outputs},
+           {"config", card.config},
+           {"source", card.from_archive ? "archive" : "flags"}};
+  if (card.fixed_shapes) doc["fixed_shapes"] = true;
+  return doc;
 }
 
 InputSpec parseInputFlag(const std::string& flag) {

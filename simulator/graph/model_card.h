@@ -50,6 +50,9 @@ struct ModelCard {
   std::vector<InputSpec> inputs;
   std::vector<OutputSpec> outputs;  // names for the flattened outputs, in order; may be shorter
   nlohmann::json config = nlohmann::json::object();  // free-form, e.g. the HF config
+  // An adapter (precompute_tables) computed shape-dependent tables for these inputs' shapes:
+  // the archive is correct for those shapes only, as a compiled device graph is.
+  bool fixed_shapes = false;
   bool from_archive = false;
 };
 

@@ -63,6 +63,27 @@ TEST(AdaptCli, SavesAnArchiveThatRunPasses) {
   std::remove(out.c_str());
 }
 
+TEST(AdaptCli, AnArchiveWithPrecomputedTablesKeepsItsInputShapes) {
+  const std::string out = ::testing::TempDir() + "qwen2-adapted.pt";
+  const Result adapt = stickler(
+      {"adapt", zooPath("qwen2-hd128.pt"), "--profile", "spyre-2025-clean", "--save", out});
+  ASSERT_EQ(adapt.status, 0) << adapt.out << adapt.err;
+  ASSERT_NE(adapt.out.find("precompute-rotary-tables"), std::string::npos) << adapt.out;
+  // The same shapes, restated: the tables fit.
+  const Result same =
+      stickler({"run", out, "--backend", "spyre-sim:spyre-2025-clean", "--input",
+                "input_ids:1x16:int64:tokens=1024", "--input", "attention_mask:1x16:int64"});
+  EXPECT_EQ(same.status, 0) << same.out << same.err;
+  // Other shapes would read 16 positions' tables for 8 positions: refused, with the reason.
+  const Result other = stickler({"run", out, "--backend", "spyre-sim:spyre-2025-clean", "--input",
+                                 "input_ids:1x8:int64", "--input", "attention_mask:1x8:int64"});
+  EXPECT_EQ(other.status, 2);
+  EXPECT_NE(other.err.find("specialized this archive to its inputs' shapes (input_ids [1, 16]"),
+            std::string::npos)
+      << other.err;
+  std::remove(out.c_str());
+}
+
 TEST(AdaptCli, ApplyReportsTheChangeAndMatchNamesBlockers) {
   const Result match =
       stickler({"match", zooPath("gpt2-tiny.pt"), "--profile", "spyre-2025-clean"});

@@ -53,6 +53,7 @@ void replaceByConstant(GraphEdit& edit, StaticValues& statics, const Value* orig
   }
   edit.destroyIfUnused(producer);
   ++edit.change().rewrites;
+  edit.change().fixes_shapes = true;
 }
 
 }  // namespace
