@@ -27,16 +27,8 @@ json run(const json& input, OperationContext& context) {
     ModelAdapters adapters(context, model_path, input_flags);
     AdapterStack& stack = adapters.stack();
     const LoadedModel& original = *stack.original();
-    std::vector<const CatalogEntry*> meant;
-    for (const CatalogEntry& entry : catalog) {
-      if (!entry.file) continue;
-      const AdapterMetadata& metadata = entry.file->metadata;
-      if (adapterTargetsProfile(metadata, {profile.name}) &&
-          adapterTargetsModel(metadata, original.card.family, original.card.name)) {
-        meant.push_back(&entry);
-      }
-    }
-    stacking = applyInOrder(stack, meant, profile, context.listLimit());
+    stacking = applyInOrder(stack, adaptersMeantFor(catalog, original, &profile), profile,
+                            context.listLimit());
     if (input.contains("save")) requireSavable(*stack.current());  // before the run, not after
     adapters.publish();
     RunRequest request;
@@ -102,10 +94,7 @@ Operation makeAdaptModelOperation() {
   schema["properties"]["inputs"] = inputsField();
   schema["properties"]["save"] = {
       {"type", "string"}, {"description", "Write the adapted model to this archive (.pt)."}};
-  schema["properties"]["timeout_seconds"] = {
-      {"type", "number"},
-      {"default", 300},
-      {"description", "A device run that takes longer is killed and reported as timed out."}};
+  schema["properties"]["timeout_seconds"] = timeoutField();
   operation.input_schema = schema;
   operation.output_schema = {{"type", "object"},
                              {"properties",
@@ -114,7 +103,7 @@ Operation makeAdaptModelOperation() {
                                {"adapters", {{"type", "object"}}}}},
                              {"required", {"schema", "verdict", "adapters"}}};
   operation.annotations = {false, false, false};
-  operation.cli = {"adapt", {"model"}, {{"inputs", "input"}}};
+  operation.cli = {"adapt", {"model"}, {{"inputs", "input"}, {"timeout_seconds", "timeout"}}};
   operation.run = run;
   operation.render_text = renderText;
   operation.exit_status = [](const json& report) { return report.value("exit_status", 0); };

@@ -70,6 +70,21 @@ std::string equivalenceText(const EquivalenceResult& result) {
   return std::to_string(result.max_ulps) + " ULPs (bound " + std::to_string(result.bound) + ")";
 }
 
+std::vector<const CatalogEntry*> adaptersMeantFor(const std::vector<CatalogEntry>& catalog,
+                                                  const LoadedModel& model,
+                                                  const DeviceProfile* profile) {
+  std::vector<const CatalogEntry*> meant;
+  for (const CatalogEntry& entry : catalog) {
+    if (!entry.file) continue;
+    const AdapterMetadata& metadata = entry.file->metadata;
+    if ((profile == nullptr || adapterTargetsProfile(metadata, profile->lineage)) &&
+        adapterTargetsModel(metadata, model.card.family, model.card.name)) {
+      meant.push_back(&entry);
+    }
+  }
+  return meant;
+}
+
 StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
                             const DeviceProfile& profile, size_t limit) {
   StackingResult result;

@@ -54,6 +54,12 @@ std::string recordEvidence(OperationContext& context, const std::string& adapter
 // "bitwise equal" or "3 ULPs (bound 4)", for messages and evidence.
 std::string equivalenceText(const EquivalenceResult& result);
 
+// The catalog entries meant for `model` (its family or name) and, unless `profile` is null,
+// listed for that profile or one it extends, in catalog order.
+std::vector<const CatalogEntry*> adaptersMeantFor(const std::vector<CatalogEntry>& catalog,
+                                                  const LoadedModel& model,
+                                                  const DeviceProfile* profile);
+
 // Applies `entries` in order on top of `stack`: those that change the model and pass their
 // equivalence check are pushed; the rest (refused, or unable to apply to this model) are
 // listed in `skipped` with the reason. Entries that match nothing are passed over silently.

@@ -40,5 +40,6 @@ Operation makeDraftAdapterOperation();
 Operation makeAdaptModelOperation();
 Operation makeInitWorkspaceOperation();
 Operation makeStaleAdaptersOperation();
+Operation makeLocalizeDivergenceOperation();
 
 }  // namespace stickler

@@ -20,10 +20,6 @@ json inputSchema() {
         "type": "string",
         "default": "spyre-sim:spyre-2026",
         "description": "cpu, cpu64, cpu-emulated:<dl16|fp16|bf16>, or spyre-sim:<profile name or path> (spyre-2026, spyre-2025, spyre-2026-clean, spyre-2025-clean)."
-      },
-      "timeout_seconds": {
-        "type": "number", "default": 300,
-        "description": "A device run that takes longer is killed and reported as timed out."
       }
     },
     "required": ["model"],
@@ -31,6 +27,7 @@ json inputSchema() {
   })");
   schema["properties"]["model"] = modelField();
   schema["properties"]["inputs"] = inputsField();
+  schema["properties"]["timeout_seconds"] = timeoutField();
   schema["properties"]["modules"] = modulesField(
       "Run only these modules on the device and the rest on the CPU reference (a hybrid run); "
       "all of the model when absent.");

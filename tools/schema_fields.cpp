@@ -31,4 +31,10 @@ json modulesField(const char* description) {
   return {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", description}};
 }
 
+nlohmann::json timeoutField() {
+  return {{"type", "number"},
+          {"default", 300},
+          {"description", "A device run that takes longer is killed and reported as timed out."}};
+}
+
 }  // namespace stickler

@@ -53,13 +53,7 @@ json run(const json& input, OperationContext& context) {
     const std::string path = context.resolvePath(given);
     ModelCache cache;
     const auto original = cache.original(path, {});
-    std::vector<const CatalogEntry*> meant;
-    for (const CatalogEntry& entry : catalog) {
-      if (entry.file &&
-          adapterTargetsModel(entry.file->metadata, original->card.family, original->card.name)) {
-        meant.push_back(&entry);
-      }
-    }
+    const std::vector<const CatalogEntry*> meant = adaptersMeantFor(catalog, *original, nullptr);
     std::vector<std::string> applied;
     const Outcome with =
         outcomeWith(cache, path, original, meant, profile, profile_name, context, &applied);
@@ -99,7 +93,7 @@ json run(const json& input, OperationContext& context) {
     adapters.push_back(
         {{"name", entry.name},
          {"stale", !needed},
-         {"listed_for_profile", adapterTargetsProfile(entry.file->metadata, {profile.name})},
+         {"listed_for_profile", adapterTargetsProfile(entry.file->metadata, profile.lineage)},
          {"remove_when", entry.file->metadata.remove_when},
          {"proof", proof->second}});
   }

@@ -3,7 +3,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "simulator/graph/loaded_model.h"
-#include "simulator/lowering/placement.h"
+#include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {

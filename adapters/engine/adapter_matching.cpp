@@ -76,7 +76,7 @@ std::vector<AdapterMatch> matchAdapters(const std::vector<CatalogEntry>& catalog
     }
     const AdapterMetadata& metadata = entry.file->metadata;
     match.for_model = adapterTargetsModel(metadata, model->card.family, model->card.name);
-    match.for_profile = adapterTargetsProfile(metadata, {profile.name});
+    match.for_profile = adapterTargetsProfile(metadata, profile.lineage);
     AdapterApplication application;
     try {
       application = applyAdapter(*entry.file, model, profile, /*check_equivalence=*/false);

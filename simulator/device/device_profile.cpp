@@ -90,15 +90,23 @@ json mergeOver(const json& parent, const json& child) {
 }
 
 // `files_read`, when given, collects every parent file the chain reads.
+// `ancestors` collects the names of the profiles the chain extends, nearest first.
 json resolveExtends(const json& document, const std::string& origin, int depth,
-                    std::vector<std::string>* files_read) {
+                    std::vector<std::string>* files_read, std::vector<std::string>* ancestors) {
   if (!document.is_object()) throw UserError(origin + ": a profile must be a JSON object");
   if (!document.contains("extends")) return document;
   if (depth >= kMaxExtendsDepth) throw UserError(origin + ": \"extends\" chain too long");
   const std::string parent_name = document.value("extends", "");
   const std::string parent_path = resolvePath(parent_name);
   if (files_read) files_read->push_back(parent_path);
-  json parent = resolveExtends(readJson(parent_path), parent_path, depth + 1, files_read);
+  const json parent_document = readJson(parent_path);
+  if (parent_document.is_object() && parent_document.contains("name") &&
+      parent_document["name"].is_string()) {
+    ancestors->push_back(parent_document["name"]);
+  } else {
+    ancestors->push_back(fs::path(parent_path).stem().string());
+  }
+  json parent = resolveExtends(parent_document, parent_path, depth + 1, files_read, ancestors);
   json child = document;
   child.erase("extends");
   parent.erase("name");
@@ -159,7 +167,8 @@ std::vector<std::string> listProfiles() {
 // parseProfile, also collecting the parent files an "extends" chain reads.
 static DeviceProfile parseTrackingFiles(const json& raw, const std::string& origin,
                                         std::vector<std::string>* files_read) {
-  const json document = resolveExtends(raw, origin, 0, files_read);
+  std::vector<std::string> ancestors;
+  const json document = resolveExtends(raw, origin, 0, files_read, &ancestors);
   const int version = document.value("version", kProfileVersion);
   if (version > kProfileVersion) {
     throw UserError(origin + ": profile version " + std::to_string(version) +
@@ -172,6 +181,8 @@ static DeviceProfile parseTrackingFiles(const json& raw, const std::string& orig
     profile.name = document.value("name", fs::path(origin).stem().string());
     profile.description = document.value("description", "");
     profile.sources = document.value("sources", std::vector<std::string>{});
+    profile.lineage = {profile.name};
+    profile.lineage.insert(profile.lineage.end(), ancestors.begin(), ancestors.end());
   } catch (const json::exception&) {
     throw UserError(origin + ": name, description and sources must be strings");
   }

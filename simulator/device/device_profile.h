@@ -52,6 +52,9 @@ struct DeviceFacts {
 // A device profile: a snapshot of a device stack (simulator/profiles/*.json).
 struct DeviceProfile {
   std::string name;
+  // This profile's name, then the names of the profiles it extends, nearest first: an adapter
+  // listed for spyre-2025-clean is meant for a test profile that extends it.
+  std::vector<std::string> lineage;
   std::string description;
   std::string path;
   std::vector<std::string> sources;

@@ -1,5 +1,6 @@
 #include "simulator/lowering/check_support.h"
 
+#include "simulator/lowering/host_placement.h"
 #include "simulator/lowering/lowering.h"
 #include "simulator/support/errors.h"
 

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "simulator/graph/module_inliner.h"
+#include "simulator/lowering/host_placement.h"
 #include "simulator/lowering/lowering_context.h"
 
 namespace stickler {

@@ -1,14 +1,10 @@
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "simulator/graph/module_table.h"
-
-namespace torch::jit {
-struct Graph;
-struct Node;
-}  // namespace torch::jit
 
 namespace stickler {
 
@@ -18,11 +14,18 @@ namespace stickler {
 struct Placement {
   std::vector<std::string> device_modules;
   std::vector<std::string> host_modules;
+  // Localization's units: device_modules then name the modules whose own nodes run on the
+  // device ("" for the root's), children not included, and an empty list places nothing there.
+  bool own_nodes_only = false;
 
-  bool wholeModel() const { return device_modules.empty(); }
+  bool wholeModel() const { return !own_nodes_only && device_modules.empty(); }
   bool onDevice(const std::string& module_path) const {
     for (const auto& module : host_modules) {
       if (isWithin(module_path, module)) return false;
+    }
+    if (own_nodes_only) {
+      return std::find(device_modules.begin(), device_modules.end(), module_path) !=
+             device_modules.end();
     }
     if (device_modules.empty()) return true;
     for (const auto& module : device_modules) {
@@ -37,12 +40,5 @@ struct Placement {
 Placement makePlacement(const ModuleTable& modules, const std::vector<std::string>& device_modules,
                         const std::string& model_path,
                         const std::vector<std::string>& host_modules = {});
-
-// Single nodes an adapter placed on the host (build_masks_on_host): they run on the CPU in
-// every device run, whatever the placement says. The mark is an attribute of the node, so it
-// travels with copies of the graph and leaves with a node a later rewrite replaces.
-bool placedOnHost(const torch::jit::Node& node);
-void placeOnHost(torch::jit::Node& node);
-int64_t countPlacedOnHost(const torch::jit::Graph& graph);
 
 }  // namespace stickler

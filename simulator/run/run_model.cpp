@@ -3,6 +3,7 @@
 #include "simulator/backends/backend.h"
 #include "simulator/compare/output_comparison.h"
 #include "simulator/graph/node_info.h"
+#include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {

@@ -20,7 +20,7 @@
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
-#include "simulator/lowering/placement.h"
+#include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"

@@ -9,7 +9,7 @@
 #include "adapters/engine/transforms/static_values.h"
 #include "simulator/faults/fault_rule.h"
 #include "simulator/graph/module_inliner.h"
-#include "simulator/lowering/placement.h"
+#include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {

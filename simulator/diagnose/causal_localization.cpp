@@ -1,0 +1,233 @@
+#include "simulator/diagnose/causal_localization.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "simulator/backends/backend.h"
+#include "simulator/compare/output_comparison.h"
+#include "simulator/diagnose/causal_search.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/module_inliner.h"
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+// One device run: which units were on the device and what the end-to-end verdict was.
+struct Trial {
+  std::string verdict;  // pass, fail, aborted, timed_out, failed (runStatusName), blocked
+  std::vector<at::Tensor> outputs;
+  const torch::jit::Node* stopped_at = nullptr;  // where an aborted run died
+  std::string message;
+};
+
+bool sameBytes(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const at::Tensor x = a[i].contiguous();
+    const at::Tensor y = b[i].contiguous();
+    if (x.sizes() != y.sizes() || x.scalar_type() != y.scalar_type() ||
+        std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// "the model fails", "the model aborts": a verdict as a verb, for summaries.
+std::string asVerb(const std::string& verdict) {
+  if (verdict == "pass") return "passes";
+  if (verdict == "aborted") return "aborts";
+  if (verdict == "timed_out") return "times out";
+  if (verdict == "blocked") return "does not compile";
+  if (verdict == "failed") return "fails to run";
+  return "fails";
+}
+
+class Localizer {
+ public:
+  Localizer(const LoadedModel& model, const LocalizeOptions& options)
+      : model_(model), options_(options), backend_(makeBackend(parseBackendSpec(options.backend))) {
+    if (backend_->profile() == nullptr) {
+      throw UserError(
+          "localize needs a device backend (spyre-sim:<profile> or "
+          "cpu-emulated:<format>), not " +
+          options.backend);
+    }
+    reference_ = flattenTensors(model.example_outputs);
+  }
+
+  json run() {
+    json report{
+        {"schema", "stickler.localize"},
+        {"version", 1},
+        {"model", {{"path", model_.path}, {"sha256", model_.sha256}, {"name", model_.card.name}}},
+        {"backend", options_.backend}};
+    Placement everything;  // the whole model, but what adapters keep on the host
+    everything.host_modules = model_.host_modules;
+    const auto whole = backend_->compile(model_, everything);
+    if (!whole->ok()) {
+      return finish(report, "blocked",
+                    "the model does not compile on " + options_.backend + " (" +
+                        std::to_string(whole->lowering().blockers.size()) +
+                        " blockers): localization needs a model that compiles; see "
+                        "`stickler check` and `stickler adapt`");
+    }
+    collectUnits(whole->lowering());
+    report["units"] = units_.size();
+    report["device_run_target"] = target();
+
+    // Determinism first: the same whole-model run twice.
+    const Trial first = trial(units_, "whole model (determinism check, 1 of 2)", /*whole=*/true);
+    const Trial second = trial(units_, "whole model (determinism check, 2 of 2)", /*whole=*/true);
+    const bool deterministic =
+        first.verdict == second.verdict && (first.verdict == "pass" || first.verdict == "fail"
+                                                ? sameBytes(first.outputs, second.outputs)
+                                                : first.stopped_at == second.stopped_at);
+    report["determinism"] = {{"runs", 2}, {"deterministic", deterministic}};
+    report["whole_model_verdict"] = first.verdict;
+    if (!deterministic) {
+      return finish(report, "nondeterministic",
+                    "two identical whole-model runs disagree (" + first.verdict + ", " +
+                        second.verdict +
+                        "): the device is nondeterministic here, and no layer "
+                        "is blamed for it");
+    }
+    if (first.verdict == "pass") {
+      return finish(report, "passes",
+                    "the model passes end to end on " + options_.backend + ": nothing to localize");
+    }
+
+    std::vector<std::string> names;
+    for (const std::string& unit : units_) names.push_back(displayPath(unit));
+    const CausalFinding finding =
+        causalSearch(names, [&](const std::vector<size_t>& indices, const std::string& label) {
+          std::vector<std::string> units;
+          units.reserve(indices.size());
+          for (size_t index : indices) units.push_back(units_[index]);
+          return trial(units, label).verdict;
+        });
+    const std::string& culprit = units_[finding.culprit];
+    report["culprit"] = unitToJson(finding.culprit);
+    report["confirmation"] = {{"alone_on_device", finding.alone_verdict},
+                              {"everything_else_on_device", finding.rest_verdict},
+                              {"confirmed", finding.kind == CausalFinding::Kind::kLocalized}};
+    switch (finding.kind) {
+      case CausalFinding::Kind::kNeedsSeveral: {
+        json modules = json::array();
+        for (size_t i = finding.first; i <= finding.culprit; ++i) modules.push_back(unitToJson(i));
+        report["together"] = modules;
+        return finish(report, "needs_several",
+                      displayPath(culprit) + " fails the model only together with the " +
+                          std::to_string(finding.culprit - finding.first) +
+                          " module(s) before it, from " + displayPath(units_[finding.first]) +
+                          ": no single module is the cause");
+      }
+      case CausalFinding::Kind::kWithOtherCauses:
+        return finish(report, "localized_with_other_causes",
+                      displayPath(culprit) +
+                          " fails the model alone on the device, but the "
+                          "model still " +
+                          asVerb(finding.rest_verdict) +
+                          " without it: another "
+                          "module fails as well; run again with this one fixed or adapted");
+      case CausalFinding::Kind::kLocalized:
+        break;
+    }
+    return finish(report, "localized",
+                  displayPath(culprit) + " (" + model_.modules.classOf(culprit) +
+                      ") flips the end-to-end verdict: alone on the device the model " +
+                      asVerb(finding.alone_verdict) +
+                      ", and with only it on the CPU the model passes");
+  }
+
+ private:
+  // The modules whose own nodes run on the device, in the order their first node executes.
+  void collectUnits(const LoweringResult& lowering) {
+    for (const torch::jit::Node* node : allNodes(*model_.graph)) {
+      const NodePlace place = lowering.placeOf(node);
+      if (place != NodePlace::kDevice && place != NodePlace::kFallback) continue;
+      const std::string path = modulePathOf(*node);
+      if (!unit_ops_.count(path)) units_.push_back(path);
+      ++unit_ops_[path][node->kind().toQualString()];
+    }
+  }
+
+  // ceil(log2 M) bisection runs, two for determinism and two to confirm.
+  int64_t target() const {
+    return static_cast<int64_t>(std::ceil(std::log2(std::max<size_t>(units_.size(), 1)))) + 4;
+  }
+
+  Trial trial(const std::vector<std::string>& units, const std::string& what, bool whole = false) {
+    options_.control.checkCancelled();
+    options_.control.progress(static_cast<double>(runs_.size()), static_cast<double>(target()),
+                              "device run: " + what);
+    Placement placement;
+    if (!whole) {
+      placement.device_modules = units;
+      placement.own_nodes_only = true;
+    }
+    placement.host_modules = model_.host_modules;
+    Trial result;
+    const auto compiled = backend_->compile(model_, placement);
+    if (!compiled->ok()) {
+      result.verdict = "blocked";
+    } else {
+      RunOptions run_options;
+      run_options.timeout_seconds = options_.timeout_seconds;
+      run_options.cancelled = options_.control.cancelled;
+      const BackendRun run = compiled->run(model_.example_inputs, run_options);
+      options_.control.checkCancelled();
+      if (run.status == BackendRun::Status::kCompleted) {
+        result.outputs = flattenTensors(run.outputs);
+        bool passed = false;
+        compareOutputs(reference_, result.outputs, model_.card, backend_->format(), {}, &passed);
+        result.verdict = passed ? "pass" : "fail";
+      } else {
+        result.verdict = runStatusName(run.status);
+        result.stopped_at = run.node;
+        result.message = run.message;
+      }
+    }
+    runs_.push_back({{"device", what},
+                     {"modules_on_device", whole ? units_.size() : units.size()},
+                     {"verdict", result.verdict}});
+    if (!result.message.empty()) runs_.back()["message"] = result.message;
+    return result;
+  }
+
+  json unitToJson(size_t index) const {
+    const std::string& path = units_[index];
+    return {{"module", displayPath(path)},
+            {"module_class", model_.modules.classOf(path)},
+            {"position", index + 1},
+            {"ops", unit_ops_.at(path)}};
+  }
+
+  json finish(json& report, const std::string& status, const std::string& summary) {
+    report["status"] = status;
+    report["summary"] = summary;
+    report["runs"] = runs_;
+    report["device_runs"] = runs_.size();
+    return report;
+  }
+
+  const LoadedModel& model_;
+  LocalizeOptions options_;
+  std::unique_ptr<Backend> backend_;
+  std::vector<at::Tensor> reference_;
+  std::vector<std::string> units_;
+  std::map<std::string, std::map<std::string, int64_t>> unit_ops_;
+  json runs_ = json::array();
+};
+
+}  // namespace
+
+json localizeDivergence(const LoadedModel& model, const LocalizeOptions& options) {
+  return Localizer(model, options).run();
+}
+
+}  // namespace stickler

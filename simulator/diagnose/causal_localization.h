@@ -1,0 +1,29 @@
+// Causal localization (docs/localize-json.md): which module's execution on the device flips
+// the end-to-end verdict. Hybrid runs put a prefix of the modules, in execution order, on the
+// device and the rest on the CPU reference; a binary search finds the first module whose
+// device execution makes the model fail, and two more runs confirm it: that module alone on
+// the device fails, and everything but it on the device passes. Two identical whole-model
+// runs come first, so that nondeterminism is never blamed on a layer.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "simulator/support/task_control.h"
+
+namespace stickler {
+
+struct LoadedModel;
+
+struct LocalizeOptions {
+  std::string backend;           // "spyre-sim:<profile>"
+  double timeout_seconds = 300;  // per device run
+  TaskControl control;           // progress and cancellation
+};
+
+// The localization report (schema stickler.localize). Throws UserError for a backend that is
+// not a device backend.
+nlohmann::json localizeDivergence(const LoadedModel& model, const LocalizeOptions& options);
+
+}  // namespace stickler

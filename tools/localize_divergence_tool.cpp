@@ -1,0 +1,134 @@
+// localize: the module whose execution on the device flips the end-to-end verdict, found by
+// bisecting hybrid runs and confirmed (simulator/diagnose/causal_localization.h).
+#include <algorithm>
+
+#include "adapters/engine/adapter_stack.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/diagnose/causal_localization.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/module_table.h"
+#include "tools/adapter_support.h"
+#include "tools/operation_table.h"
+#include "tools/schema_fields.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+json run(const json& input, OperationContext& context) {
+  const std::string model_path = context.resolvePath(requireString(input, "model"));
+  const std::string profile_name = resolveProfile(requireString(input, "profile"), context);
+  const DeviceProfile profile = loadProfile(profile_name);
+  const std::vector<std::string> input_flags = optionalStrings(input, "inputs");
+  const bool adapt = input.value("adapt", false);
+  std::shared_ptr<const LoadedModel> model;
+  json adapters = json::array();
+  {
+    // The session's model (with the adapters applied to it), released before the device runs
+    // so that other calls of the session do not wait for them.
+    ModelAdapters session(context, model_path, input_flags);
+    model = session.stack().current();
+  }
+  if (adapt) {
+    // On a stack of its own: localizing never changes what the session has applied.
+    AdapterStack stack(model);
+    const auto catalog = adapterCatalog(context);
+    const StackingResult stacking =
+        applyInOrder(stack, adaptersMeantFor(catalog, *stack.original(), &profile), profile, 0);
+    for (const auto& application : stacking.applied) adapters.push_back(application["adapter"]);
+    model = stack.current();
+  }
+  LocalizeOptions options;
+  options.backend = "spyre-sim:" + profile_name;
+  options.timeout_seconds = optionalNumber(input, "timeout_seconds", options.timeout_seconds);
+  options.control = context.task();
+  json report = localizeDivergence(*model, options);
+  if (adapt) report["adapters_applied"] = adapters;
+  return report;
+}
+
+std::string renderText(const json& report) {
+  std::string text = report["model"]["name"].get<std::string>() + " on " +
+                     report["backend"].get<std::string>() + ": " +
+                     report["status"].get<std::string>() + "\n" +
+                     report["summary"].get<std::string>() + "\n";
+  if (report.contains("adapters_applied") && !report["adapters_applied"].empty()) {
+    text += "\nadapters applied first:";
+    for (const auto& name : report["adapters_applied"]) text += " " + name.get<std::string>();
+    text += "\n";
+  }
+  if (report.contains("culprit")) {
+    const json& culprit = report["culprit"];
+    text += "\nculprit: " + culprit["module"].get<std::string>() + " (" +
+            culprit["module_class"].get<std::string>() + "), module " +
+            std::to_string(culprit["position"].get<int64_t>()) + " of " +
+            std::to_string(report["units"].get<int64_t>()) + " in execution order\n";
+  }
+  if (report.contains("together")) {
+    text += "fails only together:";
+    for (const auto& module : report["together"]) {
+      text += " " + module["module"].get<std::string>();
+    }
+    text += "\n";
+  }
+  if (report.contains("runs") && !report["runs"].empty()) {
+    text += "\ndevice runs (" + std::to_string(report["device_runs"].get<int64_t>()) +
+            ", target at most " + std::to_string(report["device_run_target"].get<int64_t>()) +
+            "):\n";
+    for (const auto& trial : report["runs"]) {
+      std::string verdict = trial["verdict"];
+      verdict.resize(std::max<size_t>(verdict.size(), 9), ' ');  // aligned under "timed_out"
+      text += "  " + verdict + " " + trial["device"].get<std::string>() + "\n";
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+Operation makeLocalizeDivergenceOperation() {
+  Operation operation;
+  operation.name = "localize_divergence";
+  operation.title = "Localize the module that makes a model fail";
+  operation.description =
+      "Find the module whose execution on the simulated device flips the end-to-end verdict: "
+      "two identical whole-model runs first (nondeterminism is never blamed on a layer), then "
+      "a binary search over the modules in execution order with hybrid runs (a prefix on the "
+      "device, the rest on the CPU reference), then confirmation (the module alone on the "
+      "device fails; everything but it on the device passes). Reports the culprit with its "
+      "class and operators, or the modules that fail only together, and every device run "
+      "(at most ceil(log2 M) + 4 for M modules and one culprit). With adapt, the catalog's "
+      "adapters for the model and profile are applied first, without changing the session.";
+  json schema = {
+      {"type", "object"}, {"required", {"model", "profile"}}, {"additionalProperties", false}};
+  schema["properties"]["model"] = modelField();
+  schema["properties"]["profile"] = profileField();
+  schema["properties"]["inputs"] = inputsField();
+  schema["properties"]["adapt"] = {
+      {"type", "boolean"},
+      {"default", false},
+      {"description",
+       "Apply every catalog adapter meant for the model and profile before localizing."}};
+  schema["properties"]["timeout_seconds"] = timeoutField();
+  operation.input_schema = schema;
+  operation.output_schema = {{"type", "object"},
+                             {"properties",
+                              {{"schema", {{"const", "stickler.localize"}}},
+                               {"status",
+                                {{"enum",
+                                  {"localized", "localized_with_other_causes", "needs_several",
+                                   "passes", "nondeterministic", "blocked"}}}},
+                               {"summary", {{"type", "string"}}},
+                               {"culprit", {{"type", "object"}}},
+                               {"device_runs", {{"type", "integer"}}}}},
+                             {"required", {"schema", "status", "summary"}}};
+  operation.annotations = {.read_only = true, .destructive = false, .idempotent = true};
+  operation.cli = {"localize", {"model"}, {{"inputs", "input"}, {"timeout_seconds", "timeout"}}};
+  operation.run = run;
+  operation.render_text = renderText;
+  operation.exit_status = [](const json& report) { return report["status"] == "blocked" ? 3 : 0; };
+  return operation;
+}
+
+}  // namespace stickler
