@@ -1,12 +1,14 @@
 // localize: the module whose execution on the device flips the end-to-end verdict, found by
 // bisecting hybrid runs and confirmed (simulator/diagnose/causal_localization.h).
 #include <algorithm>
+#include <cstdio>
 
 #include "adapters/engine/adapter_stack.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/causal_localization.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_table.h"
+#include "simulator/support/errors.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
 #include "tools/schema_fields.h"
@@ -43,9 +45,29 @@ json run(const json& input, OperationContext& context) {
   options.backend = "spyre-sim:" + profile_name;
   options.timeout_seconds = optionalNumber(input, "timeout_seconds", options.timeout_seconds);
   options.control = context.task();
+  options.thresholds.margin = optionalNumber(input, "threshold_margin", options.thresholds.margin);
+  options.thresholds.percentile =
+      optionalNumber(input, "threshold_percentile", options.thresholds.percentile);
+  options.thresholds.inputs =
+      static_cast<int>(optionalNumber(input, "threshold_input_sets", options.thresholds.inputs));
+  if (!(options.thresholds.margin > 0) || !(options.thresholds.percentile > 0) ||
+      options.thresholds.percentile > 1 || options.thresholds.inputs < 1 ||
+      options.thresholds.inputs > 32) {
+    throw UserError(
+        "threshold_margin must be positive, threshold_percentile in (0, 1] and "
+        "threshold_input_sets from 1 to 32");
+  }
   json report = localizeDivergence(*model, options);
   if (adapt) report["adapters_applied"] = adapters;
   return report;
+}
+
+// A metric for people: three significant digits, "-" when there is none (null: not finite).
+std::string number(const json& value) {
+  if (!value.is_number()) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value.get<double>());
+  return text;
 }
 
 std::string renderText(const json& report) {
@@ -64,6 +86,25 @@ std::string renderText(const json& report) {
             culprit["module_class"].get<std::string>() + "), module " +
             std::to_string(culprit["position"].get<int64_t>()) + " of " +
             std::to_string(report["units"].get<int64_t>()) + " in execution order\n";
+  }
+  if (report.contains("culprit") && report["culprit"].contains("deviation") &&
+      !report["culprit"]["deviation"].is_null()) {
+    const json& deviation = report["culprit"]["deviation"];
+    text += "  its error: relative L2 " + number(deviation["rel_l2"]) + " against a threshold of " +
+            number(deviation["threshold"]) + " (" + number(deviation["ratio_to_emulated"]) +
+            "x the emulated format's)\n";
+  }
+  if (report.contains("absorbed") && !report["absorbed"].empty()) {
+    text +=
+        "\nabsorbed downstream (over threshold, yet the model passes with them on the device):\n";
+    for (const auto& module : report["absorbed"]) {
+      text += "  " + module["module"].get<std::string>() + " (" +
+              module["module_class"].get<std::string>() + "): relative L2 " +
+              number(module["rel_l2"]) + ", threshold " + number(module["threshold"]) + ", " +
+              number(module["ratio_to_emulated"]) + "x the emulated format's; " +
+              std::to_string(module["downstream_over_threshold"].get<int64_t>()) +
+              " module(s) after it carry it\n";
+    }
   }
   if (report.contains("together")) {
     text += "fails only together:";
@@ -111,6 +152,22 @@ Operation makeLocalizeDivergenceOperation() {
       {"description",
        "Apply every catalog adapter meant for the model and profile before localizing."}};
   schema["properties"]["timeout_seconds"] = timeoutField();
+  schema["properties"]["threshold_margin"] = {
+      {"type", "number"},
+      {"default", 4},
+      {"description",
+       "A module deviates when its error exceeds this many times the error of the device's "
+       "number format emulated on the CPU (at threshold_percentile over the input sets)."}};
+  schema["properties"]["threshold_percentile"] = {
+      {"type", "number"},
+      {"default", 0.99},
+      {"description", "Which percentile of the emulated error over the input sets (0-1]."}};
+  schema["properties"]["threshold_input_sets"] = {
+      {"type", "integer"},
+      {"default", 3},
+      {"description",
+       "Input sets the thresholds are derived from: the example inputs and "
+       "fresh draws from the model card (1-32)."}};
   operation.input_schema = schema;
   operation.output_schema = {{"type", "object"},
                              {"properties",

@@ -7,6 +7,7 @@
 #include "simulator/backends/backend.h"
 #include "simulator/compare/output_comparison.h"
 #include "simulator/diagnose/causal_search.h"
+#include "simulator/diagnose/module_deviation.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
@@ -80,8 +81,13 @@ class Localizer {
     report["units"] = units_.size();
     report["device_run_target"] = target();
 
-    // Determinism first: the same whole-model run twice.
-    const Trial first = trial(units_, "whole model (determinism check, 1 of 2)", /*whole=*/true);
+    // Determinism first: the same whole-model run twice, the first compared with the reference
+    // module by module.
+    deviation_ = std::make_unique<ModuleDeviation>(model_, backend_->format(), options_.thresholds);
+    const Trial first = trial(units_, "whole model (determinism check, 1 of 2)", /*whole=*/true,
+                              deviation_->comparer());
+    deviation_->read();
+    report["numerics"] = deviation_->toJson();
     const Trial second = trial(units_, "whole model (determinism check, 2 of 2)", /*whole=*/true);
     const bool deterministic =
         first.verdict == second.verdict && (first.verdict == "pass" || first.verdict == "fail"
@@ -97,8 +103,13 @@ class Localizer {
                         "is blamed for it");
     }
     if (first.verdict == "pass") {
+      report["absorbed"] = deviation_->absorbed([](const std::string&) { return true; });
+      const size_t absorbed = report["absorbed"].size();
       return finish(report, "passes",
-                    "the model passes end to end on " + options_.backend + ": nothing to localize");
+                    "the model passes end to end on " + options_.backend + ": nothing to localize" +
+                        (absorbed > 0 ? " (" + std::to_string(absorbed) +
+                                            " deviation(s) over threshold absorbed downstream)"
+                                      : std::string()));
     }
 
     std::vector<std::string> names;
@@ -111,7 +122,21 @@ class Localizer {
           return trial(units, label).verdict;
         });
     const std::string& culprit = units_[finding.culprit];
+    // The units before the first one the failure needs ran on the device in a passing run (the
+    // bisection's last passing prefix): what deviates among them is absorbed downstream.
+    const size_t clean =
+        finding.kind == CausalFinding::Kind::kNeedsSeveral ? finding.first : finding.culprit;
+    report["absorbed"] = deviation_->absorbed([&](const std::string& path) {
+      bool holds_a_unit = false;
+      for (size_t i = 0; i < units_.size(); ++i) {
+        if (!isWithin(units_[i], path)) continue;
+        if (i >= clean) return false;
+        holds_a_unit = true;
+      }
+      return holds_a_unit;
+    });
     report["culprit"] = unitToJson(finding.culprit);
+    report["culprit"]["deviation"] = deviation_->errorsOf(culprit);
     report["confirmation"] = {{"alone_on_device", finding.alone_verdict},
                               {"everything_else_on_device", finding.rest_verdict},
                               {"confirmed", finding.kind == CausalFinding::Kind::kLocalized}};
@@ -161,7 +186,8 @@ class Localizer {
     return static_cast<int64_t>(std::ceil(std::log2(std::max<size_t>(units_.size(), 1)))) + 4;
   }
 
-  Trial trial(const std::vector<std::string>& units, const std::string& what, bool whole = false) {
+  Trial trial(const std::vector<std::string>& units, const std::string& what, bool whole = false,
+              ExecutionObserver* observer = nullptr) {
     options_.control.checkCancelled();
     options_.control.progress(static_cast<double>(runs_.size()), static_cast<double>(target()),
                               "device run: " + what);
@@ -179,6 +205,7 @@ class Localizer {
       RunOptions run_options;
       run_options.timeout_seconds = options_.timeout_seconds;
       run_options.cancelled = options_.control.cancelled;
+      run_options.observer = observer;
       const BackendRun run = compiled->run(model_.example_inputs, run_options);
       options_.control.checkCancelled();
       if (run.status == BackendRun::Status::kCompleted) {
@@ -222,6 +249,7 @@ class Localizer {
   std::vector<std::string> units_;
   std::map<std::string, std::map<std::string, int64_t>> unit_ops_;
   json runs_ = json::array();
+  std::unique_ptr<ModuleDeviation> deviation_;
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "simulator/diagnose/module_thresholds.h"
 #include "simulator/support/task_control.h"
 
 namespace stickler {
@@ -20,6 +21,7 @@ struct LocalizeOptions {
   std::string backend;           // "spyre-sim:<profile>"
   double timeout_seconds = 300;  // per device run
   TaskControl control;           // progress and cancellation
+  ThresholdSettings thresholds;  // how per-module thresholds are derived
 };
 
 // The localization report (schema stickler.localize). Throws UserError for a backend that is

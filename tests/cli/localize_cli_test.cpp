@@ -2,8 +2,10 @@
 // outputs scaled by 3, on top of spyre-2025-clean), and localization must name that module,
 // confirm it, and stay within ceil(log2 M) + 4 device runs for M modules.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -62,6 +64,9 @@ TEST_P(LocalizeFamily, NamesTheCorruptedModuleAndConfirmsIt) {
   EXPECT_EQ(report["device_run_target"], target);
   EXPECT_LE(report["device_runs"].get<int64_t>(), target);
   EXPECT_EQ(report["runs"].size(), report["device_runs"].get<size_t>());
+  // Compared in lockstep with the reference, the culprit is far over its derived threshold.
+  EXPECT_EQ(report["culprit"]["deviation"]["over_threshold"], true) << report["culprit"].dump();
+  EXPECT_GT(report["culprit"]["deviation"]["ratio_to_emulated"].get<double>(), 10.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -87,6 +92,67 @@ TEST(LocalizeCli, ARuntimeAbortIsPinnedToItsAttentionModule) {
   EXPECT_EQ(report["culprit"]["module"], "model.layers.0.self_attn");
   EXPECT_EQ(report["whole_model_verdict"], "aborted");
   EXPECT_EQ(report["confirmation"]["alone_on_device"], "aborted");
+}
+
+TEST(LocalizeCli, AnAbsorbedDeviationIsReportedNotBlamed) {
+  // Layer 0's attention output three times too large: far over its threshold, yet the layer
+  // norms after it absorb it and the model passes end to end.
+  const json report = localize("bert-tiny", faultProfile("encoder.layer.0.attention.output.dense"));
+  EXPECT_EQ(report["status"], "passes") << report.dump(2);
+  EXPECT_FALSE(report.contains("culprit"));
+  ASSERT_EQ(report["absorbed"].size(), 1u) << report["absorbed"].dump(2);
+  const json& absorbed = report["absorbed"][0];
+  EXPECT_EQ(absorbed["module"], "encoder.layer.0.attention.output.dense");
+  EXPECT_GT(absorbed["rel_l2"].get<double>(), 100 * absorbed["threshold"].get<double>());
+  EXPECT_GT(absorbed["downstream_over_threshold"].get<int64_t>(), 0);
+}
+
+TEST(LocalizeCli, AbsorbedDeviationsBeforeACulpritAreReportedApart) {
+  // Two faults: layer 0's attention output (absorbed) and layer 1's MLP output (the culprit).
+  const std::string path = ::testing::TempDir() + "two-faults.json";
+  json profile = json::parse(std::ifstream(faultProfile("encoder.layer.0.attention.output.dense")));
+  profile["faults"].push_back({{"id", "wrong-scale-late"},
+                               {"match", {{"module", "encoder.layer.1.intermediate.dense"}}},
+                               {"effect", {{"kind", "wrong_scale"}, {"factor", 3.0}}}});
+  std::ofstream(path) << profile.dump(2);
+  const json report = localize("bert-tiny", path);
+  ASSERT_EQ(report["status"], "localized") << report.dump(2);
+  EXPECT_EQ(report["culprit"]["module"], "encoder.layer.1.intermediate.dense");
+  ASSERT_EQ(report["absorbed"].size(), 1u) << report["absorbed"].dump(2);
+  EXPECT_EQ(report["absorbed"][0]["module"], "encoder.layer.0.attention.output.dense");
+}
+
+TEST(LocalizeCli, ThresholdsComeFromTheGoldenCacheKeyedByTheSettings) {
+  const std::string cache = ::testing::TempDir() + "golden-" + std::to_string(::getpid());
+  const char* previous = std::getenv("STICKLER_CACHE_DIR");
+  const std::string restore = previous ? previous : "";
+  ::setenv("STICKLER_CACHE_DIR", cache.c_str(), 1);
+  const json first = localize("vit-tiny", "spyre-2025-clean");
+  const json second = localize("vit-tiny", "spyre-2025-clean");
+  const Result wider = stickler({"localize", zooPath("vit-tiny.pt"), "--profile",
+                                 "spyre-2025-clean", "--threshold-margin", "8", "--json"});
+  ::setenv("STICKLER_CACHE_DIR", restore.c_str(), 1);
+  ASSERT_EQ(wider.status, 0) << wider.err;
+  const json third = json::parse(wider.out);
+  const json& a = first["numerics"];
+  const json& b = second["numerics"];
+  const json& c = third["numerics"];
+  EXPECT_FALSE(a["thresholds"]["from_cache"]);
+  EXPECT_TRUE(b["thresholds"]["from_cache"]);
+  EXPECT_EQ(a["thresholds"]["cache_key"], b["thresholds"]["cache_key"]);
+  EXPECT_FALSE(c["thresholds"]["from_cache"]);  // another margin, another key
+  EXPECT_NE(a["thresholds"]["cache_key"], c["thresholds"]["cache_key"]);
+  ASSERT_EQ(a["modules"].size(), c["modules"].size());
+  ASSERT_FALSE(a["modules"].empty());
+  for (size_t i = 0; i < a["modules"].size(); ++i) {
+    EXPECT_EQ(a["modules"][i]["threshold"], b["modules"][i]["threshold"]);
+    const double emulated = a["modules"][i]["emulated_rel_l2"];
+    const double floor = a["thresholds"]["floor"];
+    if (4 * emulated > floor) {  // above the floor, twice the margin is twice the threshold
+      EXPECT_DOUBLE_EQ(c["modules"][i]["threshold"].get<double>(),
+                       2 * a["modules"][i]["threshold"].get<double>());
+    }
+  }
 }
 
 TEST(LocalizeCli, AModelThatPassesHasNothingToLocalize) {

@@ -1,0 +1,56 @@
+// Which modules of a device run deviate from the reference beyond their derived threshold:
+// the reference's module outputs are recorded for the example inputs, a device run compares
+// with them in lockstep, and each module call's relative L2 error is set against its threshold
+// (module_thresholds.h) and against the error of the emulated format alone (the three-way
+// ratio: about 1x is the format's expected noise).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "simulator/compare/module_errors.h"
+#include "simulator/diagnose/module_thresholds.h"
+
+namespace stickler {
+
+struct LoadedModel;
+
+class ModuleDeviation {
+ public:
+  ModuleDeviation(const LoadedModel& model, NumberFormat format, const ThresholdSettings& settings);
+  ~ModuleDeviation();
+  ModuleDeviation(const ModuleDeviation&) = delete;
+  ModuleDeviation& operator=(const ModuleDeviation&) = delete;
+
+  // The observer for one device run on the example inputs; read() after it.
+  ExecutionObserver* comparer();
+  void read();
+
+  // {"thresholds": {...}, "modules": [...]}: every compared module call, in execution order.
+  nlohmann::json toJson() const;
+  // Deviations absorbed downstream: module calls over their threshold for which `passes(path)`
+  // says the end-to-end verdict passes with the module on the device, as onsets (the first
+  // such module, or one whose error jumps tenfold past all before it) with the number of
+  // modules downstream that carry each.
+  nlohmann::json absorbed(const std::function<bool(const std::string& path)>& passes) const;
+  // The first call of `path`: its error, threshold and ratio; null when not compared.
+  nlohmann::json errorsOf(const std::string& path) const;
+
+ private:
+  bool over(const ModuleErrors& errors) const;
+  nlohmann::json ratio(const ModuleErrors& errors) const;
+
+  const LoadedModel& model_;
+  NumberFormat format_;
+  ThresholdSettings settings_;
+  ModuleThresholds thresholds_;
+  std::string directory_;
+  std::unique_ptr<LockstepComparer> comparer_;
+  std::vector<ModuleErrors> errors_;
+};
+
+}  // namespace stickler

@@ -1,0 +1,143 @@
+#include "simulator/diagnose/module_thresholds.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "simulator/backends/backend.h"
+#include "simulator/compare/module_errors.h"
+#include "simulator/graph/example_inputs.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/support/sha256.h"
+
+namespace stickler {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string cacheKey(const LoadedModel& model, NumberFormat format,
+                     const ThresholdSettings& settings) {
+  const json key = {{"archive", model.sha256},
+                    {"inputs", modelCardToJson(model.card)["inputs"]},
+                    {"format", formatName(format)},
+                    {"input_sets", settings.inputs},
+                    {"percentile", settings.percentile},
+                    {"margin", settings.margin},
+                    {"version", 1}};
+  return sha256Bytes(key.dump());
+}
+
+// The inputs of the i-th set: the example inputs, then fresh draws from the card.
+std::vector<c10::IValue> inputSet(const LoadedModel& model, int index) {
+  if (index == 0) return model.example_inputs;
+  return makeExampleInputs(model.card.inputs,
+                           model.module.get_method("forward").function().getSchema(),
+                           1000 + static_cast<uint64_t>(index));
+}
+
+double nearestRank(std::vector<double> values, double percentile) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const auto rank = static_cast<size_t>(std::ceil(percentile * static_cast<double>(values.size())));
+  return values[std::min(values.size(), std::max<size_t>(rank, 1)) - 1];
+}
+
+ModuleThresholds derive(const LoadedModel& model, NumberFormat format,
+                        const ThresholdSettings& settings) {
+  const auto& calls = model.interpreter->moduleCalls();
+  std::vector<std::vector<double>> errors(calls.size());
+  const auto backend = makeBackend(parseBackendSpec("cpu-emulated:" + formatName(format)));
+  const auto compiled = backend->compile(model, {});
+  static std::atomic<int> next{0};  // server threads of one process need their own
+  const fs::path scratch =
+      fs::temp_directory_path() /
+      ("stickler-thresholds-" + std::to_string(::getpid()) + "-" + std::to_string(next++));
+  fs::create_directories(scratch);
+  for (int i = 0; i < settings.inputs; ++i) {
+    const std::vector<c10::IValue> inputs = inputSet(model, i);
+    const std::string reference = (scratch / "reference.bin").string();
+    const std::string measured = (scratch / "errors.txt").string();
+    {
+      ActivationRecorder recorder(calls, reference);
+      model.interpreter->run(inputs, &recorder);
+    }
+    {
+      LockstepComparer comparer(calls, reference, measured);
+      RunOptions options;
+      options.observer = &comparer;
+      options.in_process = true;
+      compiled->run(inputs, options);
+    }
+    for (const ModuleErrors& entry : readModuleErrors(measured)) {
+      errors[entry.call].push_back(entry.rel_l2);
+    }
+  }
+  fs::remove_all(scratch);
+  ModuleThresholds thresholds;
+  const double floor = unitRoundoff(format);
+  for (const auto& values : errors) {
+    const double emulated = nearestRank(values, settings.percentile);
+    // JSON has no infinity: an emulated run that overflows gets a bound nothing exceeds.
+    thresholds.emulated.push_back(std::isfinite(emulated) ? emulated : 1e300);
+    thresholds.threshold.push_back(
+        std::isfinite(emulated) ? std::max(settings.margin * emulated, floor) : 1e300);
+  }
+  return thresholds;
+}
+
+}  // namespace
+
+std::string goldenCacheDir() {
+  if (const char* dir = std::getenv("STICKLER_CACHE_DIR"); dir && *dir) {
+    return (fs::path(dir) / "golden").string();
+  }
+  if (const char* dir = std::getenv("XDG_CACHE_HOME"); dir && *dir) {
+    return (fs::path(dir) / "stickler" / "golden").string();
+  }
+  const char* home = std::getenv("HOME");
+  return (fs::path(home && *home ? home : "/tmp") / ".cache" / "stickler" / "golden").string();
+}
+
+ModuleThresholds moduleThresholds(const LoadedModel& model, NumberFormat format,
+                                  const ThresholdSettings& settings) {
+  const std::string key = cacheKey(model, format, settings);
+  const fs::path file = fs::path(goldenCacheDir()) / (key + ".json");
+  const size_t calls = model.interpreter->moduleCalls().size();
+  std::ifstream in(file);
+  if (in) {
+    try {
+      const json cached = json::parse(in);
+      ModuleThresholds thresholds;
+      thresholds.emulated = cached.at("emulated").get<std::vector<double>>();
+      thresholds.threshold = cached.at("threshold").get<std::vector<double>>();
+      thresholds.cache_key = key;
+      thresholds.from_cache = true;
+      if (thresholds.threshold.size() == calls && thresholds.emulated.size() == calls) {
+        return thresholds;
+      }
+    } catch (const json::exception&) {
+      // A damaged cache entry is derived again and rewritten.
+    }
+  }
+  ModuleThresholds thresholds = derive(model, format, settings);
+  thresholds.cache_key = key;
+  std::error_code ignored;
+  fs::create_directories(file.parent_path(), ignored);
+  const fs::path partial = file.string() + ".partial";
+  {
+    std::ofstream out(partial);
+    out << json{{"emulated", thresholds.emulated}, {"threshold", thresholds.threshold}}.dump();
+  }
+  fs::rename(partial, file, ignored);  // readers see a whole entry or none
+  return thresholds;
+}
+
+}  // namespace stickler
