@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_args.h"
 #include "bench/bench_timing.h"
 
 #include <torch/csrc/jit/runtime/graph_executor.h>
@@ -36,22 +37,12 @@ torch::jit::Module scalarChain(int count) {
 }  // namespace
 
 static int runBenchmarks(int argc, char** argv) {
-  std::string zoo = STICKLER_ZOO_DIR;
-  double seconds = 0.5;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--seconds" && i + 1 < argc) {
-      seconds = std::stod(argv[++i]);
-    } else {
-      zoo = arg;
-    }
-  }
-  std::ifstream index_file(zoo + "/index.json");
-  if (!index_file) {
-    std::fprintf(stderr, "interpreter_bench: no zoo at %s (build the 'zoo' target)\n", zoo.c_str());
-    return 2;
-  }
-  const auto index = nlohmann::json::parse(index_file);
+  const auto options = stickler::bench::parseBenchArgs(argc, argv, STICKLER_ZOO_DIR, "");
+  const auto& zoo = options.zoo;
+  const double seconds = options.seconds;
+  const auto found = stickler::bench::zooIndex(zoo, "interpreter_bench");
+  if (!found) return 2;
+  const nlohmann::json& index = *found;
   c10::InferenceMode inference;  // both sides without autograd
 
   std::printf("Interpreter vs module.forward (median of interleaved runs, %.1f s per model)\n",

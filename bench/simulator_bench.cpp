@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_args.h"
 #include "bench/bench_timing.h"
 
 #include "simulator/backends/backend.h"
@@ -22,25 +23,14 @@ namespace {
 using stickler::bench::timeInterleaved;
 
 int runBenchmarks(int argc, char** argv) {
-  std::string zoo = STICKLER_ZOO_DIR;
-  std::string profile = "spyre-2026-clean";
-  double seconds = 0.5;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--seconds" && i + 1 < argc) {
-      seconds = std::stod(argv[++i]);
-    } else if (arg == "--profile" && i + 1 < argc) {
-      profile = argv[++i];
-    } else {
-      zoo = arg;
-    }
-  }
-  std::ifstream index_file(zoo + "/index.json");
-  if (!index_file) {
-    std::fprintf(stderr, "simulator_bench: no zoo at %s (build the 'zoo' target)\n", zoo.c_str());
-    return 2;
-  }
-  const auto index = nlohmann::json::parse(index_file);
+  const auto args =
+      stickler::bench::parseBenchArgs(argc, argv, STICKLER_ZOO_DIR, "spyre-2026-clean");
+  const auto& zoo = args.zoo;
+  const double seconds = args.seconds;
+  const std::string& profile = args.profile;
+  const auto found = stickler::bench::zooIndex(zoo, "simulator_bench");
+  if (!found) return 2;
+  const nlohmann::json& index = *found;
   const auto cpu = stickler::makeBackend(stickler::parseBackendSpec("cpu"));
   const auto sim = stickler::makeBackend(stickler::parseBackendSpec("spyre-sim:" + profile));
 

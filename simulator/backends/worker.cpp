@@ -44,6 +44,9 @@ void writeAll(int fd, const char* data, size_t size) {
   } catch (...) {
     reply = std::string(1, kError) + "unknown exception";
   }
+  // What observers of the run buffered in files (lockstep errors) reaches them; _exit alone
+  // would drop it.
+  std::fflush(nullptr);
   writeAll(out_fd, reply.data(), reply.size());
   ::_exit(0);
 }

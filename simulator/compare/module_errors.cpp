@@ -1,17 +1,23 @@
 #include "simulator/compare/module_errors.h"
 
+#include <unistd.h>
+#include <algorithm>
 #include <cmath>
+
+#include <condition_variable>
+#include <deque>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "simulator/support/errors.h"
 
 namespace stickler {
-namespace {
 
-// The float tensors among a module call's outputs, flattened to fp32 on the CPU.
-std::vector<at::Tensor> floatTensors(const MutableValueView& outputs) {
+std::vector<at::Tensor> floatOutputs(const MutableValueView& outputs) {
   std::vector<at::Tensor> tensors;
   std::vector<c10::IValue> work;
   for (size_t i = 0; i < outputs.size(); ++i) work.push_back(outputs[i]);
@@ -20,9 +26,10 @@ std::vector<at::Tensor> floatTensors(const MutableValueView& outputs) {
     work.pop_back();
     if (value.isTensor()) {
       const at::Tensor& tensor = value.toTensor();
-      if (at::isFloatingType(tensor.scalar_type()) && tensor.numel() > 0) {
-        tensors.push_back(tensor.detach().to(at::kFloat).reshape({-1}).contiguous());
-      }
+      if (!at::isFloatingType(tensor.scalar_type()) || tensor.numel() == 0) continue;
+      // The common case, a contiguous fp32 tensor, is read as it is.
+      const bool as_is = tensor.scalar_type() == at::kFloat && tensor.is_contiguous();
+      tensors.push_back(as_is ? tensor : tensor.detach().to(at::kFloat).contiguous());
     } else if (value.isTuple()) {
       for (const auto& element : value.toTupleRef().elements()) work.push_back(element);
     } else if (value.isTensorList()) {
@@ -32,116 +39,229 @@ std::vector<at::Tensor> floatTensors(const MutableValueView& outputs) {
   return tensors;
 }
 
-template <typename T>
-void put(std::FILE* file, T value) {
-  std::fwrite(&value, sizeof(T), 1, file);
-}
-
-template <typename T>
-bool get(std::FILE* file, T* value) {
-  return std::fread(value, sizeof(T), 1, file) == 1;
-}
-
-}  // namespace
-
 ModuleErrors compareActivations(const std::vector<at::Tensor>& reference,
                                 const std::vector<at::Tensor>& observed) {
+  // One pass over the values in double precision, no tensor operations: this runs at every
+  // module boundary of a device run, and the dispatch of a dozen ATen calls per boundary would
+  // cost more than the arithmetic.
   ModuleErrors errors;
   if (reference.empty() || reference.size() != observed.size()) return errors;
-  const at::Tensor ref = at::cat(reference).to(at::kDouble);
-  const at::Tensor obs = at::cat(observed).to(at::kDouble);
-  if (ref.sizes() != obs.sizes()) return errors;
-  const at::Tensor finite = at::isfinite(ref);
-  errors.non_finite = (finite & ~at::isfinite(obs)).any().item<bool>();
-  const at::Tensor diff = at::where(finite, obs - ref, at::zeros_like(ref));
-  const double ref_norm = ref.where(finite, at::zeros_like(ref)).norm().item<double>();
-  const double obs_norm = obs.where(finite, at::zeros_like(obs)).norm().item<double>();
-  const double diff_norm = diff.norm().item<double>();
-  errors.max_abs = diff.abs().max().item<double>();
-  errors.mean_abs = diff.abs().mean().item<double>();
+  double ref_sq = 0, obs_sq = 0, diff_sq = 0, dot = 0, abs_sum = 0, max_abs = 0;
+  int64_t count = 0;
+  for (size_t t = 0; t < reference.size(); ++t) {
+    const at::Tensor ref = reference[t].to(at::kFloat).contiguous();
+    const at::Tensor obs = observed[t].to(at::kFloat).contiguous();
+    if (ref.numel() != obs.numel()) return errors;
+    const float* r = ref.data_ptr<float>();
+    const float* o = obs.data_ptr<float>();
+    for (int64_t i = 0; i < ref.numel(); ++i) {
+      if (!std::isfinite(r[i])) continue;  // nothing to measure against
+      const double x = r[i];
+      if (!std::isfinite(o[i])) {
+        errors.non_finite = true;
+        continue;
+      }
+      const double y = o[i];
+      const double d = std::abs(y - x);
+      ref_sq += x * x;
+      obs_sq += y * y;
+      diff_sq += d * d;
+      dot += x * y;
+      abs_sum += d;
+      max_abs = std::max(max_abs, d);
+      ++count;
+    }
+  }
+  const double ref_norm = std::sqrt(ref_sq);
+  const double diff_norm = std::sqrt(diff_sq);
+  errors.max_abs = max_abs;
+  errors.mean_abs = count > 0 ? abs_sum / static_cast<double>(count) : 0.0;
   errors.rel_l2 = ref_norm > 0 ? diff_norm / ref_norm : diff_norm;
-  errors.cosine =
-      ref_norm > 0 && obs_norm > 0
-          ? (ref.where(finite, at::zeros_like(ref)) * obs.where(finite, at::zeros_like(obs)))
-                    .sum()
-                    .item<double>() /
-                (ref_norm * obs_norm)
-          : 1.0;
+  errors.cosine = ref_sq > 0 && obs_sq > 0 ? dot / (ref_norm * std::sqrt(obs_sq)) : 1.0;
   errors.sqnr_db = diff_norm > 0 ? 20.0 * std::log10(ref_norm / diff_norm)
                                  : std::numeric_limits<double>::infinity();
   if (errors.non_finite) {
     errors.rel_l2 = std::numeric_limits<double>::infinity();
+    errors.max_abs = std::numeric_limits<double>::infinity();
     errors.cosine = 0.0;
   }
   return errors;
 }
 
-ActivationRecorder::ActivationRecorder(const std::vector<ModuleCall>& calls,
-                                       const std::string& path)
-    : calls_(calls), file_(std::fopen(path.c_str(), "wb")) {
-  if (file_ == nullptr) throw UserError(path + ": cannot write reference activations");
-}
-
-ActivationRecorder::~ActivationRecorder() {
-  if (file_ != nullptr) std::fclose(file_);
-}
-
-void ActivationRecorder::onModuleExit(const ModuleCall& call, const MutableValueView& outputs) {
-  const std::vector<at::Tensor> tensors = floatTensors(outputs);
-  put<int64_t>(file_, &call - calls_.data());
-  put<int64_t>(file_, static_cast<int64_t>(tensors.size()));
-  for (const at::Tensor& tensor : tensors) {
-    put<int64_t>(file_, tensor.numel());
-    std::fwrite(tensor.data_ptr<float>(), sizeof(float), tensor.numel(), file_);
+// The rendezvous: the reference puts one module call's outputs and waits until the compared
+// run has taken and finished with them; closing releases whichever side waits.
+class LockstepChannel {
+ public:
+  // Reference side. False when the compared run has gone (stop feeding).
+  bool handOver(int64_t call, std::vector<at::Tensor> tensors) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (closed_) return false;
+    call_ = call;
+    tensors_ = std::move(tensors);
+    full_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return !full_ || closed_; });
+    return !closed_;
   }
-}
+  // Compared side. False when the reference finished or the channel closed.
+  bool take(int64_t* call, std::vector<at::Tensor>* tensors) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return full_ || closed_ || finished_; });
+    if (!full_) return false;
+    *call = call_;
+    *tensors = std::move(tensors_);
+    return true;
+  }
+  // Compared side, after comparing: the reference may go on.
+  void release() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    full_ = false;
+    tensors_.clear();
+    changed_.notify_all();
+  }
+  void finish() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    finished_ = true;
+    changed_.notify_all();
+  }
+  void waitFinished() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return finished_; });
+  }
+  void close() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+    changed_.notify_all();
+  }
 
-LockstepComparer::LockstepComparer(const std::vector<ModuleCall>& calls,
-                                   const std::string& reference_path,
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool full_ = false, closed_ = false, finished_ = false;
+  int64_t call_ = -1;
+  std::vector<at::Tensor> tensors_;
+};
+
+namespace {
+
+// One long-lived thread per process that runs reference runs, one after another: a new thread
+// per run would pay LibTorch's per-thread set-up (thread-local state, kernel caches) every time.
+// A forked device worker gets a thread of its own (fork copies only the forking thread).
+class ReferenceThread {
+ public:
+  static ReferenceThread& forThisProcess() {
+    static std::mutex creating;
+    static ReferenceThread* instance = nullptr;  // never destroyed: it serves until exit
+    const std::lock_guard<std::mutex> lock(creating);
+    if (instance == nullptr || instance->owner_ != ::getpid()) instance = new ReferenceThread();
+    return *instance;
+  }
+
+  void submit(std::function<void()> job) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.push_back(std::move(job));
+    ready_.notify_one();
+  }
+
+ private:
+  ReferenceThread() : owner_(::getpid()), thread_([this] { serve(); }) { thread_.detach(); }
+
+  void serve() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [&] { return !jobs_.empty(); });
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  pid_t owner_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;
+  std::thread thread_;
+};
+
+// The reference run's side: hands each module call's outputs over.
+class ReferenceFeeder : public ExecutionObserver {
+ public:
+  ReferenceFeeder(const std::vector<ModuleCall>& calls, LockstepChannel& channel)
+      : calls_(calls), channel_(channel) {}
+  void onModuleExit(const ModuleCall& call, const MutableValueView& outputs) override {
+    if (!feeding_) return;
+    feeding_ = channel_.handOver(&call - calls_.data(), floatOutputs(outputs));
+  }
+  bool seesShapeArithmetic() const override { return false; }
+
+ private:
+  const std::vector<ModuleCall>& calls_;
+  LockstepChannel& channel_;
+  bool feeding_ = true;
+};
+
+}  // namespace
+
+LockstepComparer::LockstepComparer(const Interpreter& reference, std::vector<c10::IValue> inputs,
                                    const std::string& errors_path)
-    : calls_(calls),
-      reference_(std::fopen(reference_path.c_str(), "rb")),
+    : reference_(reference),
+      inputs_(std::move(inputs)),
+      channel_(std::make_unique<LockstepChannel>()),
       errors_(std::fopen(errors_path.c_str(), "w")) {
-  if (reference_ == nullptr || errors_ == nullptr) {
-    throw UserError(errors_path + ": cannot compare activations in lockstep");
-  }
+  if (errors_ == nullptr) throw UserError(errors_path + ": cannot write module errors");
 }
 
 LockstepComparer::~LockstepComparer() {
-  std::fclose(reference_);
+  channel_->close();
+  if (started_) channel_->waitFinished();  // the reference run must not outlive its inputs
   std::fclose(errors_);
 }
 
+void LockstepComparer::start() {
+  // In the process the compared run happens in (a device worker forks after this object was
+  // made), so the reference thread lives where the comparisons are made.
+  started_ = true;
+  ReferenceThread::forThisProcess().submit([this] {
+    try {
+      ReferenceFeeder feeder(reference_.moduleCalls(), *channel_);
+      reference_.run(inputs_, &feeder);
+    } catch (...) {
+      // A reference that fails to run compares nothing; the device run goes on alone.
+    }
+    channel_->finish();
+  });
+}
+
+void LockstepComparer::onModuleEnter(const ModuleCall& /*call*/, const ValueView& /*inputs*/) {
+  if (!started_) start();
+}
+
 void LockstepComparer::onModuleExit(const ModuleCall& call, const MutableValueView& outputs) {
+  if (!started_) start();
   if (!in_step_) return;
-  int64_t index = -1, count = 0;
-  if (!get(reference_, &index) || !get(reference_, &count) || index != &call - calls_.data()) {
-    in_step_ = false;  // the runs took different paths: nothing after this compares
+  int64_t index = -1;
+  std::vector<at::Tensor> reference;
+  if (!channel_->take(&index, &reference)) {
+    in_step_ = false;
     return;
   }
-  std::vector<at::Tensor> reference;
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t numel = 0;
-    if (!get(reference_, &numel)) {
-      in_step_ = false;
-      return;
-    }
-    at::Tensor tensor = at::empty({numel}, at::kFloat);
-    if (std::fread(tensor.data_ptr<float>(), sizeof(float), numel, reference_) !=
-        static_cast<size_t>(numel)) {
-      in_step_ = false;
-      return;
-    }
-    reference.push_back(tensor);
+  const auto& calls = reference_.moduleCalls();
+  if (index != &call - calls.data()) {
+    in_step_ = false;  // the runs took different paths: nothing after this compares
+    channel_->close();
+    return;
   }
-  const std::vector<at::Tensor> observed = floatTensors(outputs);
-  if (reference.empty() || observed.size() != reference.size()) return;
-  ModuleErrors errors = compareActivations(reference, observed);
-  errors.call = index;
-  std::fprintf(errors_, "%lld %.9g %.9g %.9g %.9g %.9g %d\n", static_cast<long long>(index),
-               errors.max_abs, errors.mean_abs, errors.cosine, errors.rel_l2, errors.sqnr_db,
-               errors.non_finite ? 1 : 0);
-  std::fflush(errors_);  // a worker that aborts later keeps this line
+  const std::vector<at::Tensor> observed = floatOutputs(outputs);
+  if (!reference.empty() && observed.size() == reference.size()) {
+    ModuleErrors errors = compareActivations(reference, observed);
+    std::fprintf(errors_, "%lld %.9g %.9g %.9g %.9g %.9g %d\n", static_cast<long long>(index),
+                 errors.max_abs, errors.mean_abs, errors.cosine, errors.rel_l2, errors.sqnr_db,
+                 errors.non_finite ? 1 : 0);
+  }
+  channel_->release();
 }
 
 std::vector<ModuleErrors> readModuleErrors(const std::string& errors_path) {

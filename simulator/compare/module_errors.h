@@ -1,12 +1,16 @@
-// Per-module error in lockstep: the reference run writes each module call's outputs to a
-// stream as it goes, and a device run reads the stream back at the same boundaries and
-// compares, so neither run holds more than one module's activations (DESIGN.md: compare in
-// lockstep). The device run may live in a worker process that can die: its comparer appends
-// one line per module call to a file as it goes, so an abort keeps what was measured.
+// Per-module error in lockstep: the reference run and a device run of the same graph advance
+// together, the reference on a thread of its own. At each module call's exit the reference
+// hands its outputs over and waits until the device run has reached the same exit and compared
+// them, so at most one module's reference activations are held at any time (DESIGN.md: compare
+// in lockstep). The device run may live in a worker process: its comparer then starts the
+// reference thread there, and writes one line per module call to a file that the worker flushes
+// when the run ends (an aborted run may lose its buffered lines; the abort itself is what
+// localization reports then).
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,33 +32,35 @@ struct ModuleErrors {
 ModuleErrors compareActivations(const std::vector<at::Tensor>& reference,
                                 const std::vector<at::Tensor>& observed);
 
-// Writes every module call's float outputs, in execution order, to `path`.
-class ActivationRecorder : public ExecutionObserver {
- public:
-  ActivationRecorder(const std::vector<ModuleCall>& calls, const std::string& path);
-  ~ActivationRecorder() override;
-  void onModuleExit(const ModuleCall& call, const MutableValueView& outputs) override;
+class LockstepChannel;
 
- private:
-  const std::vector<ModuleCall>& calls_;
-  std::FILE* file_ = nullptr;
-};
-
-// Reads a recorder's stream in step with a run of the same graph, and appends one line of
-// ModuleErrors per module call to `errors_path`.
+// Compares the run it observes with `reference`'s run on the same inputs, module call by module
+// call, and writes one line of ModuleErrors per call to `errors_path`.
 class LockstepComparer : public ExecutionObserver {
  public:
-  LockstepComparer(const std::vector<ModuleCall>& calls, const std::string& reference_path,
+  LockstepComparer(const Interpreter& reference, std::vector<c10::IValue> inputs,
                    const std::string& errors_path);
   ~LockstepComparer() override;
+  LockstepComparer(const LockstepComparer&) = delete;
+  LockstepComparer& operator=(const LockstepComparer&) = delete;
+
+  void onModuleEnter(const ModuleCall& call, const ValueView& inputs) override;
   void onModuleExit(const ModuleCall& call, const MutableValueView& outputs) override;
+  bool seesShapeArithmetic() const override { return false; }
 
  private:
-  const std::vector<ModuleCall>& calls_;
-  std::FILE* reference_ = nullptr;
+  void start();
+
+  const Interpreter& reference_;
+  std::vector<c10::IValue> inputs_;
+  std::unique_ptr<LockstepChannel> channel_;
   std::FILE* errors_ = nullptr;
+  bool started_ = false;
   bool in_step_ = true;  // false once the two runs left different module calls
 };
+
+// The float tensors among a module call's outputs, flattened, fp32 and contiguous.
+std::vector<at::Tensor> floatOutputs(const MutableValueView& outputs);
 
 // The lines a comparer wrote, in execution order.
 std::vector<ModuleErrors> readModuleErrors(const std::string& errors_path);

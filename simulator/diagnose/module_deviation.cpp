@@ -32,12 +32,7 @@ ModuleDeviation::ModuleDeviation(const LoadedModel& model, NumberFormat format,
                 ("stickler-lockstep-" + std::to_string(::getpid()) + "-" + std::to_string(next++)))
                    .string();
   fs::create_directories(directory_);
-  const auto& calls = model.interpreter->moduleCalls();
-  {
-    ActivationRecorder recorder(calls, directory_ + "/reference.bin");
-    model.interpreter->run(model.example_inputs, &recorder);
-  }
-  comparer_ = std::make_unique<LockstepComparer>(calls, directory_ + "/reference.bin",
+  comparer_ = std::make_unique<LockstepComparer>(*model.interpreter, model.example_inputs,
                                                  directory_ + "/errors.txt");
 }
 
@@ -52,7 +47,7 @@ ExecutionObserver* ModuleDeviation::comparer() {
 }
 
 void ModuleDeviation::read() {
-  comparer_.reset();  // flushes and closes the files
+  comparer_.reset();  // joins the reference thread, flushes and closes the file
   errors_ = readModuleErrors(directory_ + "/errors.txt");
 }
 

@@ -63,14 +63,9 @@ ModuleThresholds derive(const LoadedModel& model, NumberFormat format,
   fs::create_directories(scratch);
   for (int i = 0; i < settings.inputs; ++i) {
     const std::vector<c10::IValue> inputs = inputSet(model, i);
-    const std::string reference = (scratch / "reference.bin").string();
     const std::string measured = (scratch / "errors.txt").string();
     {
-      ActivationRecorder recorder(calls, reference);
-      model.interpreter->run(inputs, &recorder);
-    }
-    {
-      LockstepComparer comparer(calls, reference, measured);
+      LockstepComparer comparer(*model.interpreter, inputs, measured);
       RunOptions options;
       options.observer = &comparer;
       options.in_process = true;
