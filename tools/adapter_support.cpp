@@ -85,6 +85,25 @@ std::vector<const CatalogEntry*> adaptersMeantFor(const std::vector<CatalogEntry
   return meant;
 }
 
+std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
+                                                   const std::string& model_path,
+                                                   const std::vector<std::string>& input_flags,
+                                                   const DeviceProfile* adapt_for,
+                                                   nlohmann::json* applied) {
+  std::shared_ptr<const LoadedModel> model;
+  {
+    ModelAdapters session(context, model_path, input_flags);
+    model = session.stack().current();
+  }
+  if (adapt_for == nullptr) return model;
+  AdapterStack stack(model);
+  const auto catalog = adapterCatalog(context);
+  const StackingResult stacking =
+      applyInOrder(stack, adaptersMeantFor(catalog, *stack.original(), adapt_for), *adapt_for, 0);
+  for (const auto& application : stacking.applied) applied->push_back(application["adapter"]);
+  return stack.current();
+}
+
 StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
                             const DeviceProfile& profile, size_t limit) {
   StackingResult result;

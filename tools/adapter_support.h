@@ -60,6 +60,16 @@ std::vector<const CatalogEntry*> adaptersMeantFor(const std::vector<CatalogEntry
                                                   const LoadedModel& model,
                                                   const DeviceProfile* profile);
 
+// The model a diagnosis works on: the session's, with the adapters applied to it there, and
+// with `adapt_for` the catalog's adapters meant for it and that profile applied on top, on a
+// stack of the call's own (the session does not change); their names go to `applied`. The
+// session's lock is released before returning, so long device runs do not hold it.
+std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
+                                                   const std::string& model_path,
+                                                   const std::vector<std::string>& input_flags,
+                                                   const DeviceProfile* adapt_for,
+                                                   nlohmann::json* applied);
+
 // Applies `entries` in order on top of `stack`: those that change the model and pass their
 // equivalence check are pushed; the rest (refused, or unable to apply to this model) are
 // listed in `skipped` with the reason. Entries that match nothing are passed over silently.

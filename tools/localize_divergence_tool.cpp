@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "adapters/engine/adapter_stack.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/causal_localization.h"
 #include "simulator/graph/loaded_model.h"
@@ -24,23 +23,9 @@ json run(const json& input, OperationContext& context) {
   const DeviceProfile profile = loadProfile(profile_name);
   const std::vector<std::string> input_flags = optionalStrings(input, "inputs");
   const bool adapt = input.value("adapt", false);
-  std::shared_ptr<const LoadedModel> model;
   json adapters = json::array();
-  {
-    // The session's model (with the adapters applied to it), released before the device runs
-    // so that other calls of the session do not wait for them.
-    ModelAdapters session(context, model_path, input_flags);
-    model = session.stack().current();
-  }
-  if (adapt) {
-    // On a stack of its own: localizing never changes what the session has applied.
-    AdapterStack stack(model);
-    const auto catalog = adapterCatalog(context);
-    const StackingResult stacking =
-        applyInOrder(stack, adaptersMeantFor(catalog, *stack.original(), &profile), profile, 0);
-    for (const auto& application : stacking.applied) adapters.push_back(application["adapter"]);
-    model = stack.current();
-  }
+  const auto model =
+      modelToDiagnose(context, model_path, input_flags, adapt ? &profile : nullptr, &adapters);
   LocalizeOptions options;
   options.backend = "spyre-sim:" + profile_name;
   options.timeout_seconds = optionalNumber(input, "timeout_seconds", options.timeout_seconds);
@@ -146,11 +131,7 @@ Operation makeLocalizeDivergenceOperation() {
   schema["properties"]["model"] = modelField();
   schema["properties"]["profile"] = profileField();
   schema["properties"]["inputs"] = inputsField();
-  schema["properties"]["adapt"] = {
-      {"type", "boolean"},
-      {"default", false},
-      {"description",
-       "Apply every catalog adapter meant for the model and profile before localizing."}};
+  schema["properties"]["adapt"] = adaptField();
   schema["properties"]["timeout_seconds"] = timeoutField();
   schema["properties"]["threshold_margin"] = {
       {"type", "number"},

@@ -21,6 +21,7 @@ const std::vector<Operation>& operationTable() {
       makeAdaptModelOperation(),
       makeInitWorkspaceOperation(),
       makeStaleAdaptersOperation(),
+      makeDiagnoseModelOperation(),
       makeLocalizeDivergenceOperation(),
   };
   // clang-format on

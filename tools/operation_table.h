@@ -40,6 +40,7 @@ Operation makeDraftAdapterOperation();
 Operation makeAdaptModelOperation();
 Operation makeInitWorkspaceOperation();
 Operation makeStaleAdaptersOperation();
+Operation makeDiagnoseModelOperation();
 Operation makeLocalizeDivergenceOperation();
 
 }  // namespace stickler

@@ -37,4 +37,12 @@ nlohmann::json timeoutField() {
           {"description", "A device run that takes longer is killed and reported as timed out."}};
 }
 
+nlohmann::json adaptField() {
+  return {{"type", "boolean"},
+          {"default", false},
+          {"description",
+           "Apply every catalog adapter meant for the model and profile first, without changing "
+           "what the session has applied."}};
+}
+
 }  // namespace stickler

@@ -10,5 +10,6 @@ nlohmann::json inputsField();  // "inputs": --input specs replacing the card's
 nlohmann::json modulesField(const char* description);  // "modules": a device placement
 nlohmann::json profileField();  // "profile": a shipped profile name or a profile file
 nlohmann::json timeoutField();  // "timeout_seconds": how long one device run may take
+nlohmann::json adaptField();    // "adapt": apply the catalog's adapters first (diagnostics)
 
 }  // namespace stickler

@@ -1,6 +1,9 @@
 #include "adapters/engine/adapted_archive.h"
 
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <algorithm>
 
 #include "simulator/graph/loaded_model.h"
 #include "simulator/lowering/host_placement.h"
@@ -75,6 +78,16 @@ void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>
       {ModelCard::kArchivePath, card.dump(2)},
       {"stickler/adapters.json",
        nlohmann::json{{"adapters", adapters}, {"identity", model.sha256}}.dump(2)}};
+  if (std::any_of(model.captured_inputs.begin(), model.captured_inputs.end(),
+                  [](const at::Tensor& tensor) { return tensor.defined(); })) {
+    // A repro's captured inputs travel with it: None for the inputs drawn from the card.
+    std::vector<c10::IValue> stored;
+    for (const at::Tensor& tensor : model.captured_inputs) {
+      stored.push_back(tensor.defined() ? c10::IValue(tensor) : c10::IValue());
+    }
+    const auto bytes = torch::jit::pickle_save(c10::ivalue::Tuple::create(stored));
+    extra[ModelCard::kCapturedInputsPath] = std::string(bytes.begin(), bytes.end());
+  }
   try {
     saved.save(out_path, extra);
   } catch (const std::exception& e) {

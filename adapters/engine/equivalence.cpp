@@ -121,7 +121,8 @@ EquivalenceResult checkEquivalence(const LoadedModel& before, const LoadedModel&
   result.inputs_checked = 1;
   const auto& schema = before.module.get_method("forward").function().getSchema();
   for (int seed = 1; seed <= extra_seeds; ++seed) {
-    const auto inputs = makeExampleInputs(before.card.inputs, schema, static_cast<uint64_t>(seed));
+    const auto inputs = makeExampleInputs(before.card.inputs, schema, static_cast<uint64_t>(seed),
+                                          before.captured_inputs);
     compareOutputs(before.interpreter->run(inputs, nullptr),
                    after.interpreter->run(inputs, nullptr), result);
     ++result.inputs_checked;

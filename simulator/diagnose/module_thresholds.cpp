@@ -40,7 +40,7 @@ std::vector<c10::IValue> inputSet(const LoadedModel& model, int index) {
   if (index == 0) return model.example_inputs;
   return makeExampleInputs(model.card.inputs,
                            model.module.get_method("forward").function().getSchema(),
-                           1000 + static_cast<uint64_t>(index));
+                           1000 + static_cast<uint64_t>(index), model.captured_inputs);
 }
 
 double nearestRank(std::vector<double> values, double percentile) {

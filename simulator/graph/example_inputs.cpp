@@ -1,5 +1,7 @@
 #include "simulator/graph/example_inputs.h"
 
+#include "simulator/support/errors.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
@@ -49,6 +51,9 @@ at::Tensor makeExampleTensor(const InputSpec& input, at::Generator& generator) {
                          static_cast<int64_t>(std::ceil(input.high)), input.shape, generator,
                          options.dtype(c10::kLong))
           .to(dtype);
+    case InputKind::kCaptured:
+      throw UserError("input '" + input.name + "' is of kind captured: its values come from " +
+                      ModelCard::kCapturedInputsPath + " in the archive");
     case InputKind::kAuto:
     case InputKind::kFloat:
       break;
@@ -58,12 +63,19 @@ at::Tensor makeExampleTensor(const InputSpec& input, at::Generator& generator) {
 }
 
 std::vector<c10::IValue> makeExampleInputs(const std::vector<InputSpec>& inputs,
-                                           const c10::FunctionSchema& forward, uint64_t seed) {
+                                           const c10::FunctionSchema& forward, uint64_t seed,
+                                           const std::vector<at::Tensor>& captured) {
   at::Generator generator = at::detail::createCPUGenerator(seed);
   const auto& arguments = forward.arguments();
   std::vector<c10::IValue> values;
   values.reserve(arguments.size());
-  for (const auto& input : inputs) values.emplace_back(makeExampleTensor(input, generator));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].kind == InputKind::kCaptured && i < captured.size() && captured[i].defined()) {
+      values.emplace_back(captured[i].clone());
+    } else {
+      values.emplace_back(makeExampleTensor(inputs[i], generator));
+    }
+  }
   for (size_t i = inputs.size() + 1; i < arguments.size(); ++i) {
     values.push_back(*arguments[i].default_value());
   }

@@ -1,5 +1,8 @@
 #include "simulator/graph/loaded_model.h"
 
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <algorithm>
 #include <functional>
 #include <regex>
 #include <sstream>
@@ -293,6 +296,44 @@ LoadOptions loadOptionsFromFlags(const std::vector<std::string>& input_flags) {
 
 namespace {
 
+// The stored values of the card's captured inputs, checked against their specs.
+std::vector<at::Tensor> capturedInputs(const ModelCard& card, const ArchiveSummary& archive,
+                                       const std::string& path) {
+  std::vector<at::Tensor> captured(card.inputs.size());
+  const bool any = std::any_of(card.inputs.begin(), card.inputs.end(), [](const InputSpec& input) {
+    return input.kind == InputKind::kCaptured;
+  });
+  if (!any) return captured;
+  const std::string where = path + " (" + ModelCard::kCapturedInputsPath + ")";
+  if (!archive.captured_inputs) {
+    throw UserError(path + ": inputs of kind captured, but no " + ModelCard::kCapturedInputsPath +
+                    " in the archive");
+  }
+  c10::IValue stored;
+  try {
+    const std::vector<char> bytes(archive.captured_inputs->begin(), archive.captured_inputs->end());
+    stored = torch::jit::pickle_load(bytes);
+  } catch (const std::exception& e) {
+    throw UserError(where + ": not a pickled tuple of tensors");
+  }
+  if (!stored.isTuple() || stored.toTupleRef().elements().size() != card.inputs.size()) {
+    throw UserError(where + ": expected a tuple of " + std::to_string(card.inputs.size()) +
+                    " values, one per card input");
+  }
+  for (size_t i = 0; i < card.inputs.size(); ++i) {
+    const InputSpec& input = card.inputs[i];
+    if (input.kind != InputKind::kCaptured) continue;
+    const c10::IValue& value = stored.toTupleRef().elements()[i];
+    if (!value.isTensor() || value.toTensor().sizes() != c10::IntArrayRef(input.shape) ||
+        value.toTensor().scalar_type() != toScalarType(input.dtype)) {
+      throw UserError(where + ": the value of '" + input.name + "' is not a " +
+                      dtypeName(input.dtype) + " tensor of shape " + shapeString(input.shape));
+    }
+    captured[i] = value.toTensor();
+  }
+  return captured;
+}
+
 // An archive whose graph holds tables computed for its card's input shapes gives wrong answers
 // for others: --input may restate those shapes but not change them.
 void refuseOtherShapes(const std::vector<InputSpec>& fixed, const std::vector<InputSpec>& given,
@@ -352,8 +393,10 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
   model->graph = inlineWithModulePaths(model->module);
   resolveAutoKinds(*model);
 
+  model->captured_inputs = capturedInputs(model->card, archive, path);
   model->example_inputs = makeExampleInputs(
-      model->card.inputs, model->module.get_method("forward").function().getSchema(), options.seed);
+      model->card.inputs, model->module.get_method("forward").function().getSchema(), options.seed,
+      model->captured_inputs);
   runAndRecord(*model);
   return model;
 }
@@ -371,6 +414,7 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
   model->unique_parameters = base.unique_parameters;
   model->host_modules = base.host_modules;
   model->example_inputs = base.example_inputs;
+  model->captured_inputs = base.captured_inputs;
   runAndRecord(*model);
   return model;
 }

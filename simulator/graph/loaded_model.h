@@ -51,6 +51,9 @@ struct LoadedModel {
   std::vector<std::string> host_modules;
   std::unique_ptr<Interpreter> interpreter;
   std::vector<c10::IValue> example_inputs;
+  // Per card input, the values stored in the archive for inputs of kind captured (undefined
+  // for the others).
+  std::vector<at::Tensor> captured_inputs;
   std::vector<c10::IValue> example_outputs;  // the forward's outputs on the example inputs
   std::unordered_map<const torch::jit::Node*, NodeRecord> records;
 };

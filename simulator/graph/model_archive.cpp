@@ -77,6 +77,11 @@ ArchiveSummary inspectArchive(const std::string& path) {
       auto [data, size] = reader->getRecord(card_record);
       summary.model_card.emplace(static_cast<const char*>(data.get()), size);
     }
+    const std::string inputs_record = std::string("extra/") + ModelCard::kCapturedInputsPath;
+    if (reader->hasRecord(inputs_record)) {
+      auto [data, size] = reader->getRecord(inputs_record);
+      summary.captured_inputs.emplace(static_cast<const char*>(data.get()), size);
+    }
   } catch (const c10::Error& e) {
     throw UserError(path + ": corrupt archive (" + firstLine(e.what_without_backtrace()) + ")");
   }

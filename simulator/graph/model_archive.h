@@ -9,6 +9,8 @@ namespace stickler {
 struct ArchiveSummary {
   std::string sha256;                     // of the file's bytes: caches key on content
   std::optional<std::string> model_card;  // the extra file stickler/model.json, if present
+  // The extra file stickler/inputs.pkl: a pickled tuple of the inputs of kind "captured".
+  std::optional<std::string> captured_inputs;
 };
 
 // Checks that `path` is a readable TorchScript archive and reads its hash and model card.

@@ -79,15 +79,16 @@ std::vector<std::string> split(const std::string& text, char separator) {
 
 InputKind kindFromName(const std::string& name, const std::string& origin) {
   static const std::pair<const char*, InputKind> kKinds[] = {
-      {"auto", InputKind::kAuto},       {"token_ids", InputKind::kTokenIds},
-      {"mask", InputKind::kMask},       {"positions", InputKind::kPositions},
-      {"integer", InputKind::kInteger}, {"float", InputKind::kFloat},
+      {"auto", InputKind::kAuto},         {"token_ids", InputKind::kTokenIds},
+      {"mask", InputKind::kMask},         {"positions", InputKind::kPositions},
+      {"integer", InputKind::kInteger},   {"float", InputKind::kFloat},
+      {"captured", InputKind::kCaptured},
   };
   for (const auto& [text, kind] : kKinds) {
     if (name == text) return kind;
   }
   fail(origin, "unknown input kind '" + name +
-                   "' (expected auto, token_ids, mask, positions, integer or float)");
+                   "' (expected auto, token_ids, mask, positions, integer, float or captured)");
 }
 
 OutputKind outputKindFromName(const std::string& name, const std::string& origin) {
@@ -198,6 +199,8 @@ std::string inputKindName(InputKind kind) {
       return "integer";
     case InputKind::kFloat:
       return "float";
+    case InputKind::kCaptured:
+      return "captured";
   }
   return "auto";
 }

@@ -17,6 +17,7 @@ enum class InputKind {
   kPositions,  // 0, 1, ... along the last dimension
   kInteger,    // integers in [low, high)
   kFloat,      // uniform floats in [low, high)
+  kCaptured,   // the values stored in the archive (stickler/inputs.pkl): a repro's real inputs
 };
 
 // The element types Stickler accepts for inputs, by their canonical names.
@@ -43,6 +44,7 @@ struct OutputSpec {
 struct ModelCard {
   static constexpr int kVersion = 1;
   static constexpr const char* kArchivePath = "stickler/model.json";
+  static constexpr const char* kCapturedInputsPath = "stickler/inputs.pkl";
 
   std::string name;
   std::string family;

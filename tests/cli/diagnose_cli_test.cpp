@@ -1,0 +1,107 @@
+// `stickler diagnose`: compile mode lists every blocker with the adapters that clear it and a
+// repro bundle checked to fail the same way; run mode pins a device abort to its module.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_runner.h"
+#include "tests/unit/synthetic_models.h"
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+using testing::Result;
+using testing::stickler;
+using testing::zooPath;
+
+// The arguments of a bundle's command line ("stickler run ARCHIVE --backend B").
+std::vector<std::string> commandArguments(const std::string& command) {
+  std::istringstream words(command);
+  std::vector<std::string> arguments;
+  for (std::string word; words >> word;) arguments.push_back(word);
+  arguments.erase(arguments.begin());  // "stickler"
+  return arguments;
+}
+
+TEST(DiagnoseCli, CompileModeGivesEachBlockerItsAdaptersAndACheckedRepro) {
+  const std::string bundles = ::testing::TempDir() + "repros-" + std::to_string(::getpid());
+  const Result result = stickler({"diagnose", zooPath("gpt2-tiny.pt"), "--profile",
+                                  "spyre-2025-clean", "--bundle-dir", bundles, "--json"});
+  EXPECT_EQ(result.status, 3) << result.err;  // blocked, as `stickler run` says
+  const json report = json::parse(result.out);
+  EXPECT_EQ(report["schema"], "stickler.diagnose");
+  EXPECT_EQ(report["mode"], "compile");
+  ASSERT_EQ(report["blockers"].size(), 3u) << report["blockers"].dump(2);
+  EXPECT_EQ(report["repro_bundles"], 3);
+  std::set<std::string> adapters;
+  for (const auto& blocker : report["blockers"]) {
+    for (const auto& name : blocker["adapters"]) adapters.insert(name);
+    const json& repro = blocker["repro"];
+    ASSERT_TRUE(repro.contains("archive")) << repro.dump();
+    EXPECT_TRUE(repro["reproduces"]) << repro.dump();
+    EXPECT_TRUE(std::filesystem::exists(repro["archive"].get<std::string>()));
+    // The bundle's own command shows the same blocker.
+    const Result replay = stickler(commandArguments(repro["command"]));
+    EXPECT_EQ(replay.status, 3) << repro["command"] << "\n" << replay.out << replay.err;
+    EXPECT_NE(replay.out.find("[" + blocker["rule"].get<std::string>() + "] " +
+                              blocker["op"].get<std::string>()),
+              std::string::npos)
+        << replay.out;
+    // Its input is the activation the model produced there, stored in the archive.
+    const Result inspect = stickler({"inspect", repro["archive"], "--json"});
+    ASSERT_EQ(inspect.status, 0) << inspect.err;
+    const json card = json::parse(inspect.out);
+    EXPECT_EQ(card["inputs"][0]["kind"], "captured") << card["inputs"].dump();
+  }
+  EXPECT_EQ(adapters, (std::set<std::string>{"pad-lm-head-vocabulary", "pow-cube-as-mul"}));
+  // A repro is a model like any other: the adapter meant for its gap brings it to a pass, and
+  // the adapted archive keeps the captured inputs.
+  const std::string pow_repro = report["blockers"][0]["repro"]["archive"];
+  const std::string adapted = bundles + "/adapted.pt";
+  const Result adapt =
+      stickler({"adapt", pow_repro, "--profile", "spyre-2025-clean", "--save", adapted});
+  EXPECT_EQ(adapt.status, 0) << adapt.out << adapt.err;
+  EXPECT_NE(adapt.out.find("pow-cube-as-mul"), std::string::npos) << adapt.out;
+  const Result rerun = stickler({"run", adapted, "--backend", "spyre-sim:spyre-2025-clean"});
+  EXPECT_EQ(rerun.status, 0) << rerun.out << rerun.err;
+  std::filesystem::remove_all(bundles);
+}
+
+TEST(DiagnoseCli, AnAdaptedModelHasNothingLeftToDiagnose) {
+  const Result result = stickler(
+      {"diagnose", zooPath("gpt2-tiny.pt"), "--profile", "spyre-2025-clean", "--adapt", "--json"});
+  EXPECT_EQ(result.status, 0) << result.err;
+  const json report = json::parse(result.out);
+  EXPECT_TRUE(report["blockers"].empty());
+  EXPECT_EQ(report["adapters_applied"].size(), 2u);
+}
+
+TEST(DiagnoseCli, RunModePinsADeviceAbortToItsAttentionModule) {
+  const Result result =
+      stickler({"diagnose", zooPath("qwen2-hd128.pt"), "--profile",
+                testing::testProfile("abort-in-attention.json"), "--mode", "run", "--json"});
+  EXPECT_EQ(result.status, 4) << result.err;  // aborted, as `stickler run` says
+  const json report = json::parse(result.out);
+  ASSERT_TRUE(report.contains("failing_module")) << report.dump(2);
+  EXPECT_EQ(report["failing_module"]["module"], "model.layers.0.self_attn");
+  EXPECT_EQ(report["failing_module"]["op"], "aten::softmax");
+  EXPECT_EQ(report["failing_module"]["alone_on_device"], "aborted");
+  EXPECT_TRUE(report["failing_module"]["confirmed"]);
+}
+
+TEST(DiagnoseCli, AnUnknownModeIsABadInput) {
+  const Result result = stickler(
+      {"diagnose", zooPath("gpt2-tiny.pt"), "--profile", "spyre-2025-clean", "--mode", "numbers"});
+  EXPECT_EQ(result.status, 2);
+  EXPECT_NE(result.err.find("mode"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace stickler

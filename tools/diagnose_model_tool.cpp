@@ -1,0 +1,222 @@
+// diagnose: what stops a model on the device, in one report. Mode compile lists every blocker
+// with the catalog adapters that clear it and a checked repro bundle per distinct blocker; mode
+// run runs the model and, when the device aborts, names the module and operator that were
+// executing, then confirms it by running that module alone on the device.
+#include <filesystem>
+#include <map>
+#include <tuple>
+
+#include "adapters/engine/adapter_matching.h"
+#include "simulator/backends/backend.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/diagnose/repro_bundle.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/module_inliner.h"
+#include "simulator/lowering/lowering.h"
+#include "simulator/run/run_model.h"
+#include "simulator/support/errors.h"
+#include "tools/adapter_support.h"
+#include "tools/lowering_text.h"
+#include "tools/operation_table.h"
+#include "tools/schema_fields.h"
+
+namespace stickler {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// "03-weight-stick-alignment-linear-lm_head": a bundle's directory name.
+std::string bundleName(size_t index, const std::string& rule, const std::string& op,
+                       const std::string& module) {
+  std::string name = (index < 9 ? "0" : "") + std::to_string(index + 1) + "-" + rule + "-" +
+                     op.substr(op.find("::") == std::string::npos ? 0 : op.find("::") + 2) + "-" +
+                     (module.empty() ? "root" : module);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') c = '_';
+  }
+  return name;
+}
+
+json diagnoseCompile(const LoadedModel& model, const std::shared_ptr<const LoadedModel>& shared,
+                     const DeviceProfile& profile, const std::string& bundle_dir,
+                     OperationContext& context) {
+  const Placement placement = makePlacement(model.modules, {}, model.path, model.host_modules);
+  const LoweringResult lowering = lower(model, profile, placement);
+  json report = loweringToJson(lowering, model, profile);
+  // Which catalog adapters clear which blockers (rule, op, module).
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<std::string>> clearing;
+  if (!lowering.blockers.empty()) {
+    for (const AdapterMatch& match : matchAdapters(adapterCatalog(context), shared, profile)) {
+      if (!match.applies) continue;
+      for (const BlockerCount& cleared : match.clears) {
+        clearing[{cleared.rule, cleared.op, cleared.module}].push_back(match.name);
+      }
+    }
+  }
+  std::map<std::tuple<std::string, std::string, std::string>, json> bundles;
+  for (size_t i = 0; i < lowering.blockers.size(); ++i) {
+    context.task().checkCancelled();
+    const Blocker& blocker = lowering.blockers[i];
+    const std::string op = blocker.node->kind().toQualString();
+    const std::string module = modulePathOf(*blocker.node);
+    const auto key = std::make_tuple(blocker.rule, op, module);
+    json& entry = report["blockers"][i];
+    entry["adapters"] = clearing.count(key) ? json(clearing[key]) : json::array();
+    if (!bundles.count(key)) {
+      const std::string directory =
+          (fs::path(bundle_dir) / bundleName(bundles.size(), blocker.rule, op, module)).string();
+      try {
+        bundles[key] =
+            reproToJson(writeBlockerRepro(model, *blocker.node, blocker.rule, profile, directory));
+      } catch (const UserError& e) {
+        bundles[key] = {{"error", e.what()}};
+      }
+    }
+    entry["repro"] = bundles[key];
+  }
+  report["repro_bundles"] = bundles.size();
+  return report;
+}
+
+json diagnoseRun(const LoadedModel& model, const std::string& model_path,
+                 const std::vector<std::string>& input_flags, const std::string& profile_name,
+                 OperationContext& context, ModelCache* cache) {
+  RunRequest request;
+  request.model = model_path;
+  request.inputs = input_flags;
+  request.backend = "spyre-sim:" + profile_name;
+  json report = runModel(request, context.task(), cache);
+  if (!report.contains("run") || report["run"]["status"] == "completed") return report;
+  // The device died: the module it was in, run alone on the device, must die the same way.
+  const json& run = report["run"];
+  const std::string module = run.value("module", "");
+  json pinned = {{"module", module},
+                 {"module_class", run.value("module_class", "")},
+                 {"op", run.value("op", "")},
+                 {"last_module_entered", run.value("last_module_entered", "")}};
+  if (!module.empty() && module != "<root>" && model.modules.find(module) != nullptr) {
+    request.device_modules = {module};
+    const json alone = runModel(request, context.task(), cache);
+    const std::string status = alone.contains("run") ? alone["run"].value("status", "") : "";
+    pinned["alone_on_device"] = status.empty() ? alone.value("verdict", "") : status;
+    pinned["confirmed"] = status == run.value("status", "");
+  } else {
+    pinned["confirmed"] = false;
+  }
+  report["failing_module"] = pinned;
+  return report;
+}
+
+json run(const json& input, OperationContext& context) {
+  const std::string model_path = context.resolvePath(requireString(input, "model"));
+  const std::string profile_name = resolveProfile(requireString(input, "profile"), context);
+  const DeviceProfile profile = loadProfile(profile_name);
+  const std::vector<std::string> input_flags = optionalStrings(input, "inputs");
+  const std::string mode = input.value("mode", "compile");
+  if (mode != "compile" && mode != "run") {
+    throw UserError("mode must be compile or run, not '" + mode + "'");
+  }
+  json adapters = json::array();
+  const auto model = modelToDiagnose(context, model_path, input_flags,
+                                     input.value("adapt", false) ? &profile : nullptr, &adapters);
+  json report;
+  if (mode == "compile") {
+    const std::string bundle_dir = context.resolvePath(
+        input.contains("bundle_dir")
+            ? requireString(input, "bundle_dir")
+            : (fs::path(context.workspaceRoot()) / "stickler-repros" / model->card.name).string());
+    report = diagnoseCompile(*model, model, profile, bundle_dir, context);
+  } else {
+    // The run goes through a cache holding the model diagnosed (adapted or not).
+    ModelCache cache;
+    cache.setAdapted(model_path, input_flags, model, model);
+    report = diagnoseRun(*model, model_path, input_flags, profile_name, context, &cache);
+  }
+  report["schema"] = "stickler.diagnose";
+  report["version"] = 1;
+  report["mode"] = mode;
+  report["model"] = {{"path", model->path}, {"sha256", model->sha256}, {"name", model->card.name}};
+  if (input.value("adapt", false)) report["adapters_applied"] = adapters;
+  return report;
+}
+
+std::string renderText(const json& report) {
+  std::string text;
+  if (report.value("mode", "") == "compile") {
+    text = report["model"]["name"].get<std::string>() + " on " +
+           report["profile"].get<std::string>() + ": " + report["status"].get<std::string>() + "\n";
+    text += renderLoweringText(report);
+    for (const auto& blocker : report["blockers"]) {
+      if (!blocker.contains("repro") || !blocker["repro"].contains("command")) continue;
+      text += "\n" + blocker["rule"].get<std::string>() + " " + blocker["op"].get<std::string>() +
+              " in " + blocker["module"].get<std::string>() + ":";
+      if (!blocker["adapters"].empty()) {
+        text += " adapters";
+        for (const auto& name : blocker["adapters"]) text += " " + name.get<std::string>();
+        text += ";";
+      }
+      text += " repro " +
+              std::string(blocker["repro"]["reproduces"] ? "(checked)" : "(NOT reproduced)") +
+              ": " + blocker["repro"]["command"].get<std::string>() + "\n";
+    }
+    return text;
+  }
+  text = findOperation("run_model")->render_text(report);
+  if (report.contains("failing_module")) {
+    const json& pinned = report["failing_module"];
+    text += "\nfailing module: " + pinned["module"].get<std::string>() + " (" +
+            pinned["module_class"].get<std::string>() + "), in " + pinned["op"].get<std::string>();
+    text += pinned["confirmed"] ? "; alone on the device it fails the same way\n"
+                                : "; not confirmed alone on the device\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+Operation makeDiagnoseModelOperation() {
+  Operation operation;
+  operation.name = "diagnose_model";
+  operation.title = "Diagnose why a model fails on the device";
+  operation.description =
+      "Mode compile: every compile blocker in one pass (op, module path and class, shapes, "
+      "dtypes, source line, the rule that fired), the catalog adapters that clear each, and "
+      "per distinct blocker a repro bundle: a TorchScript archive holding just that operator "
+      "with the inputs the model really gave it, checked to be blocked the same way, and the "
+      "command that shows it. Mode run: runs the model on the simulated device; when the "
+      "device aborts, names the module and operator that were executing and confirms it by "
+      "running that module alone on the device. With adapt, the catalog's adapters for the "
+      "model and profile are applied first (the session does not change).";
+  json schema = {
+      {"type", "object"}, {"required", {"model", "profile"}}, {"additionalProperties", false}};
+  schema["properties"]["model"] = modelField();
+  schema["properties"]["profile"] = profileField();
+  schema["properties"]["inputs"] = inputsField();
+  schema["properties"]["mode"] = {{"type", "string"},
+                                  {"enum", {"compile", "run"}},
+                                  {"default", "compile"},
+                                  {"description", "compile: blockers and repros; run: aborts."}};
+  schema["properties"]["adapt"] = adaptField();
+  schema["properties"]["bundle_dir"] = {
+      {"type", "string"},
+      {"description",
+       "Where repro bundles go (default stickler-repros/<model name> in the workspace)."}};
+  operation.input_schema = schema;
+  operation.output_schema = {
+      {"type", "object"},
+      {"properties",
+       {{"schema", {{"const", "stickler.diagnose"}}}, {"mode", {{"type", "string"}}}}},
+      {"required", {"schema", "mode"}}};
+  operation.annotations = {.read_only = false, .destructive = false, .idempotent = true};
+  operation.cli = {"diagnose", {"model"}, {{"inputs", "input"}}};
+  operation.run = run;
+  operation.render_text = renderText;
+  operation.exit_status = [](const json& report) {
+    if (report.value("mode", "") == "compile") return report["status"] == "ok" ? 0 : 3;
+    return report.value("exit_status", 0);
+  };
+  return operation;
+}
+
+}  // namespace stickler
