@@ -30,6 +30,7 @@ json run(const json& input, OperationContext& context) {
   options.backend = "spyre-sim:" + profile_name;
   options.timeout_seconds = optionalNumber(input, "timeout_seconds", options.timeout_seconds);
   options.control = context.task();
+  options.passes = input.value("passes", false);
   options.thresholds.margin = optionalNumber(input, "threshold_margin", options.thresholds.margin);
   options.thresholds.percentile =
       optionalNumber(input, "threshold_percentile", options.thresholds.percentile);
@@ -91,6 +92,15 @@ std::string renderText(const json& report) {
               " module(s) after it carry it\n";
     }
   }
+  if (report.contains("pass_culprit")) {
+    const json& culprit = report["pass_culprit"];
+    text += "\npass application " + std::to_string(culprit["application"].get<int64_t>()) + " of " +
+            std::to_string(report["pass_applications"].get<int64_t>()) + ": " +
+            culprit["pass"].get<std::string>() + " of " + culprit["op"].get<std::string>() + " (" +
+            culprit["module"].get<std::string>() + ") into the kernel of " +
+            culprit["into_op"].get<std::string>() + " (" +
+            culprit["into_module"].get<std::string>() + ")\n";
+  }
   if (report.contains("together")) {
     text += "fails only together:";
     for (const auto& module : report["together"]) {
@@ -132,6 +142,13 @@ Operation makeLocalizeDivergenceOperation() {
   schema["properties"]["profile"] = profileField();
   schema["properties"]["inputs"] = inputsField();
   schema["properties"]["adapt"] = adaptField();
+  schema["properties"]["passes"] = {
+      {"type", "boolean"},
+      {"default", false},
+      {"description",
+       "Bisect the lowering's pass applications (fusions) instead of the modules: the whole "
+       "model runs on the device with only the first N applications, like LLVM's "
+       "-opt-bisect-limit, and the first application that makes the model fail is named."}};
   schema["properties"]["timeout_seconds"] = timeoutField();
   schema["properties"]["threshold_margin"] = {
       {"type", "number"},
@@ -156,7 +173,8 @@ Operation makeLocalizeDivergenceOperation() {
                                {"status",
                                 {{"enum",
                                   {"localized", "localized_with_other_causes", "needs_several",
-                                   "passes", "nondeterministic", "blocked"}}}},
+                                   "passes", "nondeterministic", "blocked", "pass_localized",
+                                   "no_pass_applications", "fails_without_passes"}}}},
                                {"summary", {{"type", "string"}}},
                                {"culprit", {{"type", "object"}}},
                                {"device_runs", {{"type", "integer"}}}}},

@@ -69,6 +69,13 @@ class Backend {
   // Lowers `model` with the modules of `placement` on the device, the rest on the CPU.
   virtual std::unique_ptr<CompiledModel> compile(const LoadedModel& model,
                                                  const Placement& placement) const = 0;
+  // The same with only the first `pass_limit` applications of the lowering's passes (pass
+  // bisection, like LLVM's -opt-bisect-limit); backends without passes compile as usual.
+  virtual std::unique_ptr<CompiledModel> compileWithPassLimit(const LoadedModel& model,
+                                                              const Placement& placement,
+                                                              int64_t /*pass_limit*/) const {
+    return compile(model, placement);
+  }
 };
 
 std::unique_ptr<Backend> makeBackend(const BackendSpec& spec);

@@ -131,8 +131,15 @@ class SpyreSimBackend : public Backend {
   const DeviceProfile* profile() const override { return &profile_; }
   std::unique_ptr<CompiledModel> compile(const LoadedModel& model,
                                          const Placement& placement) const override {
-    return std::make_unique<DeviceCompiled>(model, lower(model, profile_, placement), profile_,
-                                            profile_.format, profile_.narrow_integers,
+    return compileWithPassLimit(model, placement, -1);
+  }
+  std::unique_ptr<CompiledModel> compileWithPassLimit(const LoadedModel& model,
+                                                      const Placement& placement,
+                                                      int64_t pass_limit) const override {
+    LoweringOptions options;
+    options.pass_limit = pass_limit;
+    return std::make_unique<DeviceCompiled>(model, lower(model, profile_, placement, options),
+                                            profile_, profile_.format, profile_.narrow_integers,
                                             /*isolate=*/true);
   }
 

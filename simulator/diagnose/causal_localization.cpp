@@ -79,7 +79,8 @@ class Localizer {
     }
     collectUnits(whole->lowering());
     report["units"] = units_.size();
-    report["device_run_target"] = target();
+    const size_t applications = whole->lowering().pass_applications.size();
+    report["device_run_target"] = options_.passes ? passTarget(applications) : target();
 
     // Determinism first: the same whole-model run twice, the first compared with the reference
     // module by module.
@@ -111,6 +112,8 @@ class Localizer {
                                             " deviation(s) over threshold absorbed downstream)"
                                       : std::string()));
     }
+
+    if (options_.passes) return bisectPasses(report, whole->lowering());
 
     std::vector<std::string> names;
     for (const std::string& unit : units_) names.push_back(displayPath(unit));
@@ -186,8 +189,53 @@ class Localizer {
     return static_cast<int64_t>(std::ceil(std::log2(std::max<size_t>(units_.size(), 1)))) + 4;
   }
 
+  // ceil(log2 A) bisection runs over A pass applications, two for determinism, one without
+  // any pass.
+  static int64_t passTarget(size_t applications) {
+    return static_cast<int64_t>(std::ceil(std::log2(std::max<size_t>(applications, 1)))) + 3;
+  }
+
+  // The whole model with only the first N pass applications: the smallest N that fails names
+  // the application that introduces the failure.
+  json bisectPasses(json& report, const LoweringResult& whole) {
+    const size_t count = whole.pass_applications.size();
+    report["pass_applications"] = count;
+    if (count == 0) {
+      return finish(report, "no_pass_applications",
+                    "the lowering applies no passes to this model on " + options_.backend +
+                        " (no fusion): no pass application can be the cause");
+    }
+    const std::string of = " of " + std::to_string(count) + " pass applications";
+    if (trial(units_, "whole model, none" + of, true, nullptr, 0).verdict != "pass") {
+      return finish(report, "fails_without_passes",
+                    "the model fails with no pass applied, so no pass introduces the failure: "
+                    "localize the module instead (without --passes)");
+    }
+    size_t pass = 0, fail = count;  // the first `fail` applications fail; `pass` pass
+    while (fail - pass > 1) {
+      const size_t middle = pass + (fail - pass) / 2;
+      const Trial probe = trial(units_, "whole model, the first " + std::to_string(middle) + of,
+                                true, nullptr, static_cast<int64_t>(middle));
+      (probe.verdict == "pass" ? pass : fail) = middle;
+    }
+    const PassApplication& culprit = whole.pass_applications[fail - 1];
+    const std::string op = culprit.node->kind().toQualString();
+    const std::string module = displayPath(modulePathOf(*culprit.node));
+    const std::string into_op = culprit.into->kind().toQualString();
+    const std::string into_module = displayPath(modulePathOf(*culprit.into));
+    report["pass_culprit"] = {
+        {"application", fail}, {"pass", culprit.pass}, {"op", op},
+        {"module", module},    {"into_op", into_op},   {"into_module", into_module}};
+    return finish(report, "pass_localized",
+                  culprit.pass + " application " + std::to_string(fail) + of + " (" + op + " in " +
+                      module + " into the kernel of " + into_op + " in " + into_module +
+                      ") introduces the failure: with the applications before it "
+                      "the model passes, with it the model " +
+                      asVerb(report["whole_model_verdict"].get<std::string>()));
+  }
+
   Trial trial(const std::vector<std::string>& units, const std::string& what, bool whole = false,
-              ExecutionObserver* observer = nullptr) {
+              ExecutionObserver* observer = nullptr, int64_t pass_limit = -1) {
     options_.control.checkCancelled();
     options_.control.progress(static_cast<double>(runs_.size()), static_cast<double>(target()),
                               "device run: " + what);
@@ -198,7 +246,7 @@ class Localizer {
     }
     placement.host_modules = model_.host_modules;
     Trial result;
-    const auto compiled = backend_->compile(model_, placement);
+    const auto compiled = backend_->compileWithPassLimit(model_, placement, pass_limit);
     if (!compiled->ok()) {
       result.verdict = "blocked";
     } else {

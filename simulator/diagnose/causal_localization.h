@@ -22,6 +22,8 @@ struct LocalizeOptions {
   double timeout_seconds = 300;  // per device run
   TaskControl control;           // progress and cancellation
   ThresholdSettings thresholds;  // how per-module thresholds are derived
+  // Bisect the lowering\'s pass applications (fusions) instead of the modules.
+  bool passes = false;
 };
 
 // The localization report (schema stickler.localize). Throws UserError for a backend that is

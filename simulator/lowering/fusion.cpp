@@ -32,7 +32,10 @@ void formKernels(const LoweringContext& context, LoweringResult& result) {
         if (it == result.kernel_of.end() || closed.count(it->second)) continue;
         if (producer->owningBlock() != node->owningBlock()) continue;
         if (!fusible(opClassOf(context.opName(*producer)))) continue;
+        const int64_t limit = context.options.pass_limit;
+        if (limit >= 0 && static_cast<int64_t>(result.pass_applications.size()) >= limit) break;
         kernel = it->second;
+        result.pass_applications.push_back({"fusion", node, result.kernels[kernel].front()});
         break;
       }
     }

@@ -14,9 +14,13 @@ c10::Symbol hostMark() {
 
 }  // namespace
 
-bool placedOnHost(const torch::jit::Node& node) { return node.hasAttribute(hostMark()); }
+bool placedOnHost(const torch::jit::Node& node) {
+  return node.hasAttribute(hostMark());
+}
 
-void placeOnHost(torch::jit::Node& node) { node.i_(hostMark(), 1); }
+void placeOnHost(torch::jit::Node& node) {
+  node.i_(hostMark(), 1);
+}
 
 int64_t countPlacedOnHost(const torch::jit::Graph& graph) {
   int64_t count = 0;

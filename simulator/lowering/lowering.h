@@ -46,6 +46,13 @@ struct FaultSite {
   const torch::jit::Node* node = nullptr;
 };
 
+// One decision of a lowering pass: fusion putting `node` into the kernel `into` starts with.
+struct PassApplication {
+  std::string pass;  // "fusion"
+  const torch::jit::Node* node = nullptr;
+  const torch::jit::Node* into = nullptr;
+};
+
 // The result of lowering a graph for a profile: every blocker found in one pass, or a plan
 // (placements, kernels, fallbacks with their transfer cost, faults bound to nodes).
 struct LoweringResult {
@@ -62,6 +69,8 @@ struct LoweringResult {
   std::vector<std::vector<const torch::jit::Node*>> kernels;
   std::unordered_map<const torch::jit::Node*, int> kernel_of;
   std::vector<FaultSite> faults;
+  // Every pass application made, in order (all of them, or the first pass_limit).
+  std::vector<PassApplication> pass_applications;
 
   bool ok() const { return blockers.empty() && !compiler_error; }
   NodePlace placeOf(const torch::jit::Node* node) const;
@@ -70,7 +79,11 @@ struct LoweringResult {
 struct LoweringOptions {
   bool check_layout = true;       // the stick, span and scratchpad rules
   bool apply_profile_ops = true;  // false: every operator counts as native (CPU emulation)
+  // Like LLVM's -opt-bisect-limit: only the first `pass_limit` pass applications (fusions)
+  // happen; -1 for all of them.
+  int64_t pass_limit = -1;
 };
+
 
 // The aten nodes that read `value`, looking through lists, tuples and unpacking; `returned` is
 // set when the value leaves through a block or graph return.

@@ -155,6 +155,23 @@ TEST(LocalizeCli, ThresholdsComeFromTheGoldenCacheKeyedByTheSettings) {
   }
 }
 
+TEST(LocalizeCli, PassBisectionNamesTheFusionThatBreaksTheModel) {
+  // The test profile fuses pointwise operators, and its fused add + layer_norm kernel returns
+  // NaN: with the first N fusions only, the first N that fails ends with that fusion.
+  const Result result =
+      stickler({"localize", zooPath("vit-tiny.pt"), "--profile",
+                testing::testProfile("layernorm-after-add.json"), "--passes", "--json"});
+  ASSERT_EQ(result.status, 0) << result.err;
+  const json report = json::parse(result.out);
+  ASSERT_EQ(report["status"], "pass_localized") << report.dump(2);
+  EXPECT_EQ(report["pass_culprit"]["pass"], "fusion");
+  EXPECT_EQ(report["pass_culprit"]["op"], "aten::layer_norm");
+  EXPECT_GT(report["pass_applications"].get<int64_t>(), 1);
+  EXPECT_LE(report["device_runs"].get<int64_t>(), report["device_run_target"].get<int64_t>());
+  // The run without any pass application passes: that is what makes the fusion the cause.
+  EXPECT_EQ(report["runs"][2]["verdict"], "pass") << report["runs"].dump(2);
+}
+
 TEST(LocalizeCli, AModelThatPassesHasNothingToLocalize) {
   const json report = localize("vit-tiny", "spyre-2025-clean");
   EXPECT_EQ(report["status"], "passes");
