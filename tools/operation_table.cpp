@@ -22,6 +22,7 @@ const std::vector<Operation>& operationTable() {
       makeInitWorkspaceOperation(),
       makeStaleAdaptersOperation(),
       makeDiagnoseModelOperation(),
+      makeRankBlockersOperation(),
       makeLocalizeDivergenceOperation(),
   };
   // clang-format on

@@ -41,6 +41,7 @@ Operation makeAdaptModelOperation();
 Operation makeInitWorkspaceOperation();
 Operation makeStaleAdaptersOperation();
 Operation makeDiagnoseModelOperation();
+Operation makeRankBlockersOperation();
 Operation makeLocalizeDivergenceOperation();
 
 }  // namespace stickler

@@ -96,6 +96,33 @@ TEST(DiagnoseCli, RunModePinsADeviceAbortToItsAttentionModule) {
   EXPECT_TRUE(report["failing_module"]["confirmed"]);
 }
 
+TEST(DiagnoseCli, BlockersAreRankedByHowManyModelsTheyStop) {
+  const Result result = stickler({"blockers", "--profile", "spyre-2025-clean", "--model",
+                                  zooPath("gpt2-tiny.pt"), "--model", zooPath("llama-tiny.pt"),
+                                  "--model", zooPath("vit-tiny.pt"), "--json"});
+  ASSERT_EQ(result.status, 0) << result.err;
+  const json report = json::parse(result.out);
+  ASSERT_EQ(report["models"].size(), 3u);
+  EXPECT_TRUE(report["models"][2]["compiles"]);  // vit-tiny has no gap on this profile
+  const json& ranking = report["ranking"];
+  ASSERT_FALSE(ranking.empty());
+  for (size_t i = 1; i < ranking.size(); ++i) {
+    EXPECT_GE(ranking[i - 1]["models_blocked"].get<int64_t>(),
+              ranking[i]["models_blocked"].get<int64_t>());
+  }
+  bool found_pow = false;
+  for (const auto& entry : ranking) {
+    if (entry["op"] != "aten::pow") continue;
+    found_pow = true;
+    EXPECT_EQ(entry["rule"], "unsupported-op");
+    EXPECT_EQ(entry["models"], json({"gpt2-tiny", "llama-tiny"}));
+    EXPECT_EQ(entry["models_blocked"], 2);
+  }
+  EXPECT_TRUE(found_pow) << ranking.dump(2);
+  const Result none = stickler({"blockers", "--profile", "spyre-2025-clean"});
+  EXPECT_EQ(none.status, 2);
+}
+
 TEST(DiagnoseCli, AnUnknownModeIsABadInput) {
   const Result result = stickler(
       {"diagnose", zooPath("gpt2-tiny.pt"), "--profile", "spyre-2025-clean", "--mode", "numbers"});
