@@ -69,8 +69,10 @@ json diagnoseCompile(const LoadedModel& model, const std::shared_ptr<const Loade
       try {
         bundles[key] =
             reproToJson(writeBlockerRepro(model, *blocker.node, blocker.rule, profile, directory));
-      } catch (const UserError& e) {
-        bundles[key] = {{"error", e.what()}};
+      } catch (const std::exception& e) {
+        // One bundle that cannot be made (an operator without activations, an archive LibTorch
+        // cannot write) is reported in its place; the diagnosis goes on.
+        bundles[key] = {{"error", std::string(e.what()).substr(0, 500)}};
       }
     }
     entry["repro"] = bundles[key];
