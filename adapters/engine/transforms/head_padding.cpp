@@ -33,6 +33,34 @@ at::Tensor padHeadsAlong(const at::Tensor& tensor, int64_t dim, int64_t head_dim
   return padHeads(tensor.detach().movedim(dim, 0), head_dim, padded).movedim(0, dim).contiguous();
 }
 
+torch::jit::Node* viewShapeList(const torch::jit::Node& node) {
+  if (node.kind() != torch::jit::aten::view && node.kind() != torch::jit::aten::reshape) {
+    return nullptr;
+  }
+  torch::jit::Node* shape = node.input(1)->node();
+  return shape->kind() == torch::jit::prim::ListConstruct && !shape->inputs().empty() ? shape
+                                                                                      : nullptr;
+}
+
+std::optional<int64_t> lastInt(const GraphEdit& edit, const torch::jit::Node& shape,
+                               size_t from_end) {
+  if (shape.inputs().size() <= from_end) return std::nullopt;
+  auto value = edit.constantOrWeight(shape.input(shape.inputs().size() - 1 - from_end));
+  if (!value || !value->isInt()) return std::nullopt;
+  return value->toInt();
+}
+
+void setIntInput(GraphEdit& edit, torch::jit::Node& node, size_t index, int64_t value) {
+  torch::jit::WithInsertPoint insert_point(&node);
+  node.replaceInput(index, edit.graph().insertConstant(value));
+}
+
+int64_t headSizeFillingSticks(int64_t heads, int64_t head_dim, int64_t stick) {
+  int64_t size = head_dim;
+  while (heads * size % stick != 0) ++size;  // ends within a stick
+  return size;
+}
+
 bool endsWithSuffix(const std::string& path, const std::string& suffix) {
   return path.size() > suffix.size() &&
          path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <torch/script.h>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "simulator/device/device_profile.h"
@@ -24,6 +26,17 @@ at::Tensor padHeadsAlong(const at::Tensor& tensor, int64_t dim, int64_t head_dim
 // Whether an attribute path ends in `suffix` after something ("model.q_proj.weight" and
 // ".q_proj.weight").
 bool endsWithSuffix(const std::string& path, const std::string& suffix);
+
+// The shape list a view or reshape reads when the graph builds it of separate values, as traced
+// models do ([size0, size1, heads, head_dim]); null for other nodes or shapes.
+torch::jit::Node* viewShapeList(const torch::jit::Node& node);
+// The last entry of a shape list, when it is a constant int (or an int attribute when scripted).
+std::optional<int64_t> lastInt(const GraphEdit& edit, const torch::jit::Node& shape,
+                               size_t from_end = 0);
+// Makes input `index` of `node` the constant `value`.
+void setIntInput(GraphEdit& edit, torch::jit::Node& node, size_t index, int64_t value);
+// The smallest head size of at least `head_dim` whose `heads` together fill whole sticks.
+int64_t headSizeFillingSticks(int64_t heads, int64_t head_dim, int64_t stick);
 
 // Replaces what `read` (an attribute read or constant) yields with the constant `tensor`, in
 // the reader's scope, and removes the read when nothing else uses it.

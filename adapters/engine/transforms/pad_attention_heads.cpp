@@ -113,8 +113,8 @@ class HeadPadder {
     };
     int64_t padded = target_;
     if (padded == 0) {
-      padded = head_dim;
-      while (!fits(padded)) ++padded;  // ends within two sticks
+      padded = rope ? (head_dim + 2 * stick_ - 1) / (2 * stick_) * 2 * stick_
+                    : headSizeFillingSticks(heads, head_dim, stick_);
     }
     if (!fits(padded) || padded < head_dim) {
       throw UserError("pad_attention_heads: head_dim " + std::to_string(padded) +
@@ -150,16 +150,11 @@ class HeadPadder {
   // The projection's view as [..., heads, head_dim], both constants (traced BERT and ViT).
   std::pair<int64_t, int64_t> headSplit(const std::string& module, const Node& projection) {
     for (const auto& use : projection.output()->uses()) {
-      const Node* view = use.user;
-      if (view->kind() != aten::view && view->kind() != aten::reshape) continue;
-      const Node* shape = view->input(1)->node();
-      if (shape->kind() != prim::ListConstruct || shape->inputs().size() < 2) continue;
-      const size_t last = shape->inputs().size() - 1;
-      auto heads = edit_.constantOrWeight(shape->input(last - 1));
-      auto head_dim = edit_.constantOrWeight(shape->input(last));
-      if (heads && heads->isInt() && head_dim && head_dim->isInt()) {
-        return {heads->toInt(), head_dim->toInt()};
-      }
+      const Node* shape = viewShapeList(*use.user);
+      if (shape == nullptr) continue;
+      const auto heads = lastInt(edit_, *shape, 1);
+      const auto head_dim = lastInt(edit_, *shape);
+      if (heads && head_dim) return {*heads, *head_dim};
     }
     throw UserError("pad_attention_heads: found no [..., heads, head_dim] view of " +
                     modulePathOf(projection) + " in " + module);
@@ -168,15 +163,11 @@ class HeadPadder {
   // The context's view back to [..., heads * head_dim] inside the attention module.
   void widenHeadMerge(const std::string& module, int64_t width, int64_t padded_width) {
     for (const Node* node : allNodes(edit_.graph())) {
-      if (node->kind() != aten::view && node->kind() != aten::reshape) continue;
-      if (!isWithin(modulePathOf(*node), module)) continue;
-      Node* shape = node->input(1)->node();
-      if (shape->kind() != prim::ListConstruct || shape->inputs().empty()) continue;
-      const size_t last = shape->inputs().size() - 1;
-      auto size = edit_.constantOrWeight(shape->input(last));
-      if (!size || !size->isInt() || size->toInt() != width) continue;
-      torch::jit::WithInsertPoint insert_point(shape);
-      shape->replaceInput(last, edit_.graph().insertConstant(padded_width));
+      Node* shape = viewShapeList(*node);
+      if (shape == nullptr || !isWithin(modulePathOf(*node), module)) continue;
+      if (lastInt(edit_, *shape) == width) {
+        setIntInput(edit_, *shape, shape->inputs().size() - 1, padded_width);
+      }
     }
   }
 
@@ -185,16 +176,10 @@ class HeadPadder {
   void widenHeadSplit(const std::string& module, const Node& projection, int64_t head_dim,
                       int64_t padded) {
     for (const auto& use : projection.output()->uses()) {
-      const Node* view = use.user;
-      if (view->kind() != aten::view && view->kind() != aten::reshape) continue;
-      Node* shape = view->input(1)->node();
-      if (shape->kind() != prim::ListConstruct || shape->inputs().empty()) continue;
-      const size_t last = shape->inputs().size() - 1;
+      Node* shape = viewShapeList(*use.user);
       // A constant when traced, an int attribute (self.head_dim) when scripted.
-      auto size = edit_.constantOrWeight(shape->input(last));
-      if (!size || !size->isInt() || size->toInt() != head_dim) continue;
-      torch::jit::WithInsertPoint insert_point(shape);
-      shape->replaceInput(last, edit_.graph().insertConstant(padded));
+      if (shape == nullptr || lastInt(edit_, *shape) != head_dim) continue;
+      setIntInput(edit_, *shape, shape->inputs().size() - 1, padded);
       return;
     }
     throw UserError("pad_attention_heads: found no [..., heads, " + std::to_string(head_dim) +

@@ -85,10 +85,7 @@ class FusedHeadPadder {
     const int64_t width = total / 3;
     const auto [heads, head_dim] = headSplit(module, width);
     int64_t padded = target_;
-    if (padded == 0) {
-      padded = head_dim;
-      while (heads * padded % stick_ != 0) ++padded;
-    }
+    if (padded == 0) padded = headSizeFillingSticks(heads, head_dim, stick_);
     if (padded < head_dim || heads * padded % stick_ != 0) {
       throw UserError("pad_attention_heads: head_dim " + std::to_string(padded) +
                       " must be at least " + std::to_string(head_dim) +
@@ -117,17 +114,11 @@ class FusedHeadPadder {
   // [..., heads, head_dim] in a view of the module: both constants, heads x head_dim = width.
   std::pair<int64_t, int64_t> headSplit(const std::string& module, int64_t width) {
     for (const Node* node : allNodes(edit_.graph())) {
-      if (node->kind() != aten::view && node->kind() != aten::reshape) continue;
-      if (!isWithin(modulePathOf(*node), module)) continue;
-      const Node* shape = node->input(1)->node();
-      if (shape->kind() != prim::ListConstruct || shape->inputs().size() < 2) continue;
-      const size_t last = shape->inputs().size() - 1;
-      auto heads = edit_.constantOrWeight(shape->input(last - 1));
-      auto head_dim = edit_.constantOrWeight(shape->input(last));
-      if (heads && heads->isInt() && head_dim && head_dim->isInt() &&
-          heads->toInt() * head_dim->toInt() == width) {
-        return {heads->toInt(), head_dim->toInt()};
-      }
+      const Node* shape = viewShapeList(*node);
+      if (shape == nullptr || !isWithin(modulePathOf(*node), module)) continue;
+      const auto heads = lastInt(edit_, *shape, 1);
+      const auto head_dim = lastInt(edit_, *shape);
+      if (heads && head_dim && *heads * *head_dim == width) return {*heads, *head_dim};
     }
     throw UserError("pad_attention_heads: found no [..., heads, head_dim] view of " +
                     std::to_string(width) + " values in " + module);
@@ -162,32 +153,23 @@ class FusedHeadPadder {
       if (node->kind() == aten::split && node->inputs().size() >= 2) {
         auto size = torch::jit::toIValue(node->input(1));
         if (size && size->isInt() && size->toInt() == width) {
-          replaceInt(const_cast<Node*>(node), 1, heads * padded);
+          setIntInput(edit_, *const_cast<Node*>(node), 1, heads * padded);
         }
         continue;
       }
-      if (node->kind() != aten::view && node->kind() != aten::reshape) continue;
-      Node* shape = node->input(1)->node();
-      if (shape->kind() != prim::ListConstruct || shape->inputs().empty()) continue;
+      Node* shape = viewShapeList(*node);
+      if (shape == nullptr) continue;
+      const auto size = lastInt(edit_, *shape);
+      if (!size) continue;
       const size_t last = shape->inputs().size() - 1;
-      auto size = edit_.constantOrWeight(shape->input(last));
-      if (!size || !size->isInt()) continue;
-      auto before = last > 0 ? torch::jit::toIValue(shape->input(last - 1)) : c10::nullopt;
-      const bool into_heads =
-          size->toInt() == head_dim && before && before->isInt() && before->toInt() == heads;
-      if (into_heads) {
-        replaceInt(shape, last, padded);
-      } else if (size->toInt() == width) {
-        replaceInt(shape, last, heads * padded);
-      } else if (size->toInt() == 3 * width) {
-        replaceInt(shape, last, 3 * heads * padded);
+      if (*size == head_dim && lastInt(edit_, *shape, 1) == heads) {
+        setIntInput(edit_, *shape, last, padded);  // into heads
+      } else if (*size == width) {
+        setIntInput(edit_, *shape, last, heads * padded);
+      } else if (*size == 3 * width) {
+        setIntInput(edit_, *shape, last, 3 * heads * padded);
       }
     }
-  }
-
-  void replaceInt(Node* node, size_t index, int64_t value) {
-    torch::jit::WithInsertPoint insert_point(node);
-    node->replaceInput(index, edit_.graph().insertConstant(value));
   }
 
   GraphEdit& edit_;
