@@ -103,9 +103,12 @@ class HeadPadder {
       throw UserError("pad_attention_heads: no linear layer reads the q, k or v weights of " +
                       module);
     }
-    const auto [heads, head_dim] =
+    // Plain variables, not a structured binding: the lambda below captures them.
+    const std::pair<int64_t, int64_t> split =
         rope ? std::pair<int64_t, int64_t>{0, weights.tensors["rotary"].numel() * 2}
              : headSplit(module, *projections.front());
+    const int64_t heads = split.first;
+    const int64_t head_dim = split.second;
     // RoPE as a matmul needs each half of a head in whole sticks; otherwise all heads together
     // must fill whole sticks (3 heads of 32 become 3 of 64; 2 heads of 32 already do).
     const auto fits = [&](int64_t size) {
