@@ -89,11 +89,13 @@ void addSticklerPrompts(McpCatalog& catalog, const Workspace& workspace) {
 
 void addOperationTools(McpCatalog& catalog);
 void addSticklerResources(McpCatalog& catalog);
+void addReportResources(McpCatalog& catalog, const Workspace& workspace);
 
 McpCatalog sticklerCatalog(const Workspace& workspace) {
   McpCatalog catalog;
   addOperationTools(catalog);
   addSticklerResources(catalog);
+  addReportResources(catalog, workspace);
   addSticklerPrompts(catalog, workspace);
   return catalog;
 }

@@ -1,7 +1,9 @@
 // diagnose: what stops a model on the device, in one report. Mode compile lists every blocker
 // with the catalog adapters that clear it and a checked repro bundle per distinct blocker; mode
 // run runs the model and, when the device aborts, names the module and operator that were
-// executing, then confirms it by running that module alone on the device.
+// executing, then confirms it by running that module alone on the device; mode numerics compares
+// each module with the reference in lockstep against derived thresholds.
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <tuple>
@@ -9,6 +11,7 @@
 #include "adapters/engine/adapter_matching.h"
 #include "simulator/backends/backend.h"
 #include "simulator/device/device_profile.h"
+#include "simulator/diagnose/causal_localization.h"
 #include "simulator/diagnose/repro_bundle.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
@@ -18,7 +21,10 @@
 #include "tools/adapter_support.h"
 #include "tools/lowering_text.h"
 #include "tools/operation_table.h"
+#include "tools/reports/report_outputs.h"
+#include "tools/reports/report_text.h"
 #include "tools/schema_fields.h"
+#include "tools/threshold_options.h"
 
 namespace stickler {
 namespace {
@@ -83,8 +89,9 @@ json diagnoseCompile(const LoadedModel& model, const std::shared_ptr<const Loade
 
 json diagnoseRun(const LoadedModel& model, const std::string& model_path,
                  const std::vector<std::string>& input_flags, const std::string& profile_name,
-                 OperationContext& context, ModelCache* cache) {
+                 double timeout_seconds, OperationContext& context, ModelCache* cache) {
   RunRequest request;
+  request.timeout_seconds = timeout_seconds;
   request.model = model_path;
   request.inputs = input_flags;
   request.backend = "spyre-sim:" + profile_name;
@@ -110,41 +117,101 @@ json diagnoseRun(const LoadedModel& model, const std::string& model_path,
   return report;
 }
 
+json diagnoseNumerics(const LoadedModel& model, const std::string& profile_name, const json& input,
+                      OperationContext& context) {
+  LocalizeOptions options;
+  options.backend = "spyre-sim:" + profile_name;
+  options.timeout_seconds = optionalNumber(input, "timeout_seconds", options.timeout_seconds);
+  options.control = context.task();
+  options.thresholds = thresholdSettings(input);
+  return lockstepNumerics(model, options);
+}
+
+// diagnose --models: the blocker ranking across models (rank_blockers), as a diagnosis report.
+json rankAcrossModels(const json& input, OperationContext& context) {
+  if (input.contains("model")) throw UserError("give either model or models, not both");
+  if (input.value("mode", "compile") != "compile") {
+    throw UserError("models ranks compile blockers: it takes mode compile only");
+  }
+  json ranking = findOperation("rank_blockers")
+                     ->run({{"profile", input["profile"]}, {"models", input["models"]}}, context);
+  publishReport(ranking, input, context);
+  return ranking;
+}
+
 json run(const json& input, OperationContext& context) {
+  checkReportOutputs(input, context);
+  if (input.contains("models")) return rankAcrossModels(input, context);
+  if (!input.contains("model")) throw UserError("missing required field 'model' (or 'models')");
   const std::string model_path = context.resolvePath(requireString(input, "model"));
   const std::string profile_name = resolveProfile(requireString(input, "profile"), context);
   const DeviceProfile profile = loadProfile(profile_name);
   const std::vector<std::string> input_flags = optionalStrings(input, "inputs");
   const std::string mode = input.value("mode", "compile");
-  if (mode != "compile" && mode != "run") {
-    throw UserError("mode must be compile or run, not '" + mode + "'");
+  if (mode != "compile" && mode != "run" && mode != "numerics") {
+    throw UserError("mode must be compile, run or numerics, not '" + mode + "'");
   }
   json adapters = json::array();
   const auto model = modelToDiagnose(context, model_path, input_flags,
                                      input.value("adapt", false) ? &profile : nullptr, &adapters);
   json report;
   if (mode == "compile") {
-    const std::string bundle_dir = context.resolvePath(
-        input.contains("bundle_dir")
-            ? requireString(input, "bundle_dir")
-            : (fs::path(context.workspaceRoot()) / "stickler-repros" / model->card.name).string());
+    std::string bundle_dir;
+    if (input.contains("bundle_dir")) {
+      bundle_dir = context.resolvePath(requireString(input, "bundle_dir"));
+    } else {
+      // Made first: the workspace resolves a path through its existing parent directory.
+      const fs::path default_dir =
+          fs::path(context.workspaceRoot()) / "stickler-repros" / model->card.name;
+      std::error_code ec;
+      fs::create_directories(default_dir, ec);
+      bundle_dir = context.resolvePath(default_dir.string());
+    }
     report = diagnoseCompile(*model, model, profile, bundle_dir, context);
-  } else {
+  } else if (mode == "run") {
     // The run goes through a cache holding the model diagnosed (adapted or not).
     ModelCache cache;
     cache.setAdapted(model_path, input_flags, model, model);
-    report = diagnoseRun(*model, model_path, input_flags, profile_name, context, &cache);
+    report = diagnoseRun(*model, model_path, input_flags, profile_name,
+                         optionalNumber(input, "timeout_seconds", 300), context, &cache);
+  } else {
+    report = diagnoseNumerics(*model, profile_name, input, context);
   }
   report["schema"] = "stickler.diagnose";
   report["version"] = 1;
   report["mode"] = mode;
   report["model"] = {{"path", model->path}, {"sha256", model->sha256}, {"name", model->card.name}};
   if (input.value("adapt", false)) report["adapters_applied"] = adapters;
+  publishReport(report, input, context);
   return report;
 }
 
-std::string renderText(const json& report) {
+std::string renderNumerics(const json& report) {
+  std::string text = headlineText(report);
+  if (!report.contains("numerics")) return text;
+  const json& thresholds = report["numerics"]["thresholds"];
+  size_t over = 0;
+  for (const auto& entry : report["numerics"]["modules"]) over += entry["over_threshold"] ? 1 : 0;
+  text += "\n" + std::to_string(report["numerics"]["modules"].size()) +
+          " module calls compared in lockstep; " + std::to_string(over) +
+          " over their threshold (" + metricText(thresholds["margin"]) + "x the " +
+          metricText(thresholds["percentile"]) + " percentile of " +
+          thresholds["emulated"].get<std::string>() + "'s error over " +
+          std::to_string(thresholds["input_sets"].get<int64_t>()) + " input sets)\n";
+  for (const char* key : {"deviations", "absorbed"}) {
+    if (!report.contains(key) || report[key].empty()) continue;
+    text += std::string(key) == "absorbed" ? "absorbed downstream:\n" : "deviation onsets:\n";
+    text += deviationLines(report[key]);
+  }
+  return text;
+}
+
+std::string renderReport(const json& report) {
   std::string text;
+  if (report.value("schema", "") == "stickler.blocker_ranking") {
+    return findOperation("rank_blockers")->render_text(report);
+  }
+  if (report.value("mode", "") == "numerics") return renderNumerics(report);
   if (report.value("mode", "") == "compile") {
     text = report["model"]["name"].get<std::string>() + " on " +
            report["profile"].get<std::string>() + ": " + report["status"].get<std::string>() + "\n";
@@ -175,6 +242,10 @@ std::string renderText(const json& report) {
   return text;
 }
 
+std::string renderText(const json& report) {
+  return renderReport(report) + reportFilesText(report);
+}
+
 }  // namespace
 
 Operation makeDiagnoseModelOperation() {
@@ -188,34 +259,59 @@ Operation makeDiagnoseModelOperation() {
       "with the inputs the model really gave it, checked to be blocked the same way, and the "
       "command that shows it. Mode run: runs the model on the simulated device; when the "
       "device aborts, names the module and operator that were executing and confirms it by "
-      "running that module alone on the device. With adapt, the catalog's adapters for the "
-      "model and profile are applied first (the session does not change).";
-  json schema = {
-      {"type", "object"}, {"required", {"model", "profile"}}, {"additionalProperties", false}};
+      "running that module alone on the device. Mode numerics: one device run compared with "
+      "the CPU reference module by module, in lockstep: max/mean abs error, cosine, relative "
+      "L2 and SQNR per module call against thresholds derived from the emulated number "
+      "format, with the onsets of deviations (localize_divergence then proves the culprit). "
+      "With models instead of model: the blockers ranked across those models. With adapt, "
+      "the catalog's adapters for the model and profile are applied first (the session does "
+      "not change). Every report is saved (report_id; get_report serves it as JSON, HTML or "
+      "JUnit).";
+  json schema = {{"type", "object"}, {"required", {"profile"}}, {"additionalProperties", false}};
   schema["properties"]["model"] = modelField();
+  schema["properties"]["models"] = {
+      {"type", "array"},
+      {"items", {{"type", "string"}}},
+      {"description",
+       "Instead of one model: rank the compile blockers across these models by how many each "
+       "stops (as rank_blockers), so the most blocking operator is built first."}};
   schema["properties"]["profile"] = profileField();
   schema["properties"]["inputs"] = inputsField();
-  schema["properties"]["mode"] = {{"type", "string"},
-                                  {"enum", {"compile", "run"}},
-                                  {"default", "compile"},
-                                  {"description", "compile: blockers and repros; run: aborts."}};
+  schema["properties"]["mode"] = {
+      {"type", "string"},
+      {"enum", {"compile", "run", "numerics"}},
+      {"default", "compile"},
+      {"description",
+       "compile: blockers and repros; run: aborts, pinned and confirmed; numerics: per-module "
+       "error against derived thresholds, in lockstep."}};
   schema["properties"]["adapt"] = adaptField();
   schema["properties"]["bundle_dir"] = {
       {"type", "string"},
       {"description",
        "Where repro bundles go (default stickler-repros/<model name> in the workspace)."}};
+  schema["properties"]["timeout_seconds"] = timeoutField();
+  addThresholdFields(schema["properties"]);
+  schema["properties"]["html"] = htmlReportField();
+  schema["properties"]["junit"] = junitReportField();
   operation.input_schema = schema;
   operation.output_schema = {
       {"type", "object"},
       {"properties",
-       {{"schema", {{"const", "stickler.diagnose"}}}, {"mode", {{"type", "string"}}}}},
-      {"required", {"schema", "mode"}}};
+       {{"schema", {{"enum", {"stickler.diagnose", "stickler.blocker_ranking"}}}},
+        {"mode", {{"type", "string"}}},
+        {"report_id", {{"type", "string"}}}}},
+      {"required", {"schema"}}};
   operation.annotations = {.read_only = false, .destructive = false, .idempotent = true};
-  operation.cli = {"diagnose", {"model"}, {{"inputs", "input"}}};
+  operation.cli = {"diagnose", {"model"}, {{"inputs", "input"}, {"timeout_seconds", "timeout"}}};
   operation.run = run;
   operation.render_text = renderText;
   operation.exit_status = [](const json& report) {
+    if (report.value("schema", "") == "stickler.blocker_ranking") return 0;
     if (report.value("mode", "") == "compile") return report["status"] == "ok" ? 0 : 3;
+    if (report.value("mode", "") == "numerics") {
+      const std::string status = report.value("status", "");
+      return status == "passes" ? 0 : status == "blocked" ? 3 : 1;
+    }
     return report.value("exit_status", 0);
   };
   return operation;

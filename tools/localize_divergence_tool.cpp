@@ -10,7 +10,10 @@
 #include "simulator/support/errors.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
+#include "tools/reports/report_outputs.h"
+#include "tools/reports/report_text.h"
 #include "tools/schema_fields.h"
+#include "tools/threshold_options.h"
 
 namespace stickler {
 namespace {
@@ -23,6 +26,7 @@ json run(const json& input, OperationContext& context) {
   const DeviceProfile profile = loadProfile(profile_name);
   const std::vector<std::string> input_flags = optionalStrings(input, "inputs");
   const bool adapt = input.value("adapt", false);
+  checkReportOutputs(input, context);
   json adapters = json::array();
   const auto model =
       modelToDiagnose(context, model_path, input_flags, adapt ? &profile : nullptr, &adapters);
@@ -31,36 +35,15 @@ json run(const json& input, OperationContext& context) {
   options.timeout_seconds = optionalNumber(input, "timeout_seconds", options.timeout_seconds);
   options.control = context.task();
   options.passes = input.value("passes", false);
-  options.thresholds.margin = optionalNumber(input, "threshold_margin", options.thresholds.margin);
-  options.thresholds.percentile =
-      optionalNumber(input, "threshold_percentile", options.thresholds.percentile);
-  options.thresholds.inputs =
-      static_cast<int>(optionalNumber(input, "threshold_input_sets", options.thresholds.inputs));
-  if (!(options.thresholds.margin > 0) || !(options.thresholds.percentile > 0) ||
-      options.thresholds.percentile > 1 || options.thresholds.inputs < 1 ||
-      options.thresholds.inputs > 32) {
-    throw UserError(
-        "threshold_margin must be positive, threshold_percentile in (0, 1] and "
-        "threshold_input_sets from 1 to 32");
-  }
+  options.thresholds = thresholdSettings(input);
   json report = localizeDivergence(*model, options);
   if (adapt) report["adapters_applied"] = adapters;
+  publishReport(report, input, context);
   return report;
 }
 
-// A metric for people: three significant digits, "-" when there is none (null: not finite).
-std::string number(const json& value) {
-  if (!value.is_number()) return "-";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g", value.get<double>());
-  return text;
-}
-
 std::string renderText(const json& report) {
-  std::string text = report["model"]["name"].get<std::string>() + " on " +
-                     report["backend"].get<std::string>() + ": " +
-                     report["status"].get<std::string>() + "\n" +
-                     report["summary"].get<std::string>() + "\n";
+  std::string text = headlineText(report);
   if (report.contains("adapters_applied") && !report["adapters_applied"].empty()) {
     text += "\nadapters applied first:";
     for (const auto& name : report["adapters_applied"]) text += " " + name.get<std::string>();
@@ -76,21 +59,16 @@ std::string renderText(const json& report) {
   if (report.contains("culprit") && report["culprit"].contains("deviation") &&
       !report["culprit"]["deviation"].is_null()) {
     const json& deviation = report["culprit"]["deviation"];
-    text += "  its error: relative L2 " + number(deviation["rel_l2"]) + " against a threshold of " +
-            number(deviation["threshold"]) + " (" + number(deviation["ratio_to_emulated"]) +
+    const std::string error =
+        deviation["rel_l2"].is_number() ? metricText(deviation["rel_l2"]) : "non-finite";
+    text += "  its error: relative L2 " + error + " against a threshold of " +
+            metricText(deviation["threshold"]) + " (" + metricText(deviation["ratio_to_emulated"]) +
             "x the emulated format's)\n";
   }
   if (report.contains("absorbed") && !report["absorbed"].empty()) {
     text +=
         "\nabsorbed downstream (over threshold, yet the model passes with them on the device):\n";
-    for (const auto& module : report["absorbed"]) {
-      text += "  " + module["module"].get<std::string>() + " (" +
-              module["module_class"].get<std::string>() + "): relative L2 " +
-              number(module["rel_l2"]) + ", threshold " + number(module["threshold"]) + ", " +
-              number(module["ratio_to_emulated"]) + "x the emulated format's; " +
-              std::to_string(module["downstream_over_threshold"].get<int64_t>()) +
-              " module(s) after it carry it\n";
-    }
+    text += deviationLines(report["absorbed"]);
   }
   if (report.contains("pass_culprit")) {
     const json& culprit = report["pass_culprit"];
@@ -118,7 +96,7 @@ std::string renderText(const json& report) {
       text += "  " + verdict + " " + trial["device"].get<std::string>() + "\n";
     }
   }
-  return text;
+  return text + reportFilesText(report);
 }
 
 }  // namespace
@@ -135,7 +113,8 @@ Operation makeLocalizeDivergenceOperation() {
       "device fails; everything but it on the device passes). Reports the culprit with its "
       "class and operators, or the modules that fail only together, and every device run "
       "(at most ceil(log2 M) + 4 for M modules and one culprit). With adapt, the catalog's "
-      "adapters for the model and profile are applied first, without changing the session.";
+      "adapters for the model and profile are applied first, without changing the session. "
+      "The report is saved (report_id; get_report serves it as JSON, HTML or JUnit).";
   json schema = {
       {"type", "object"}, {"required", {"model", "profile"}}, {"additionalProperties", false}};
   schema["properties"]["model"] = modelField();
@@ -150,22 +129,9 @@ Operation makeLocalizeDivergenceOperation() {
        "model runs on the device with only the first N applications, like LLVM's "
        "-opt-bisect-limit, and the first application that makes the model fail is named."}};
   schema["properties"]["timeout_seconds"] = timeoutField();
-  schema["properties"]["threshold_margin"] = {
-      {"type", "number"},
-      {"default", 4},
-      {"description",
-       "A module deviates when its error exceeds this many times the error of the device's "
-       "number format emulated on the CPU (at threshold_percentile over the input sets)."}};
-  schema["properties"]["threshold_percentile"] = {
-      {"type", "number"},
-      {"default", 0.99},
-      {"description", "Which percentile of the emulated error over the input sets (0-1]."}};
-  schema["properties"]["threshold_input_sets"] = {
-      {"type", "integer"},
-      {"default", 3},
-      {"description",
-       "Input sets the thresholds are derived from: the example inputs and "
-       "fresh draws from the model card (1-32)."}};
+  addThresholdFields(schema["properties"]);
+  schema["properties"]["html"] = htmlReportField();
+  schema["properties"]["junit"] = junitReportField();
   operation.input_schema = schema;
   operation.output_schema = {{"type", "object"},
                              {"properties",
@@ -179,7 +145,7 @@ Operation makeLocalizeDivergenceOperation() {
                                {"culprit", {{"type", "object"}}},
                                {"device_runs", {{"type", "integer"}}}}},
                              {"required", {"schema", "status", "summary"}}};
-  operation.annotations = {.read_only = true, .destructive = false, .idempotent = true};
+  operation.annotations = {.read_only = false, .destructive = false, .idempotent = true};
   operation.cli = {"localize", {"model"}, {{"inputs", "input"}, {"timeout_seconds", "timeout"}}};
   operation.run = run;
   operation.render_text = renderText;

@@ -24,6 +24,7 @@ const std::vector<Operation>& operationTable() {
       makeDiagnoseModelOperation(),
       makeRankBlockersOperation(),
       makeLocalizeDivergenceOperation(),
+      makeGetReportOperation(),
   };
   // clang-format on
   return table;

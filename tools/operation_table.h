@@ -43,5 +43,6 @@ Operation makeStaleAdaptersOperation();
 Operation makeDiagnoseModelOperation();
 Operation makeRankBlockersOperation();
 Operation makeLocalizeDivergenceOperation();
+Operation makeGetReportOperation();
 
 }  // namespace stickler

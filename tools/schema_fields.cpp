@@ -45,4 +45,15 @@ nlohmann::json adaptField() {
            "what the session has applied."}};
 }
 
+json htmlReportField() {
+  return {{"type", "string"},
+          {"description",
+           "Also write the report as one self-contained HTML page (opens offline) to this path."}};
+}
+
+json junitReportField() {
+  return {{"type", "string"},
+          {"description", "Also write the report as JUnit XML (for CI) to this path."}};
+}
+
 }  // namespace stickler

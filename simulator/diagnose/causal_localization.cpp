@@ -67,16 +67,8 @@ class Localizer {
         {"version", 1},
         {"model", {{"path", model_.path}, {"sha256", model_.sha256}, {"name", model_.card.name}}},
         {"backend", options_.backend}};
-    Placement everything;  // the whole model, but what adapters keep on the host
-    everything.host_modules = model_.host_modules;
-    const auto whole = backend_->compile(model_, everything);
-    if (!whole->ok()) {
-      return finish(report, "blocked",
-                    "the model does not compile on " + options_.backend + " (" +
-                        std::to_string(whole->lowering().blockers.size()) +
-                        " blockers): localization needs a model that compiles; see "
-                        "`stickler check` and `stickler adapt`");
-    }
+    const auto whole = compileWhole();
+    if (!whole->ok()) return blocked(report, *whole, "localization");
     collectUnits(whole->lowering());
     report["units"] = units_.size();
     const size_t applications = whole->lowering().pass_applications.size();
@@ -172,7 +164,68 @@ class Localizer {
                       ", and with only it on the CPU the model passes");
   }
 
+  // One whole-model device run compared with the reference in lockstep: every module call's
+  // error against its threshold, and the onsets of the deviations (absorbed when the model
+  // passes, clues when it fails).
+  json numerics() {
+    json report{
+        {"schema", "stickler.diagnose"},
+        {"version", 1},
+        {"mode", "numerics"},
+        {"model", {{"path", model_.path}, {"sha256", model_.sha256}, {"name", model_.card.name}}},
+        {"backend", options_.backend}};
+    const auto whole = compileWhole();
+    if (!whole->ok()) return blocked(report, *whole, "the numerics mode");
+    collectUnits(whole->lowering());
+    report["units"] = units_.size();
+    deviation_ = std::make_unique<ModuleDeviation>(model_, backend_->format(), options_.thresholds);
+    const Trial first =
+        trial(units_, "whole model, compared in lockstep", /*whole=*/true, deviation_->comparer());
+    deviation_->read();
+    report["numerics"] = deviation_->toJson();
+    report["whole_model_verdict"] = first.verdict;
+    const json onsets = deviation_->absorbed([](const std::string&) { return true; });
+    if (first.verdict == "pass") {
+      report["absorbed"] = onsets;
+      return finish(report, "passes",
+                    "the model passes end to end on " + options_.backend +
+                        (onsets.empty() ? std::string("; no module is over its threshold")
+                                        : "; " + std::to_string(onsets.size()) +
+                                              " deviation(s) over threshold absorbed downstream"));
+    }
+    report["deviations"] = onsets;
+    std::string summary =
+        "the model " + asVerb(first.verdict) + " end to end on " + options_.backend;
+    if (!onsets.empty()) {
+      const json& onset = onsets.front();
+      summary += "; the first module over its threshold is " +
+                 displayPath(onset["module"].get<std::string>()) + " (" +
+                 onset["module_class"].get<std::string>() +
+                 "), a clue rather than a verdict: `stickler localize` proves which module "
+                 "flips the end-to-end verdict";
+    } else {
+      summary +=
+          "; no module is over its threshold before the end: `stickler localize` "
+          "finds which module flips the verdict";
+    }
+    return finish(report, first.verdict == "fail" ? "fails" : first.verdict, summary);
+  }
+
  private:
+  // The whole model, but what adapters keep on the host.
+  std::unique_ptr<CompiledModel> compileWhole() {
+    Placement everything;
+    everything.host_modules = model_.host_modules;
+    return backend_->compile(model_, everything);
+  }
+
+  json blocked(json& report, const CompiledModel& whole, const std::string& what) {
+    return finish(report, "blocked",
+                  "the model does not compile on " + options_.backend + " (" +
+                      std::to_string(whole.lowering().blockers.size()) + " blockers): " + what +
+                      " needs a model that compiles; see `stickler check` and `stickler adapt`");
+  }
+
   // The modules whose own nodes run on the device, in the order their first node executes.
   void collectUnits(const LoweringResult& lowering) {
     for (const torch::jit::Node* node : allNodes(*model_.graph)) {
@@ -304,6 +357,10 @@ class Localizer {
 
 json localizeDivergence(const LoadedModel& model, const LocalizeOptions& options) {
   return Localizer(model, options).run();
+}
+
+json lockstepNumerics(const LoadedModel& model, const LocalizeOptions& options) {
+  return Localizer(model, options).numerics();
 }
 
 }  // namespace stickler

@@ -30,4 +30,10 @@ struct LocalizeOptions {
 // not a device backend.
 nlohmann::json localizeDivergence(const LoadedModel& model, const LocalizeOptions& options);
 
+// `stickler diagnose --mode numerics`: one whole-model device run compared with the reference
+// module by module in lockstep, each module call's error set against its derived threshold,
+// and the onsets of the deviations (schema stickler.diagnose, mode numerics). It names no
+// culprit: that takes the hybrid runs of localizeDivergence.
+nlohmann::json lockstepNumerics(const LoadedModel& model, const LocalizeOptions& options);
+
 }  // namespace stickler

@@ -97,9 +97,9 @@ TEST(DiagnoseCli, RunModePinsADeviceAbortToItsAttentionModule) {
 }
 
 TEST(DiagnoseCli, BlockersAreRankedByHowManyModelsTheyStop) {
-  const Result result = stickler({"blockers", "--profile", "spyre-2025-clean", "--model",
-                                  zooPath("gpt2-tiny.pt"), "--model", zooPath("llama-tiny.pt"),
-                                  "--model", zooPath("vit-tiny.pt"), "--json"});
+  const Result result =
+      stickler({"blockers", "--profile", "spyre-2025-clean", "--model", zooPath("gpt2-tiny.pt"),
+                "--model", zooPath("llama-tiny.pt"), "--model", zooPath("vit-tiny.pt"), "--json"});
   ASSERT_EQ(result.status, 0) << result.err;
   const json report = json::parse(result.out);
   ASSERT_EQ(report["models"].size(), 3u);

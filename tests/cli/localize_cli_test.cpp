@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/cli/fault_profiles.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
 
@@ -20,28 +21,13 @@ namespace {
 using nlohmann::json;
 using testing::Result;
 using testing::stickler;
+using testing::wrongScaleProfile;
 using testing::zooPath;
 
 struct FaultCase {
   const char* model;
   const char* module;  // the module whose outputs the fault corrupts
 };
-
-// A profile extending spyre-2025-clean whose only fault scales `module`'s outputs by 3.
-std::string faultProfile(const std::string& module) {
-  const std::string path = ::testing::TempDir() + "fault-" + module + ".json";
-  const json profile = {
-      {"version", 1},
-      {"extends", "spyre-2025-clean"},
-      {"name", "test-wrong-scale"},
-      {"description", "Test profile: one module's outputs come out three times too large."},
-      {"faults",
-       {{{"id", "wrong-scale"},
-         {"match", {{"module", module}}},
-         {"effect", {{"kind", "wrong_scale"}, {"factor", 3.0}}}}}}};
-  std::ofstream(path) << profile.dump(2);
-  return path;
-}
 
 json localize(const std::string& model, const std::string& profile) {
   const Result result =
@@ -53,7 +39,7 @@ json localize(const std::string& model, const std::string& profile) {
 class LocalizeFamily : public ::testing::TestWithParam<FaultCase> {};
 
 TEST_P(LocalizeFamily, NamesTheCorruptedModuleAndConfirmsIt) {
-  const json report = localize(GetParam().model, faultProfile(GetParam().module));
+  const json report = localize(GetParam().model, wrongScaleProfile(GetParam().module));
   ASSERT_EQ(report["status"], "localized") << report.dump(2);
   EXPECT_EQ(report["culprit"]["module"], GetParam().module);
   EXPECT_EQ(report["confirmation"]["alone_on_device"], "fail");
@@ -97,7 +83,8 @@ TEST(LocalizeCli, ARuntimeAbortIsPinnedToItsAttentionModule) {
 TEST(LocalizeCli, AnAbsorbedDeviationIsReportedNotBlamed) {
   // Layer 0's attention output three times too large: far over its threshold, yet the layer
   // norms after it absorb it and the model passes end to end.
-  const json report = localize("bert-tiny", faultProfile("encoder.layer.0.attention.output.dense"));
+  const json report =
+      localize("bert-tiny", wrongScaleProfile("encoder.layer.0.attention.output.dense"));
   EXPECT_EQ(report["status"], "passes") << report.dump(2);
   EXPECT_FALSE(report.contains("culprit"));
   ASSERT_EQ(report["absorbed"].size(), 1u) << report["absorbed"].dump(2);
@@ -110,7 +97,8 @@ TEST(LocalizeCli, AnAbsorbedDeviationIsReportedNotBlamed) {
 TEST(LocalizeCli, AbsorbedDeviationsBeforeACulpritAreReportedApart) {
   // Two faults: layer 0's attention output (absorbed) and layer 1's MLP output (the culprit).
   const std::string path = ::testing::TempDir() + "two-faults.json";
-  json profile = json::parse(std::ifstream(faultProfile("encoder.layer.0.attention.output.dense")));
+  json profile =
+      json::parse(std::ifstream(wrongScaleProfile("encoder.layer.0.attention.output.dense")));
   profile["faults"].push_back({{"id", "wrong-scale-late"},
                                {"match", {{"module", "encoder.layer.1.intermediate.dense"}}},
                                {"effect", {{"kind", "wrong_scale"}, {"factor", 3.0}}}});

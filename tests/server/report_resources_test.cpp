@@ -1,0 +1,129 @@
+// Reports and repro bundles over MCP: a diagnosis saved by diagnose_model is served by
+// get_report and as stickler://reports resources; its repro bundles as stickler://repros;
+// nothing outside the workspace is reachable through either.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <mutex>
+
+#include "server/mcp_server.h"
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+class DiscardingChannel : public ClientChannel {
+ public:
+  void send(const json&) override {}
+};
+
+class ReportResourcesTest : public ::testing::Test {
+ protected:
+  ReportResourcesTest() : workspace_(makeWorkspace()), server_(options(workspace_)) {
+    session_ = server_.createSession();
+    request("initialize", {{"protocolVersion", "2025-11-25"},
+                           {"capabilities", json::object()},
+                           {"clientInfo", {{"name", "test"}, {"version", "1"}}}});
+  }
+  ~ReportResourcesTest() override { fs::remove_all(workspace_); }
+
+  static std::string makeWorkspace() {
+    const std::string root =
+        ::testing::TempDir() + "report-resources-" + std::to_string(::getpid());
+    fs::remove_all(root);
+    fs::create_directories(root);
+    return fs::canonical(root).string();
+  }
+  static ServerOptions options(const std::string& workspace) {
+    ServerOptions options;
+    options.roots = {workspace, testing::zooPath("")};
+    return options;
+  }
+
+  json request(const std::string& method, const json& params) {
+    auto response = server_.handle(
+        *session_, {{"jsonrpc", "2.0"}, {"id", 1}, {"method", method}, {"params", params}},
+        channel_);
+    return response ? *response : json();
+  }
+  json call(const std::string& tool, const json& arguments) {
+    return request("tools/call", {{"name", tool}, {"arguments", arguments}}).at("result");
+  }
+  json read(const std::string& uri) { return request("resources/read", {{"uri", uri}}); }
+
+  std::string workspace_;
+  McpServer server_;
+  std::shared_ptr<McpSession> session_;
+  DiscardingChannel channel_;
+};
+
+TEST_F(ReportResourcesTest, ADiagnosisIsServedAsReportAndItsReprosAsResources) {
+  const json result = call("diagnose_model", {{"model", testing::zooPath("gpt2-tiny.pt")},
+                                              {"profile", "spyre-2025-clean"}});
+  ASSERT_FALSE(result.value("isError", false)) << result.dump(2);
+  const json& report = result.at("structuredContent");
+  const std::string id = report.at("report_id");
+  EXPECT_EQ(report.at("report_files").at("json"), workspace_ + "/stickler-reports/" + id + ".json");
+
+  // get_report: the same document, and the page for people.
+  const json saved = call("get_report", {{"id", id}}).at("structuredContent");
+  EXPECT_EQ(saved.at("report").at("blockers").size(), report.at("blockers").size());
+  const json latest = call("get_report", {{"format", "html"}}).at("structuredContent");
+  EXPECT_EQ(latest.at("id"), id);
+  EXPECT_NE(latest.at("text").get<std::string>().find("<section id=\"blockers\">"),
+            std::string::npos);
+
+  // The same as resources, in three renderings.
+  const json as_json = read("stickler://reports/" + id + ".json").at("result").at("contents")[0];
+  EXPECT_EQ(as_json.at("mimeType"), "application/json");
+  EXPECT_EQ(json::parse(as_json.at("text").get<std::string>()).at("status"), "blocked");
+  const json as_html = read("stickler://reports/" + id + ".html").at("result").at("contents")[0];
+  EXPECT_EQ(as_html.at("mimeType"), "text/html");
+  const json as_xml = read("stickler://reports/" + id + ".xml").at("result").at("contents")[0];
+  EXPECT_NE(as_xml.at("text").get<std::string>().find("failures=\"4\""), std::string::npos)
+      << as_xml.dump();  // not compiling, and each of the three blockers
+
+  // A repro bundle: its README as text, its archive as a zip blob.
+  const std::string directory = report.at("blockers")[0].at("repro").at("directory");
+  const std::string bundle = fs::path(directory).filename().string();
+  const std::string base = "stickler://repros/gpt2-tiny/" + bundle + "/";
+  const json readme = read(base + "README.md").at("result").at("contents")[0];
+  EXPECT_NE(readme.at("text").get<std::string>().find("stickler run"), std::string::npos);
+  const json archive = read(base + "repro.pt").at("result").at("contents")[0];
+  EXPECT_EQ(archive.at("mimeType"), "application/zip");
+  EXPECT_EQ(archive.at("blob").get<std::string>().substr(0, 4), "UEsD");  // "PK\3\4"
+
+  // Completion offers the saved reports.
+  const json completion =
+      request("completion/complete",
+              {{"ref", {{"type", "ref/resource"}, {"uri", "stickler://reports/{report}"}}},
+               {"argument", {{"name", "report"}, {"value", id.substr(0, 9)}}}});
+  EXPECT_EQ(completion.at("result").at("completion").at("values").size(), 3u) << completion.dump();
+}
+
+TEST_F(ReportResourcesTest, NothingOutsideTheWorkspaceIsReachable) {
+  EXPECT_EQ(read("stickler://reports/../../etc/passwd.json").at("error").at("code"), -32002);
+  EXPECT_EQ(read("stickler://reports/nothing.json").at("error").at("code"), -32002);
+  EXPECT_EQ(read("stickler://reports/nothing.pdf").at("error").at("code"), -32002);
+  EXPECT_EQ(read("stickler://repros/../../etc/passwd").at("error").at("code"), -32002);
+  EXPECT_EQ(read("stickler://repros/a/b/secret.txt").at("error").at("code"), -32002);
+  // A symlink planted inside stickler-repros that leads out of the workspace.
+  fs::create_directories(workspace_ + "/stickler-repros/m/b");
+  fs::create_symlink("/etc/hostname", workspace_ + "/stickler-repros/m/b/README.md");
+  EXPECT_EQ(read("stickler://repros/m/b/README.md").at("error").at("code"), -32002);
+
+  const json outside = call("diagnose_model", {{"model", testing::zooPath("gpt2-tiny.pt")},
+                                               {"profile", "spyre-2025-clean"},
+                                               {"html", "/tmp/outside-the-workspace.html"}});
+  EXPECT_TRUE(outside.value("isError", false)) << outside.dump();
+  EXPECT_FALSE(fs::exists(workspace_ + "/stickler-reports"));  // refused before any work
+  const json missing = call("get_report", {{"id", "nothing"}});
+  EXPECT_TRUE(missing.value("isError", false));
+}
+
+}  // namespace
+}  // namespace stickler

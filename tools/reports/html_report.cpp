@@ -1,0 +1,404 @@
+#include "tools/reports/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "tools/reports/report_outcome.h"
+#include "tools/reports/report_text.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+std::string html(const std::string& raw) {
+  return escapeMarkup(raw);
+}
+
+std::string count(const json& object, const char* key) {
+  return object.contains(key) && object[key].is_number_integer()
+             ? std::to_string(object[key].get<int64_t>())
+             : "?";
+}
+
+// The module calls' paths use "" for the forward's own operators; reports say "<root>".
+std::string moduleName(const json& entry) {
+  const std::string path = stringField(entry, "module");
+  return path.empty() ? "<root>" : path;
+}
+
+constexpr const char* kStyle = R"(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1100px;color:#1d232b;padding:0 1em}
+h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #d8dde3;padding-bottom:.2em}
+code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.92em}
+.status{display:inline-block;padding:.1em .6em;border-radius:.3em;font-weight:600;color:#fff;background:#8a5a00}
+.status.passed{background:#2e7d32}.status.failed{background:#c62828}
+.callout{border-left:4px solid #c62828;background:#fdf1f1;padding:.6em 1em}
+.callout.neutral{border-color:#5b7aa6;background:#f1f5fb}
+table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #d8dde3;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f4f6f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.legend span{display:inline-block;margin-right:1.2em}.swatch{display:inline-block;width:.9em;height:.9em;vertical-align:-.1em;margin-right:.3em}
+svg text{font:11px ui-monospace,"DejaVu Sans Mono",monospace;fill:#1d232b}
+svg .ok{fill:#7a9cc6}svg .over{fill:#e08a2c}svg .absorbed{fill:#c9a227}svg .culprit{fill:#c62828}
+svg .threshold{stroke:#1d232b;stroke-width:2}svg .grid{stroke:#e3e7ec}svg .culprit-label{font-weight:bold;fill:#c62828}
+)";
+
+std::string header(const json& report, const ReportOutcome& outcome) {
+  const std::string state = outcome.passed ? "passed" : "failed";
+  std::string page = "<header>\n<h1>" + html(outcome.model) + " on " + html(outcome.target) +
+                     "</h1>\n<p><span class=\"status " + state + "\" id=\"status\">" +
+                     html(outcome.status) + "</span> <span class=\"mono\">" + html(outcome.kind) +
+                     "</span></p>\n<p id=\"summary\">" + html(outcome.summary) + "</p>\n";
+  if (report.contains("model") && report["model"].is_object()) {
+    page += "<p class=\"mono\">" + html(stringField(report["model"], "path")) +
+            " &middot; sha256 " + html(stringField(report["model"], "sha256").substr(0, 16)) +
+            "&hellip;</p>\n";
+  }
+  if (report.contains("adapters_applied") && !report["adapters_applied"].empty()) {
+    page += "<p>Adapters applied first:";
+    for (const auto& name : report["adapters_applied"]) {
+      if (name.is_string()) page += " <code>" + html(name.get<std::string>()) + "</code>";
+    }
+    page += "</p>\n";
+  }
+  return page + "</header>\n";
+}
+
+// The facts a person triaging the model needs first, as a short list.
+std::string triage(const json& report, const ReportOutcome& outcome) {
+  std::vector<std::string> items;
+  if (report.contains("blockers") && report["blockers"].is_array()) {
+    std::set<std::string> rules, ops;
+    for (const auto& blocker : report["blockers"]) {
+      rules.insert(stringField(blocker, "rule"));
+      ops.insert(stringField(blocker, "op"));
+    }
+    items.push_back(std::to_string(report["blockers"].size()) +
+                    " compile blocker(s): " + std::to_string(ops.size()) + " operator(s), " +
+                    std::to_string(rules.size()) + " rule(s)");
+  }
+  if (report.contains("numerics") && report["numerics"].contains("modules")) {
+    size_t over = 0;
+    for (const auto& entry : report["numerics"]["modules"])
+      over += entry.value("over_threshold", false);
+    items.push_back(std::to_string(report["numerics"]["modules"].size()) +
+                    " module call(s) compared in lockstep, " + std::to_string(over) +
+                    " over their threshold");
+  }
+  if (report.contains("absorbed") && !report["absorbed"].empty()) {
+    items.push_back(std::to_string(report["absorbed"].size()) +
+                    " deviation(s) absorbed downstream: over threshold, yet not the cause");
+  }
+  if (report.contains("device_runs")) {
+    items.push_back(count(report, "device_runs") + " device run(s), target at most " +
+                    count(report, "device_run_target"));
+  }
+  if (report.contains("determinism") && report["determinism"].is_object()) {
+    items.push_back(report["determinism"].value("deterministic", false)
+                        ? "two identical device runs agree: the device is deterministic here"
+                        : "two identical device runs disagree: nondeterministic");
+  }
+  if (!outcome.passed && outcome.kind == "diagnose-compile") {
+    items.push_back(
+        "next: `stickler adapt` applies the catalog adapters listed below; a blocker "
+        "without one needs a new adapter or a backend fix (hand over its repro)");
+  }
+  if (items.empty()) return "";
+  std::string section = "<section id=\"triage\">\n<h2>Triage</h2>\n<ul>\n";
+  for (const auto& item : items) section += "<li>" + html(item) + "</li>\n";
+  return section + "</ul>\n</section>\n";
+}
+
+std::string culprit(const json& report) {
+  std::string section;
+  if (report.contains("culprit") && report["culprit"].is_object()) {
+    const json& found = report["culprit"];
+    const std::string status = stringField(report, "status");
+    const std::string title =
+        status == "needs_several"                 ? "Fails only together with the modules before it"
+        : status == "localized_with_other_causes" ? "Causal culprit (and other causes)"
+                                                  : "Causal culprit";
+    section = "<section id=\"culprit\" class=\"callout\">\n<h2>" + title +
+              "</h2>\n<p><code "
+              "id=\"culprit-module\">" +
+              html(stringField(found, "module")) + "</code> (" +
+              html(stringField(found, "module_class")) + "), module " + count(found, "position") +
+              " of " + count(report, "units") + " in execution order.</p>\n";
+    if (report.contains("confirmation")) {
+      const json& confirmation = report["confirmation"];
+      section += "<p>Alone on the device the model: <b>" +
+                 html(stringField(confirmation, "alone_on_device")) +
+                 "</b>; everything else on the device, it on the CPU: <b>" +
+                 html(stringField(confirmation, "everything_else_on_device")) + "</b> &rarr; " +
+                 (confirmation.value("confirmed", false) ? "confirmed" : "not confirmed") +
+                 ".</p>\n";
+    }
+    if (found.contains("deviation") && found["deviation"].is_object()) {
+      const json& deviation = found["deviation"];
+      const std::string error =
+          deviation["rel_l2"].is_number() ? metricText(deviation["rel_l2"]) : "non-finite";
+      section += "<p>Its error: relative L2 " + error + " against a threshold of " +
+                 metricText(deviation["threshold"]) + " (" +
+                 metricText(deviation["ratio_to_emulated"]) +
+                 "&times; the emulated format's).</p>\n";
+    }
+    if (report.contains("together")) {
+      section += "<p>It fails the model only together with:";
+      for (const auto& module : report["together"])
+        section += " <code>" + html(stringField(module, "module")) + "</code>";
+      section += "</p>\n";
+    }
+    return section + "</section>\n";
+  }
+  if (report.contains("failing_module")) {
+    const json& pinned = report["failing_module"];
+    return "<section id=\"culprit\" class=\"callout\">\n<h2>Failing module</h2>\n<p><code "
+           "id=\"culprit-module\">" +
+           html(stringField(pinned, "module")) + "</code> (" +
+           html(stringField(pinned, "module_class")) + ") was running <code>" +
+           html(stringField(pinned, "op")) + "</code> when the device died; " +
+           (pinned.value("confirmed", false) ? "alone on the device it fails the same way"
+                                             : "not confirmed alone on the device") +
+           ".</p>\n</section>\n";
+  }
+  if (report.contains("pass_culprit")) {
+    const json& found = report["pass_culprit"];
+    return "<section id=\"culprit\" class=\"callout\">\n<h2>Culprit pass application</h2>\n<p>" +
+           html(stringField(found, "pass")) + " application " + count(found, "application") +
+           " of " + count(report, "pass_applications") + ": <code id=\"culprit-module\">" +
+           html(stringField(found, "op")) + "</code> in <code>" +
+           html(stringField(found, "module")) + "</code> into the kernel of <code>" +
+           html(stringField(found, "into_op")) + "</code> in <code>" +
+           html(stringField(found, "into_module")) + "</code>.</p>\n</section>\n";
+  }
+  return "";
+}
+
+// One row per module call: its relative L2 error as a bar on a log scale, its threshold as a
+// tick; the culprit in red, absorbed onsets in gold, other deviations in orange.
+std::string chart(const json& report) {
+  if (!report.contains("numerics") || !report["numerics"].contains("modules")) return "";
+  const json& modules = report["numerics"]["modules"];
+  if (modules.empty()) return "";
+  const std::string culprit_module =
+      report.contains("culprit") ? stringField(report["culprit"], "module") : std::string();
+  std::set<std::string> absorbed;
+  if (report.contains("absorbed")) {
+    for (const auto& entry : report["absorbed"]) absorbed.insert(moduleName(entry));
+  }
+  double smallest = 1e300, largest = 0;
+  for (const auto& entry : modules) {
+    for (const char* key : {"rel_l2", "threshold"}) {
+      if (!entry.contains(key) || !entry[key].is_number()) continue;
+      const double value = entry[key];
+      if (value > 0) smallest = std::min(smallest, value), largest = std::max(largest, value);
+    }
+  }
+  if (largest == 0) smallest = 1e-6, largest = 1;
+  const int low = std::max(-12, static_cast<int>(std::floor(std::log10(smallest))));
+  const int high = std::max(low + 1, static_cast<int>(std::ceil(std::log10(largest))));
+  const double left = 340, width = 500, row = 16, top = 24;
+  auto x = [&](double value) {
+    const double decades = std::log10(std::max(value, std::pow(10.0, low))) - low;
+    return left + width * std::min(1.0, decades / (high - low));
+  };
+  const double height = top + row * static_cast<double>(modules.size()) + 6;
+  char buffer[256];
+  std::string svg =
+      "<svg id=\"module-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"1060\" height=\"" +
+      std::to_string(static_cast<int>(height)) +
+      "\" role=\"img\" aria-label=\"relative L2 error per module against its threshold\">\n";
+  for (int decade = low; decade <= high; ++decade) {
+    const double at = left + width * (decade - low) / (high - low);
+    std::snprintf(buffer, sizeof buffer,
+                  "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                  "<text x=\"%.1f\" y=\"14\" text-anchor=\"middle\">1e%d</text>\n",
+                  at, top - 4, at, height, at, decade);
+    svg += buffer;
+  }
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const json& entry = modules[i];
+    const std::string name = moduleName(entry);
+    const bool is_culprit = !culprit_module.empty() && name == culprit_module;
+    const bool non_finite = !entry["rel_l2"].is_number();
+    const bool over = entry.value("over_threshold", false);
+    const std::string kind = is_culprit             ? "culprit"
+                             : absorbed.count(name) ? "absorbed"
+                             : over                 ? "over"
+                                                    : "ok";
+    const double y = top + row * static_cast<double>(i);
+    const double end = non_finite ? left + width : x(entry["rel_l2"].get<double>());
+    std::string label = name.size() > 44 ? "…" + name.substr(name.size() - 43) : name;
+    svg += "<g class=\"row " + kind + "-row\" data-module=\"" + html(name) + "\"><title>" +
+           html(name) + " (" + html(stringField(entry, "module_class")) + "): relative L2 " +
+           (non_finite ? std::string("non-finite") : metricText(entry["rel_l2"])) + ", threshold " +
+           metricText(entry["threshold"]) + ", " + metricText(entry["ratio_to_emulated"]) +
+           "x the emulated format's</title>\n";
+    std::snprintf(buffer, sizeof buffer, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\"%s>",
+                  left - 8, y + 11, is_culprit ? " class=\"culprit-label\"" : "");
+    svg += buffer + html(label) + "</text>";
+    std::snprintf(buffer, sizeof buffer,
+                  "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>",
+                  kind.c_str(), left, y + 2, std::max(1.0, end - left), row - 4);
+    svg += buffer;
+    if (entry.contains("threshold") && entry["threshold"].is_number()) {
+      const double at = x(entry["threshold"].get<double>());
+      std::snprintf(buffer, sizeof buffer,
+                    "<line class=\"threshold\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>",
+                    at, y + 1, at, y + row - 1);
+      svg += buffer;
+    }
+    std::snprintf(buffer, sizeof buffer, "<text x=\"%.1f\" y=\"%.1f\">", left + width + 10, y + 11);
+    svg += buffer +
+           html((non_finite ? std::string("non-finite") : metricText(entry["rel_l2"])) + " / " +
+                metricText(entry["threshold"])) +
+           "</text></g>\n";
+  }
+  svg += "</svg>\n";
+  std::string section =
+      "<section id=\"numerics\">\n<h2>Per-module error against threshold</h2>\n<p>Relative L2 "
+      "error of each module call's outputs, device against the CPU reference, in execution "
+      "order (log scale). The tick is the module's threshold: " +
+      metricText(report["numerics"]["thresholds"].value("margin", json())) + "&times; the " +
+      metricText(report["numerics"]["thresholds"].value("percentile", json())) +
+      " percentile of the emulated format's error over " +
+      count(report["numerics"]["thresholds"], "input_sets") + " input set(s).</p>\n";
+  section +=
+      "<p class=\"legend\"><span><i class=\"swatch\" style=\"background:#7a9cc6\"></i>within "
+      "threshold</span><span><i class=\"swatch\" style=\"background:#e08a2c\"></i>over "
+      "threshold</span><span><i class=\"swatch\" style=\"background:#c9a227\"></i>absorbed "
+      "downstream</span><span><i class=\"swatch\" style=\"background:#c62828\"></i>causal "
+      "culprit</span></p>\n";
+  return section + svg + "</section>\n";
+}
+
+std::string absorbedTable(const json& report) {
+  if (!report.contains("absorbed") || report["absorbed"].empty()) return "";
+  std::string section =
+      "<section id=\"absorbed\">\n<h2>Absorbed deviations</h2>\n<p>Over their threshold, yet "
+      "the model passes with them on the device: later layers absorb them. Clues, not "
+      "causes.</p>\n<table>\n<tr><th>module</th><th>class</th><th>relative "
+      "L2</th><th>threshold</th>"
+      "<th>&times; emulated</th><th>modules downstream over threshold</th></tr>\n";
+  for (const auto& entry : report["absorbed"]) {
+    section += "<tr><td><code>" + html(moduleName(entry)) + "</code></td><td>" +
+               html(stringField(entry, "module_class")) + "</td><td class=\"num\">" +
+               metricText(entry["rel_l2"]) + "</td><td class=\"num\">" +
+               metricText(entry["threshold"]) + "</td><td class=\"num\">" +
+               metricText(entry["ratio_to_emulated"]) + "</td><td class=\"num\">" +
+               count(entry, "downstream_over_threshold") + "</td></tr>\n";
+  }
+  return section + "</table>\n</section>\n";
+}
+
+std::string blockersTable(const json& report) {
+  if (!report.contains("blockers") || !report["blockers"].is_array() ||
+      report["blockers"].empty()) {
+    return "";
+  }
+  std::string section =
+      "<section id=\"blockers\">\n<h2>Compile "
+      "blockers</h2>\n<table>\n<tr><th>rule</th><th>operator</th>"
+      "<th>module</th><th>why</th><th>adapters that clear it</th><th>repro</th></tr>\n";
+  for (const auto& blocker : report["blockers"]) {
+    std::string adapters;
+    if (blocker.contains("adapters")) {
+      for (const auto& name : blocker["adapters"]) {
+        if (name.is_string()) adapters += "<code>" + html(name.get<std::string>()) + "</code> ";
+      }
+    }
+    std::string repro;
+    if (blocker.contains("repro") && blocker["repro"].is_object()) {
+      const json& bundle = blocker["repro"];
+      repro = bundle.contains("command")
+                  ? "<code>" + html(stringField(bundle, "command")) + "</code>" +
+                        (bundle.value("reproduces", false) ? " (checked)" : " (not reproduced)")
+                  : html(stringField(bundle, "error"));
+    }
+    section += "<tr><td>" + html(stringField(blocker, "rule")) + "</td><td><code>" +
+               html(stringField(blocker, "op")) + "</code></td><td><code>" +
+               html(stringField(blocker, "module")) + "</code> (" +
+               html(stringField(blocker, "module_class")) + ")</td><td>" +
+               html(stringField(blocker, "message")) + "</td><td>" + adapters + "</td><td>" +
+               repro + "</td></tr>\n";
+  }
+  return section + "</table>\n</section>\n";
+}
+
+std::string rankingTable(const json& report) {
+  if (!report.contains("ranking") || !report["ranking"].is_array()) return "";
+  std::string section =
+      "<section id=\"ranking\">\n<h2>Blockers ranked across models</h2>\n<p>The blocker that "
+      "stops the most models first: build (or adapt) it first.</p>\n<table>\n<tr><th>models "
+      "blocked</th><th>occurrences</th><th>rule</th><th>operator</th><th>models</th><th>module "
+      "classes</th></tr>\n";
+  auto joined = [](const json& list) {
+    std::string names;
+    if (!list.is_array()) return names;
+    for (const auto& name : list) {
+      if (name.is_string()) names += (names.empty() ? "" : ", ") + name.get<std::string>();
+    }
+    return names;
+  };
+  for (const auto& entry : report["ranking"]) {
+    section += "<tr><td class=\"num\">" + count(entry, "models_blocked") +
+               "</td><td class=\"num\">" + count(entry, "occurrences") + "</td><td>" +
+               html(stringField(entry, "rule")) + "</td><td><code>" +
+               html(stringField(entry, "op")) + "</code></td><td>" + html(joined(entry["models"])) +
+               "</td><td>" + html(joined(entry["module_classes"])) + "</td></tr>\n";
+  }
+  return section + "</table>\n</section>\n";
+}
+
+std::string runsTable(const json& report) {
+  if (!report.contains("runs") || !report["runs"].is_array() || report["runs"].empty()) return "";
+  std::string section =
+      "<section id=\"device-runs\">\n<h2>Device runs</h2>\n<table>\n"
+      "<tr><th>#</th><th>on the device</th><th>verdict</th></tr>\n";
+  size_t index = 0;
+  for (const auto& trial : report["runs"]) {
+    section += "<tr><td class=\"num\">" + std::to_string(++index) + "</td><td>" +
+               html(stringField(trial, "device")) + "</td><td>" +
+               html(stringField(trial, "verdict")) + "</td></tr>\n";
+  }
+  return section + "</table>\n</section>\n";
+}
+
+// The JSON document, inside the page for tools; "<" is escaped so no string in it can close
+// the script element.
+std::string embeddedJson(const json& report) {
+  std::string dumped = report.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string safe;
+  safe.reserve(dumped.size());
+  for (char c : dumped) safe += c == '<' ? std::string("\\u003c") : std::string(1, c);
+  return "<script type=\"application/json\" id=\"report-json\">" + safe + "</script>\n";
+}
+
+}  // namespace
+
+std::string renderHtmlReport(const json& report) {
+  const ReportOutcome outcome = reportOutcome(report);
+  std::string page =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+      "'unsafe-inline'\">\n<title>Stickler " +
+      html(outcome.kind) + ": " + html(outcome.model) + " on " + html(outcome.target) + " (" +
+      html(outcome.status) + ")</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+  page += header(report, outcome);
+  page += triage(report, outcome);
+  page += culprit(report);
+  page += chart(report);
+  page += absorbedTable(report);
+  page += blockersTable(report);
+  page += rankingTable(report);
+  page += runsTable(report);
+  page += embeddedJson(report);
+  page += "<footer><p class=\"mono\">" + html(stringField(report, "schema")) + " version " +
+          count(report, "version") + "</p></footer>\n</body>\n</html>\n";
+  return page;
+}
+
+}  // namespace stickler

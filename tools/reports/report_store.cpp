@@ -1,0 +1,149 @@
+#include "tools/reports/report_store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kDirectory = "stickler-reports";
+
+// Letters, digits, '-', '_' and '.', not starting with '.': a file name that stays in the
+// directory.
+bool wellFormed(const std::string& id) {
+  if (id.empty() || id.size() > 200 || id.front() == '.') return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+std::string sanitized(const std::string& text) {
+  std::string name = text.empty() ? "model" : text;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  }
+  return name.substr(0, 80);
+}
+
+std::string utcStamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm parts{};
+  gmtime_r(&now, &parts);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &parts);
+  return text;
+}
+
+}  // namespace
+
+std::string reportKind(const json& report) {
+  const std::string schema = report.value("schema", "");
+  std::string kind = schema.rfind("stickler.", 0) == 0 ? schema.substr(9) : "report";
+  if (report.contains("mode") && report["mode"].is_string()) {
+    kind += "-" + report["mode"].get<std::string>();
+  }
+  return kind;
+}
+
+ReportStore::ReportStore(std::string workspace_root) : root_(std::move(workspace_root)) {}
+
+std::string ReportStore::directory() const {
+  return (fs::path(root_) / kDirectory).string();
+}
+
+std::string ReportStore::save(const json& report) const {
+  std::error_code ec;
+  fs::create_directories(directory(), ec);
+  if (ec) throw UserError("cannot create " + directory() + ": " + ec.message());
+  // Named after the model, or (a ranking across models) after the profile.
+  std::string name = "model";
+  if (report.contains("model") && report["model"].is_object()) {
+    name = report["model"].value("name", "model");
+  } else if (report.contains("profile") && report["profile"].is_string()) {
+    name = report["profile"];
+  }
+  const std::string base = sanitized(name) + "-" + reportKind(report) + "-" + utcStamp();
+  const std::string text = report.dump(1) + "\n";
+  for (int attempt = 1; attempt < 1000; ++attempt) {
+    const std::string id = attempt == 1 ? base : base + "-" + std::to_string(attempt);
+    const fs::path path = fs::path(directory()) / (id + ".json");
+    const fs::path temporary =
+        fs::path(directory()) / ("." + id + ".json." + std::to_string(::getpid()) + ".tmp");
+    {
+      std::ofstream out(temporary, std::ios::binary);
+      out << text;
+      if (!out.flush()) {
+        fs::remove(temporary, ec);
+        throw UserError("cannot write the report to " + temporary.string());
+      }
+    }
+    // link() fails when the id is taken, so two reports made in the same second keep both.
+    if (::link(temporary.c_str(), path.c_str()) == 0) {
+      fs::remove(temporary, ec);
+      return id;
+    }
+    const int error = errno;
+    fs::remove(temporary, ec);
+    if (error != EEXIST) {
+      throw UserError("cannot save the report as " + path.string() + ": " + std::strerror(error));
+    }
+  }
+  throw UserError("cannot find a free report id for " + base);
+}
+
+std::optional<std::string> ReportStore::pathOf(const std::string& id) const {
+  if (!wellFormed(id)) return std::nullopt;
+  return (fs::path(directory()) / (id + ".json")).string();
+}
+
+json ReportStore::load(const std::string& id) const {
+  const auto path = pathOf(id);
+  if (!path || !fs::is_regular_file(*path)) {
+    std::string known;
+    const auto all = ids();
+    for (size_t i = 0; i < all.size() && i < 5; ++i) known += (i ? ", " : "") + all[i];
+    throw UserError("no report '" + id + "' in " + directory() +
+                    (known.empty() ? " (none saved yet)" : " (the most recent: " + known + ")"));
+  }
+  std::ifstream in(*path);
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return json::parse(text.str());
+  } catch (const json::exception& e) {
+    throw UserError("report " + *path + " is not valid JSON: " + e.what());
+  }
+}
+
+std::vector<std::string> ReportStore::ids() const {
+  std::vector<std::pair<fs::file_time_type, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(directory(), ec)) {
+    const fs::path& path = entry.path();
+    const std::string id = path.stem().string();
+    if (path.extension() != ".json" || !wellFormed(id)) continue;
+    found.emplace_back(entry.last_write_time(ec), id);
+  }
+  // Newest first; the id (which ends in its time) breaks ties within one clock tick.
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second > b.second;
+  });
+  std::vector<std::string> result;
+  for (auto& [time, id] : found) result.push_back(std::move(id));
+  return result;
+}
+
+}  // namespace stickler
