@@ -87,15 +87,14 @@ json diagnoseCompile(const LoadedModel& model, const std::shared_ptr<const Loade
   return report;
 }
 
-json diagnoseRun(const LoadedModel& model, const std::string& model_path,
-                 const std::vector<std::string>& input_flags, const std::string& profile_name,
-                 double timeout_seconds, OperationContext& context, ModelCache* cache) {
+json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const std::string& profile_name,
+                 double timeout_seconds, OperationContext& context) {
   RunRequest request;
   request.timeout_seconds = timeout_seconds;
-  request.model = model_path;
-  request.inputs = input_flags;
+  request.loaded = model;
+  request.model = model->path;
   request.backend = "spyre-sim:" + profile_name;
-  json report = runModel(request, context.task(), cache);
+  json report = runModel(request, context.task());
   if (!report.contains("run") || report["run"]["status"] == "completed") return report;
   // The device died: the module it was in, run alone on the device, must die the same way.
   const json& run = report["run"];
@@ -104,9 +103,9 @@ json diagnoseRun(const LoadedModel& model, const std::string& model_path,
                  {"module_class", run.value("module_class", "")},
                  {"op", run.value("op", "")},
                  {"last_module_entered", run.value("last_module_entered", "")}};
-  if (!module.empty() && module != "<root>" && model.modules.find(module) != nullptr) {
+  if (!module.empty() && module != "<root>" && model->modules.find(module) != nullptr) {
     request.device_modules = {module};
-    const json alone = runModel(request, context.task(), cache);
+    const json alone = runModel(request, context.task());
     const std::string status = alone.contains("run") ? alone["run"].value("status", "") : "";
     pinned["alone_on_device"] = status.empty() ? alone.value("verdict", "") : status;
     pinned["confirmed"] = status == run.value("status", "");
@@ -169,11 +168,8 @@ json run(const json& input, OperationContext& context) {
     }
     report = diagnoseCompile(*model, model, profile, bundle_dir, context);
   } else if (mode == "run") {
-    // The run goes through a cache holding the model diagnosed (adapted or not).
-    ModelCache cache;
-    cache.setAdapted(model_path, input_flags, model, model);
-    report = diagnoseRun(*model, model_path, input_flags, profile_name,
-                         optionalNumber(input, "timeout_seconds", 300), context, &cache);
+    report =
+        diagnoseRun(model, profile_name, optionalNumber(input, "timeout_seconds", 300), context);
   } else {
     report = diagnoseNumerics(*model, profile_name, input, context);
   }

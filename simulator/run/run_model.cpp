@@ -48,7 +48,8 @@ json runModel(const RunRequest& request, const TaskControl& control, ModelCache*
   const auto backend = makeBackend(spec);
   if (!(request.timeout_seconds > 0)) throw UserError("timeout_seconds must be positive");
   control.progress(0, 4, "loading " + request.model);
-  const auto model = obtainModel(request.model, request.inputs, cache);
+  const auto model =
+      request.loaded ? request.loaded : obtainModel(request.model, request.inputs, cache);
   control.checkCancelled();
   const Placement placement =
       makePlacement(model->modules, request.device_modules, request.model, model->host_modules);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ struct RunRequest {
   std::string backend = "spyre-sim:spyre-2026";
   std::vector<std::string> device_modules;  // hybrid runs: only these modules on the device
   double timeout_seconds = 300;
+  // The model already in hand (adapted or not): run as it is, `model` and `inputs` unread.
+  std::shared_ptr<const LoadedModel> loaded;
 };
 
 // What `stickler run` exits with.

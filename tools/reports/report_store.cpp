@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -38,12 +39,17 @@ std::string sanitized(const std::string& text) {
   return name.substr(0, 80);
 }
 
+// "20261130-150548-123": UTC, to the millisecond.
 std::string utcStamp() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm parts{};
-  gmtime_r(&now, &parts);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &parts);
+  gmtime_r(&seconds, &parts);
+  char text[40];
+  const size_t length = std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &parts);
+  std::snprintf(text + length, sizeof text - length, "-%03d", static_cast<int>(millis));
   return text;
 }
 
@@ -76,31 +82,32 @@ std::string ReportStore::save(const json& report) const {
     name = report["profile"];
   }
   const std::string base = sanitized(name) + "-" + reportKind(report) + "-" + utcStamp();
-  const std::string text = report.dump(1) + "\n";
+  // Written once to a temporary file, then linked into place under the first free id: link()
+  // fails when the id is taken, so reports made in the same millisecond keep theirs.
+  const fs::path temporary =
+      fs::path(directory()) / ("." + base + "." + std::to_string(::getpid()) + ".tmp");
+  {
+    std::ofstream out(temporary, std::ios::binary);
+    out << report.dump(1) << "\n";
+    if (!out.flush()) {
+      fs::remove(temporary, ec);
+      throw UserError("cannot write the report to " + temporary.string());
+    }
+  }
   for (int attempt = 1; attempt < 1000; ++attempt) {
     const std::string id = attempt == 1 ? base : base + "-" + std::to_string(attempt);
     const fs::path path = fs::path(directory()) / (id + ".json");
-    const fs::path temporary =
-        fs::path(directory()) / ("." + id + ".json." + std::to_string(::getpid()) + ".tmp");
-    {
-      std::ofstream out(temporary, std::ios::binary);
-      out << text;
-      if (!out.flush()) {
-        fs::remove(temporary, ec);
-        throw UserError("cannot write the report to " + temporary.string());
-      }
-    }
-    // link() fails when the id is taken, so two reports made in the same second keep both.
     if (::link(temporary.c_str(), path.c_str()) == 0) {
       fs::remove(temporary, ec);
       return id;
     }
-    const int error = errno;
-    fs::remove(temporary, ec);
-    if (error != EEXIST) {
-      throw UserError("cannot save the report as " + path.string() + ": " + std::strerror(error));
+    if (errno != EEXIST) {
+      const std::string reason = std::strerror(errno);
+      fs::remove(temporary, ec);
+      throw UserError("cannot save the report as " + path.string() + ": " + reason);
     }
   }
+  fs::remove(temporary, ec);
   throw UserError("cannot find a free report id for " + base);
 }
 

@@ -1,0 +1,107 @@
+// What diagnosing costs over plainly running, in one run each, through the operation table as
+// the CLI and the MCP server call it (device runs in worker processes, models kept loaded):
+//   - mode run: `diagnose --mode run` against `run` on the same profile, for the models that
+//     complete there (target: at most 1.05x: pinning an abort costs nothing until one happens);
+//   - mode compile: `diagnose` (every blocker, the adapters that clear each, a checked repro
+//     bundle per distinct blocker with its captured activations) against `run`'s plain attempt
+//     on the device, which stops at "blocked", for the models blocked there.
+//
+//   build/bench/diagnose_bench [ZOO_DIR] [--seconds S] [--profile P]
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_args.h"
+#include "bench/bench_timing.h"
+#include "simulator/graph/model_cache.h"
+#include "tools/operation_table.h"
+
+namespace {
+
+using nlohmann::json;
+using stickler::bench::timeInterleaved;
+
+// The context of an MCP session: models stay loaded; reports and bundles go to a scratch root.
+class BenchContext : public stickler::OperationContext {
+ public:
+  explicit BenchContext(std::string root) : root_(std::move(root)) {}
+  stickler::ModelCache* models() override { return &models_; }
+  std::string workspaceRoot() override { return root_; }
+
+ private:
+  std::string root_;
+  stickler::ModelCache models_;
+};
+
+struct Mean {
+  double log_sum = 0;
+  int count = 0;
+  void add(double ratio) { log_sum += std::log(ratio), ++count; }
+  double value() const { return count ? std::exp(log_sum / count) : NAN; }
+};
+
+int runBenchmarks(int argc, char** argv) {
+  const auto args = stickler::bench::parseBenchArgs(argc, argv, STICKLER_ZOO_DIR, "spyre-2025");
+  const auto index = stickler::bench::zooIndex(args.zoo, "diagnose_bench");
+  if (!index) return 2;
+  const std::string scratch =
+      (std::filesystem::temp_directory_path() / ("diagnose-bench-" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::create_directories(scratch);
+  BenchContext context(scratch);
+  const stickler::Operation& run = *stickler::findOperation("run_model");
+  const stickler::Operation& diagnose = *stickler::findOperation("diagnose_model");
+
+  std::printf("diagnose against a plain device run on spyre-sim:%s (medians of interleaved runs)\n",
+              args.profile.c_str());
+  std::printf("%-22s %-8s %12s %14s %7s %8s\n", "model", "mode", "run ms", "diagnose ms", "ratio",
+              "bundles");
+  Mean run_mode, compile_mode;
+  for (const auto& entry : index->at("models")) {
+    const std::string model = args.zoo + "/" + entry.at("file").get<std::string>();
+    const json plain = {{"model", model}, {"backend", "spyre-sim:" + args.profile}};
+    const json first = run.run(plain, context);
+    const bool blocked =
+        first.value("verdict", "") == "blocked" ||
+        (first.contains("compile") && first["compile"].value("status", "") != "ok");
+    if (!blocked && (!first.contains("run") || first["run"].value("status", "") != "completed")) {
+      continue;  // aborted or hung: the overhead is not the question there
+    }
+    const json diagnosis = {{"model", model},
+                            {"profile", args.profile},
+                            {"mode", blocked ? "compile" : "run"},
+                            {"bundle_dir", scratch + "/repros"}};
+    size_t bundles = 0;
+    auto [baseline, diagnosed] = timeInterleaved(
+        [&] { run.run(plain, context); },
+        [&] { bundles = diagnose.run(diagnosis, context).value("repro_bundles", 0); }, args.seconds,
+        5, 1);
+    const double ratio = diagnosed / baseline;
+    (blocked ? compile_mode : run_mode).add(ratio);
+    std::printf("%-22s %-8s %12.2f %14.2f %6.2fx %8zu\n",
+                entry.at("name").get<std::string>().c_str(), blocked ? "compile" : "run",
+                baseline * 1e3, diagnosed * 1e3, ratio, bundles);
+  }
+  std::filesystem::remove_all(scratch);
+  std::printf(
+      "geometric mean: mode run %.3fx a plain device run (target: at most 1.05x; %d models); "
+      "mode compile %.2fx a plain device attempt (%d blocked models)\n",
+      run_mode.value(), run_mode.count, compile_mode.value(), compile_mode.count);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return runBenchmarks(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "diagnose_bench: %s\n", e.what());
+    return 1;
+  }
+}
