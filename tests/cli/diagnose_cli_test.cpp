@@ -96,6 +96,17 @@ TEST(DiagnoseCli, RunModePinsADeviceAbortToItsAttentionModule) {
   EXPECT_TRUE(report["failing_module"]["confirmed"]);
 }
 
+TEST(DiagnoseCli, RunModeRunsTheAdaptedModel) {
+  // Blocked as it stands on spyre-2025-clean; with the catalog's adapters it runs and passes.
+  const Result result = stickler({"diagnose", zooPath("gpt2-tiny.pt"), "--profile",
+                                  "spyre-2025-clean", "--adapt", "--mode", "run", "--json"});
+  EXPECT_EQ(result.status, 0) << result.out << result.err;
+  const json report = json::parse(result.out);
+  EXPECT_EQ(report["verdict"], "pass");
+  EXPECT_EQ(report["adapters_applied"].size(), 2u);
+  EXPECT_FALSE(report.contains("failing_module"));
+}
+
 TEST(DiagnoseCli, BlockersAreRankedByHowManyModelsTheyStop) {
   const Result result =
       stickler({"blockers", "--profile", "spyre-2025-clean", "--model", zooPath("gpt2-tiny.pt"),
