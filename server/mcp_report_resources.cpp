@@ -167,7 +167,7 @@ void addReportResources(McpCatalog& catalog, const Workspace& workspace) {
          if (argument == "file") {
            std::vector<std::string> files;
            for (const char* name : {"README.md", "repro.pt"}) {
-             if (std::string(name).rfind(prefix, 0) == 0) files.push_back(name);
+             if (std::string(name).rfind(prefix, 0) == 0) files.emplace_back(name);
            }
            return files;
          }

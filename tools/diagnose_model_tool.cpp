@@ -15,6 +15,7 @@
 #include "simulator/diagnose/repro_bundle.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
+#include "simulator/graph/module_table.h"
 #include "simulator/lowering/lowering.h"
 #include "simulator/run/run_model.h"
 #include "simulator/support/errors.h"
@@ -83,12 +84,58 @@ json diagnoseCompile(const LoadedModel& model, const std::shared_ptr<const Loade
     }
     entry["repro"] = bundles[key];
   }
+  // The device compiler itself failing (no blocker names it): where, and a bundle that makes
+  // it fail the same way.
+  if (lowering.compiler_error && lowering.compiler_error_node != nullptr) {
+    const torch::jit::Node& node = *lowering.compiler_error_node;
+    const std::string op = node.kind().toQualString();
+    const std::string module = modulePathOf(node);
+    json failure = {{"op", op},
+                    {"module", displayPath(module)},
+                    {"module_class", model.modules.classOf(module)},
+                    {"message", *lowering.compiler_error}};
+    const std::string directory =
+        (fs::path(bundle_dir) / bundleName(bundles.size(), kCompilerErrorRule, op, module))
+            .string();
+    try {
+      failure["repro"] =
+          reproToJson(writeBlockerRepro(model, node, kCompilerErrorRule, profile, directory));
+      bundles[{kCompilerErrorRule, op, module}] = failure["repro"];
+    } catch (const std::exception& e) {
+      failure["repro"] = {{"error", std::string(e.what()).substr(0, 500)}};
+    }
+    report["compiler_failure"] = failure;
+  }
   report["repro_bundles"] = bundles.size();
   return report;
 }
 
-json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const std::string& profile_name,
-                 double timeout_seconds, OperationContext& context) {
+// Where the repro bundles go: bundle_dir, or stickler-repros/<model name> in the workspace.
+std::string bundleDirectory(const json& input, const LoadedModel& model,
+                            OperationContext& context) {
+  if (input.contains("bundle_dir")) return context.resolvePath(requireString(input, "bundle_dir"));
+  // Made first: the workspace resolves a path through its existing parent directory.
+  const fs::path directory =
+      fs::path(context.workspaceRoot()) / "stickler-repros" / model.card.name;
+  std::error_code ec;
+  fs::create_directories(directory, ec);
+  return context.resolvePath(directory.string());
+}
+
+// The first node of `op` in `module` (as run reports name it), in execution order.
+const torch::jit::Node* nodeOf(const LoadedModel& model, const std::string& module,
+                               const std::string& op) {
+  for (const torch::jit::Node* node : allNodes(*model.graph)) {
+    if (node->kind().toQualString() == op && displayPath(modulePathOf(*node)) == module) {
+      return node;
+    }
+  }
+  return nullptr;
+}
+
+json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const DeviceProfile& profile,
+                 const std::string& profile_name, double timeout_seconds,
+                 const std::string& bundle_dir, OperationContext& context) {
   RunRequest request;
   request.timeout_seconds = timeout_seconds;
   request.loaded = model;
@@ -111,6 +158,20 @@ json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const std::str
     pinned["confirmed"] = status == run.value("status", "");
   } else {
     pinned["confirmed"] = false;
+  }
+  // A bundle that fails the same way alone: the operator, grown to its module and beyond until
+  // it does.
+  const std::string status = run.value("status", "");
+  const std::string op = run.value("op", "");
+  if (const torch::jit::Node* failing = nodeOf(*model, module, op)) {
+    const std::string directory =
+        (fs::path(bundle_dir) / bundleName(0, "run-" + status, op, module)).string();
+    try {
+      pinned["repro"] = reproToJson(
+          writeRunFailureRepro(*model, *failing, status, profile, directory, timeout_seconds));
+    } catch (const std::exception& e) {
+      pinned["repro"] = {{"error", std::string(e.what()).substr(0, 500)}};
+    }
   }
   report["failing_module"] = pinned;
   return report;
@@ -155,21 +216,12 @@ json run(const json& input, OperationContext& context) {
                                      input.value("adapt", false) ? &profile : nullptr, &adapters);
   json report;
   if (mode == "compile") {
-    std::string bundle_dir;
-    if (input.contains("bundle_dir")) {
-      bundle_dir = context.resolvePath(requireString(input, "bundle_dir"));
-    } else {
-      // Made first: the workspace resolves a path through its existing parent directory.
-      const fs::path default_dir =
-          fs::path(context.workspaceRoot()) / "stickler-repros" / model->card.name;
-      std::error_code ec;
-      fs::create_directories(default_dir, ec);
-      bundle_dir = context.resolvePath(default_dir.string());
-    }
-    report = diagnoseCompile(*model, model, profile, bundle_dir, context);
+    report =
+        diagnoseCompile(*model, model, profile, bundleDirectory(input, *model, context), context);
   } else if (mode == "run") {
     report =
-        diagnoseRun(model, profile_name, optionalNumber(input, "timeout_seconds", 300), context);
+        diagnoseRun(model, profile, profile_name, optionalNumber(input, "timeout_seconds", 300),
+                    bundleDirectory(input, *model, context), context);
   } else {
     report = diagnoseNumerics(*model, profile_name, input, context);
   }

@@ -23,14 +23,29 @@ struct ReproBundle {
   std::string command;  // the one command that reproduces the failure
   bool reproduces = false;
   std::string observed;  // what the repro showed on the profile, in words
+  std::string scope;     // "operator", or "module <path>" when it had to grow
+  size_t grown = 0;      // how many smaller candidates failed to reproduce first
   double seconds = 0.0;  // how long writing and checking it took
 };
 
 // Writes the bundle for `node` (a node of `model`'s graph) that the profile blocks with `rule`,
-// and checks that the archive alone is blocked by the same rule on the same operator.
+// checked: the archive alone must be blocked by the same rule on the same operator. When the
+// operator alone is not, the bundle grows: the operator nested under its module path (for what
+// the device does by path), then its module, then each enclosing module, until one is.
 ReproBundle writeBlockerRepro(const LoadedModel& model, const torch::jit::Node& node,
                               const std::string& rule, const DeviceProfile& profile,
                               const std::string& directory);
+
+// The rule to pass writeBlockerRepro for the device compiler's own failure (a fault of kind
+// compile_error): the archive alone must make the compiler fail in the same operator.
+inline constexpr const char* kCompilerErrorRule = "compiler_error";
+
+// The same for a run-time failure: the device run stopped in `node` with `status` (aborted,
+// timed_out, failed); the archive alone on the device must stop the same way in the same
+// operator, grown as above until it does.
+ReproBundle writeRunFailureRepro(const LoadedModel& model, const torch::jit::Node& node,
+                                 const std::string& status, const DeviceProfile& profile,
+                                 const std::string& directory, double timeout_seconds);
 
 nlohmann::json reproToJson(const ReproBundle& bundle);
 

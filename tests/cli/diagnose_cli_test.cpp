@@ -94,6 +94,45 @@ TEST(DiagnoseCli, RunModePinsADeviceAbortToItsAttentionModule) {
   EXPECT_EQ(report["failing_module"]["op"], "aten::softmax");
   EXPECT_EQ(report["failing_module"]["alone_on_device"], "aborted");
   EXPECT_TRUE(report["failing_module"]["confirmed"]);
+  // Its repro: the softmax alone aborts only at its module path (the fault names the path),
+  // so the bundle keeps the path, and its command aborts the same way.
+  const json& repro = report["failing_module"]["repro"];
+  ASSERT_TRUE(repro.contains("command")) << repro.dump(2);
+  EXPECT_TRUE(repro["reproduces"]) << repro.dump(2);
+  EXPECT_EQ(repro["scope"], "operator, at its module path model.layers.0.self_attn");
+  EXPECT_EQ(repro["observed"], "aborted in aten::softmax");
+  const Result replay = stickler(commandArguments(repro["command"]));
+  EXPECT_EQ(replay.status, 4) << replay.out << replay.err;
+}
+
+TEST(DiagnoseCli, AReproGrowsToTheModuleThatFailsTheSameWay) {
+  // The compiler fails on a layer_norm fused with the add before it. The layer_norm alone (or
+  // alone in its own module) compiles; its layer, which holds the add, fails the same way.
+  const std::string bundles = ::testing::TempDir() + "grown-" + std::to_string(::getpid());
+  const Result result =
+      stickler({"diagnose", zooPath("vit-tiny.pt"), "--profile",
+                testing::testProfile("fused-layernorm-compile-error.json"), "--bundle-dir",
+                bundles, "--json"});
+  EXPECT_EQ(result.status, 3) << result.err;
+  const json report = json::parse(result.out);
+  EXPECT_EQ(report["status"], "compiler_error");
+  const json& failure = report["compiler_failure"];
+  EXPECT_EQ(failure["module"], "encoder.layer.1.layernorm_after");
+  EXPECT_EQ(failure["op"], "aten::layer_norm");
+  const json& repro = failure["repro"];
+  ASSERT_TRUE(repro.contains("command")) << failure.dump(2);
+  EXPECT_TRUE(repro["reproduces"]) << repro.dump(2);
+  EXPECT_EQ(repro["scope"], "module encoder.layer.1");
+  EXPECT_EQ(repro["grown"], 3);  // operator; at its path; its module; its layer
+  const Result replay = stickler(commandArguments(repro["command"]));
+  EXPECT_EQ(replay.status, 3) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("internal compiler error: fused add + layer_norm"), std::string::npos)
+      << replay.out;
+  // The layer inside keeps its modules, so a fault that names one still finds it.
+  const Result inspect = stickler({"inspect", repro["archive"], "--json"});
+  ASSERT_EQ(inspect.status, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("\"encoder.layer.1.layernorm_after\""), std::string::npos);
+  std::filesystem::remove_all(bundles);
 }
 
 TEST(DiagnoseCli, RunModeRunsTheAdaptedModel) {

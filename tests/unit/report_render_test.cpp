@@ -119,6 +119,33 @@ TEST(HtmlReport, ACompileDiagnosisListsBlockersWithTheirRepros) {
             "1 blocker(s), 1 of them cleared by a catalog adapter; 1 repro bundle(s) written");
 }
 
+TEST(HtmlReport, ACompilerFailureShowsWhereAndItsRepro) {
+  const json report = {
+      {"schema", "stickler.diagnose"},
+      {"mode", "compile"},
+      {"model", {{"name", "toy"}}},
+      {"profile", "p"},
+      {"status", "compiler_error"},
+      {"blockers", json::array()},
+      {"compiler_failure",
+       {{"op", "aten::layer_norm"},
+        {"module", "enc.layer.1.ln"},
+        {"module_class", "LayerNorm"},
+        {"message", "internal compiler error"},
+        {"repro",
+         {{"command", "stickler run r/repro.pt --backend spyre-sim:p"},
+          {"reproduces", true},
+          {"scope", "module enc.layer.1"}}}}}};
+  const std::string page = renderHtmlReport(report);
+  EXPECT_NE(page.find("<section id=\"compiler-failure\""), std::string::npos);
+  EXPECT_NE(page.find("Repro (module enc.layer.1, checked to fail the same way): <code "
+                      "class=\"repro\">stickler run r/repro.pt --backend spyre-sim:p</code>"),
+            std::string::npos);
+  const std::string xml = renderJunitReport(report);
+  EXPECT_NE(xml.find("<failure type=\"compiler_error\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("repro: stickler run r/repro.pt --backend spyre-sim:p"), std::string::npos);
+}
+
 TEST(JunitReport, AFailingLocalizationIsOneFailedCaseNamingTheCulprit) {
   const std::string xml = renderJunitReport(localizeReport());
   EXPECT_NE(xml.find("<testsuites name=\"stickler\" tests=\"1\" failures=\"1\">"),

@@ -75,33 +75,33 @@ std::string triage(const json& report, const ReportOutcome& outcome) {
       rules.insert(stringField(blocker, "rule"));
       ops.insert(stringField(blocker, "op"));
     }
-    items.push_back(std::to_string(report["blockers"].size()) +
-                    " compile blocker(s): " + std::to_string(ops.size()) + " operator(s), " +
-                    std::to_string(rules.size()) + " rule(s)");
+    items.emplace_back(std::to_string(report["blockers"].size()) +
+                       " compile blocker(s): " + std::to_string(ops.size()) + " operator(s), " +
+                       std::to_string(rules.size()) + " rule(s)");
   }
   if (report.contains("numerics") && report["numerics"].contains("modules")) {
     size_t over = 0;
     for (const auto& entry : report["numerics"]["modules"])
       over += entry.value("over_threshold", false);
-    items.push_back(std::to_string(report["numerics"]["modules"].size()) +
-                    " module call(s) compared in lockstep, " + std::to_string(over) +
-                    " over their threshold");
+    items.emplace_back(std::to_string(report["numerics"]["modules"].size()) +
+                       " module call(s) compared in lockstep, " + std::to_string(over) +
+                       " over their threshold");
   }
   if (report.contains("absorbed") && !report["absorbed"].empty()) {
-    items.push_back(std::to_string(report["absorbed"].size()) +
-                    " deviation(s) absorbed downstream: over threshold, yet not the cause");
+    items.emplace_back(std::to_string(report["absorbed"].size()) +
+                       " deviation(s) absorbed downstream: over threshold, yet not the cause");
   }
   if (report.contains("device_runs")) {
-    items.push_back(count(report, "device_runs") + " device run(s), target at most " +
-                    count(report, "device_run_target"));
+    items.emplace_back(count(report, "device_runs") + " device run(s), target at most " +
+                       count(report, "device_run_target"));
   }
   if (report.contains("determinism") && report["determinism"].is_object()) {
-    items.push_back(report["determinism"].value("deterministic", false)
-                        ? "two identical device runs agree: the device is deterministic here"
-                        : "two identical device runs disagree: nondeterministic");
+    items.emplace_back(report["determinism"].value("deterministic", false)
+                           ? "two identical device runs agree: the device is deterministic here"
+                           : "two identical device runs disagree: nondeterministic");
   }
   if (!outcome.passed && outcome.kind == "diagnose-compile") {
-    items.push_back(
+    items.emplace_back(
         "next: `stickler adapt` applies the catalog adapters listed below; a blocker "
         "without one needs a new adapter or a backend fix (hand over its repro)");
   }
@@ -109,6 +109,29 @@ std::string triage(const json& report, const ReportOutcome& outcome) {
   std::string section = "<section id=\"triage\">\n<h2>Triage</h2>\n<ul>\n";
   for (const auto& item : items) section += "<li>" + html(item) + "</li>\n";
   return section + "</ul>\n</section>\n";
+}
+
+// A repro bundle's command, whether it was checked, and what it holds.
+std::string reproParagraph(const json& holder) {
+  if (!holder.contains("repro") || !holder["repro"].is_object()) return "";
+  const json& bundle = holder["repro"];
+  if (!bundle.contains("command"))
+    return "<p>No repro bundle: " + html(stringField(bundle, "error")) + "</p>\n";
+  return "<p>Repro (" + html(stringField(bundle, "scope")) + ", " +
+         (bundle.value("reproduces", false) ? "checked to fail the same way" : "NOT reproduced") +
+         "): <code class=\"repro\">" + html(stringField(bundle, "command")) + "</code></p>\n";
+}
+
+std::string compilerFailure(const json& report) {
+  if (!report.contains("compiler_failure")) return "";
+  const json& failure = report["compiler_failure"];
+  return "<section id=\"compiler-failure\" class=\"callout\">\n<h2>The device compiler "
+         "failed</h2>\n<p>In <code>" +
+         html(stringField(failure, "op")) + "</code> of <code>" +
+         html(stringField(failure, "module")) + "</code> (" +
+         html(stringField(failure, "module_class")) +
+         "): " + html(stringField(failure, "message")) + "</p>\n" + reproParagraph(failure) +
+         "</section>\n";
 }
 
 std::string culprit(const json& report) {
@@ -161,7 +184,7 @@ std::string culprit(const json& report) {
            html(stringField(pinned, "op")) + "</code> when the device died; " +
            (pinned.value("confirmed", false) ? "alone on the device it fails the same way"
                                              : "not confirmed alone on the device") +
-           ".</p>\n</section>\n";
+           ".</p>\n" + reproParagraph(pinned) + "</section>\n";
   }
   if (report.contains("pass_culprit")) {
     const json& found = report["pass_culprit"];
@@ -390,6 +413,7 @@ std::string renderHtmlReport(const json& report) {
   page += header(report, outcome);
   page += triage(report, outcome);
   page += culprit(report);
+  page += compilerFailure(report);
   page += chart(report);
   page += absorbedTable(report);
   page += blockersTable(report);

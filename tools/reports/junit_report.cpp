@@ -29,6 +29,11 @@ std::vector<TestCase> testCases(const json& report, const ReportOutcome& outcome
                         stringField(report["culprit"], "module_class") + ")\n";
     }
   }
+  for (const char* holder : {"compiler_failure", "failing_module"}) {
+    if (!report.contains(holder) || !report[holder].contains("repro")) continue;
+    const std::string command = stringField(report[holder]["repro"], "command");
+    if (!command.empty()) verdict.details += "repro: " + command + "\n";
+  }
   cases.push_back(verdict);
   if (report.contains("blockers") && report["blockers"].is_array()) {
     for (const auto& blocker : report["blockers"]) {

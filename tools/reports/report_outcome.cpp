@@ -8,10 +8,10 @@ namespace {
 using nlohmann::json;
 
 std::string targetOf(const json& report) {
-  if (const std::string profile = stringField(report, "profile"); !profile.empty()) return profile;
+  if (std::string profile = stringField(report, "profile"); !profile.empty()) return profile;
   if (report.contains("backend")) {
     if (report["backend"].is_string()) return report["backend"];
-    if (const std::string spec = stringField(report["backend"], "spec"); !spec.empty()) return spec;
+    if (std::string spec = stringField(report["backend"], "spec"); !spec.empty()) return spec;
   }
   return "?";
 }

@@ -95,7 +95,7 @@ std::string ReportStore::save(const json& report) const {
     }
   }
   for (int attempt = 1; attempt < 1000; ++attempt) {
-    const std::string id = attempt == 1 ? base : base + "-" + std::to_string(attempt);
+    std::string id = attempt == 1 ? base : base + "-" + std::to_string(attempt);
     const fs::path path = fs::path(directory()) / (id + ".json");
     if (::link(temporary.c_str(), path.c_str()) == 0) {
       fs::remove(temporary, ec);
@@ -149,6 +149,7 @@ std::vector<std::string> ReportStore::ids() const {
     return a.first != b.first ? a.first > b.first : a.second > b.second;
   });
   std::vector<std::string> result;
+  result.reserve(found.size());
   for (auto& [time, id] : found) result.push_back(std::move(id));
   return result;
 }
