@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <limits>
+#include <random>
 
 #include "simulator/numerics/tensor_rounding.h"
 
@@ -136,6 +137,14 @@ at::Tensor applyFault(const FaultEffect& effect, const torch::jit::Node& node,
                        output);
     case FaultEffect::Kind::kLeak:
       return at::where(output == 0, at::full({}, effect.value, output.options()), output);
+    case FaultEffect::Kind::kRacyReduction: {
+      // Partial sums combined in whatever order the units finish: a different rounding each
+      // run, so the seed comes from outside the simulation.
+      at::Generator generator = at::detail::createCPUGenerator(std::random_device{}());
+      const at::Tensor noise =
+          at::rand(output.sizes(), generator, at::TensorOptions().dtype(c10::kFloat)) * 2 - 1;
+      return output * (1 + effect.value * noise.to(output.scalar_type()));
+    }
     case FaultEffect::Kind::kCompileError:
     case FaultEffect::Kind::kRuntimeAbort:
       break;

@@ -21,6 +21,7 @@ constexpr EffectName kEffects[] = {
     {FaultEffect::Kind::kWrongScale, "wrong_scale"},
     {FaultEffect::Kind::kNanOnRange, "nan_on_range"},
     {FaultEffect::Kind::kLeak, "leak"},
+    {FaultEffect::Kind::kRacyReduction, "racy_reduction"},
 };
 
 struct PredicateName {
@@ -133,6 +134,12 @@ FaultEffect parseEffect(const json& entry, const std::string& where) {
     case FaultEffect::Kind::kLeak:
       effect.value = require<double>(entry, "value", where);
       break;
+    case FaultEffect::Kind::kRacyReduction:
+      effect.value = entry.value("relative", 1e-3);
+      if (!(effect.value > 0) || effect.value > 1) {
+        throw UserError(where + ": relative must be in (0, 1]");
+      }
+      break;
   }
   return effect;
 }
@@ -159,6 +166,9 @@ json effectToJson(const FaultEffect& effect) {
       break;
     case FaultEffect::Kind::kLeak:
       entry["value"] = effect.value;
+      break;
+    case FaultEffect::Kind::kRacyReduction:
+      entry["relative"] = effect.value;
       break;
   }
   return entry;

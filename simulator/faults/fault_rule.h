@@ -30,6 +30,7 @@ struct FaultEffect {
     kWrongScale,            // outputs multiplied by `factor`
     kNanOnRange,            // outputs in [low, high] become NaN
     kLeak,                  // outputs that are exactly zero become `value` (a mask leak)
+    kRacyReduction,         // outputs differ run to run by up to `value` relative (atomics)
   };
   Kind kind = Kind::kCompileError;
   std::string message;

@@ -94,6 +94,20 @@ TEST(LocalizeCli, AnAbsorbedDeviationIsReportedNotBlamed) {
   EXPECT_GT(absorbed["downstream_over_threshold"].get<int64_t>(), 0);
 }
 
+TEST(LocalizeCli, NondeterminismIsReportedNotBlamedOnALayer) {
+  // One projection's reduction order changes from run to run (atomics): the two identical
+  // whole-model runs disagree, and no module is named for it.
+  const std::string path = ::testing::TempDir() + "racy.json";
+  json profile = json::parse(std::ifstream(wrongScaleProfile("transformer.h.0.mlp.c_proj")));
+  profile["faults"][0]["effect"] = {{"kind", "racy_reduction"}, {"relative", 0.01}};
+  std::ofstream(path) << profile.dump(2);
+  const json report = localize("gpt2-tiny", path);
+  ASSERT_EQ(report["status"], "nondeterministic") << report.dump(2);
+  EXPECT_FALSE(report["determinism"]["deterministic"]);
+  EXPECT_FALSE(report.contains("culprit"));
+  EXPECT_EQ(report["device_runs"], 2);
+}
+
 TEST(LocalizeCli, AbsorbedDeviationsBeforeACulpritAreReportedApart) {
   // Two faults: layer 0's attention output (absorbed) and layer 1's MLP output (the culprit).
   const std::string path = ::testing::TempDir() + "two-faults.json";

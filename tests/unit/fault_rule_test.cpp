@@ -37,7 +37,8 @@ TEST(FaultRules, ParseEveryEffect) {
        FaultEffect::Kind::kDropPartialStickTail},
       {R"({"kind": "wrong_scale", "factor": 0.5})", FaultEffect::Kind::kWrongScale},
       {R"({"kind": "nan_on_range", "range": [1, 2]})", FaultEffect::Kind::kNanOnRange},
-      {R"({"kind": "leak", "value": 2e-5})", FaultEffect::Kind::kLeak}};
+      {R"({"kind": "leak", "value": 2e-5})", FaultEffect::Kind::kLeak},
+      {R"({"kind": "racy_reduction", "relative": 0.01})", FaultEffect::Kind::kRacyReduction}};
   for (const auto& [effect, kind] : effects) {
     const json entry{{"id", "x"}, {"effect", json::parse(effect)}};
     EXPECT_EQ(parseFaultRule(entry, "w").effect.kind, kind) << effect;
@@ -66,6 +67,9 @@ TEST(FaultRules, RefuseMalformedRules) {
   EXPECT_NE(errorOf(R"({"id": "a", "match": {"shape": [{"operand": "weights", "equals": 1}]},
                        "effect": {"kind": "leak", "value": 1}})")
                 .find("operand must be inputN or outputN"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"({"id": "a", "effect": {"kind": "racy_reduction", "relative": 2}})")
+                .find("relative must be in (0, 1]"),
             std::string::npos);
   EXPECT_NE(errorOf(R"({"id": "a", "effect": {"kind": "accumulate_narrow", "format": "fp32"}})")
                 .find("needs format dl16, fp16 or bf16"),
