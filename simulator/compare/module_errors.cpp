@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <fstream>
@@ -88,40 +90,48 @@ ModuleErrors compareActivations(const std::vector<at::Tensor>& reference,
   return errors;
 }
 
-// The rendezvous: the reference puts one module call's outputs and waits until the compared
-// run has taken and finished with them; closing releases whichever side waits.
+// The hand-over: the reference queues each module call's outputs, up to kLockstepDepth calls
+// ahead of the compared run, and waits when it is that far ahead; the compared run takes the
+// oldest and releases it when compared. Closing releases whichever side waits.
 class LockstepChannel {
  public:
   // Reference side. False when the compared run has gone (stop feeding).
   bool handOver(int64_t call, std::vector<at::Tensor> tensors) {
     std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return queue_.size() < kLockstepDepth || closed_; });
     if (closed_) return false;
-    call_ = call;
-    tensors_ = std::move(tensors);
-    full_ = true;
+    queue_.push_back({call, std::move(tensors)});
+    pending_.store(queue_.size(), std::memory_order_release);
     changed_.notify_all();
-    changed_.wait(lock, [&] { return !full_ || closed_; });
-    return !closed_;
+    return true;
   }
   // Compared side. False when the reference finished or the channel closed.
   bool take(int64_t* call, std::vector<at::Tensor>* tensors) {
+    // The reference is usually a few microseconds away: waiting for it briefly awake costs
+    // less than a sleep and a wake-up at every module boundary.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+    while (pending_.load(std::memory_order_acquire) == 0 &&
+           std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
+    }
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return full_ || closed_ || finished_; });
-    if (!full_) return false;
-    *call = call_;
-    *tensors = std::move(tensors_);
+    changed_.wait(lock, [&] { return !queue_.empty() || closed_ || finished_; });
+    if (queue_.empty() || closed_) return false;
+    *call = queue_.front().call;
+    *tensors = std::move(queue_.front().tensors);
     return true;
   }
   // Compared side, after comparing: the reference may go on.
   void release() {
     const std::lock_guard<std::mutex> lock(mutex_);
-    full_ = false;
-    tensors_.clear();
+    if (!queue_.empty()) queue_.pop_front();
+    pending_.store(queue_.size(), std::memory_order_release);
     changed_.notify_all();
   }
   void finish() {
     const std::lock_guard<std::mutex> lock(mutex_);
     finished_ = true;
+    pending_.store(1, std::memory_order_release);
     changed_.notify_all();
   }
   void waitFinished() {
@@ -131,15 +141,21 @@ class LockstepChannel {
   void close() {
     const std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
+    queue_.clear();
+    pending_.store(1, std::memory_order_release);  // nothing to wait for any more
     changed_.notify_all();
   }
 
  private:
+  struct Entry {
+    int64_t call;
+    std::vector<at::Tensor> tensors;
+  };
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool full_ = false, closed_ = false, finished_ = false;
-  int64_t call_ = -1;
-  std::vector<at::Tensor> tensors_;
+  std::deque<Entry> queue_;
+  std::atomic<size_t> pending_{0};  // queue_.size(), or 1 once finished or closed
+  bool closed_ = false, finished_ = false;
 };
 
 namespace {
@@ -193,7 +209,11 @@ class ReferenceFeeder : public ExecutionObserver {
       : calls_(calls), channel_(channel) {}
   void onModuleExit(const ModuleCall& call, const MutableValueView& outputs) override {
     if (!feeding_) return;
-    feeding_ = channel_.handOver(&call - calls_.data(), floatOutputs(outputs));
+    // Copies: the reference run goes on while they wait in the queue, and may write into its
+    // own tensors in place.
+    std::vector<at::Tensor> tensors = floatOutputs(outputs);
+    for (at::Tensor& tensor : tensors) tensor = tensor.clone();
+    feeding_ = channel_.handOver(&call - calls_.data(), std::move(tensors));
   }
   bool seesShapeArithmetic() const override { return false; }
 

@@ -1,11 +1,12 @@
 // Per-module error in lockstep: the reference run and a device run of the same graph advance
 // together, the reference on a thread of its own. At each module call's exit the reference
-// hands its outputs over and waits until the device run has reached the same exit and compared
-// them, so at most one module's reference activations are held at any time (DESIGN.md: compare
-// in lockstep). The device run may live in a worker process: its comparer then starts the
-// reference thread there, and writes one line per module call to a file that the worker flushes
-// when the run ends (an aborted run may lose its buffered lines; the abort itself is what
-// localization reports then).
+// hands a copy of its outputs over and goes on, at most kLockstepDepth module calls ahead of the
+// device run, which compares them when it reaches the same exit: at most that many module calls'
+// reference activations are held at any time (DESIGN.md: compare in lockstep), and the two runs
+// overlap instead of waiting on each other at every boundary. The device run may live in a worker
+// process: its comparer then starts the reference thread there, and writes one line per module call
+// to a file that the worker flushes when the run ends (an aborted run may lose its buffered lines;
+// the abort itself is what localization reports then).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,9 @@
 #include "simulator/interpreter/interpreter.h"
 
 namespace stickler {
+
+// How many module calls the reference may run ahead of the compared run.
+inline constexpr size_t kLockstepDepth = 2;
 
 // How far a module call's outputs (its float tensors, together) are from the reference's.
 struct ModuleErrors {
