@@ -132,6 +132,21 @@ class SubcommandInput {
   bool json_output_ = false;
 };
 
+// The command `name` that nested commands ("kb search") hang under: an operation's own command
+// ("adapters"), or a group made for them that needs one of its subcommands.
+CLI::App* groupCommand(CLI::App& app, const std::string& name) {
+  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (command->get_name() == name) return command;
+  }
+  static const std::map<std::string, std::string> descriptions = {
+      {"kb", "The Spyre knowledge base, the skills and recorded gotchas: search and read"},
+      {"gotchas", "Lessons recorded in this workspace: list and show"}};
+  const auto found = descriptions.find(name);
+  CLI::App* group = app.add_subcommand(name, found == descriptions.end() ? name : found->second);
+  group->require_subcommand(1);
+  return group;
+}
+
 }  // namespace
 
 int runCommandLine(const std::vector<std::string>& arguments) {
@@ -144,7 +159,7 @@ int runCommandLine(const std::vector<std::string>& arguments) {
     CLI::App* parent = &app;
     std::string name = operation.cli.command;
     if (const size_t space = name.find(' '); space != std::string::npos) {
-      parent = app.get_subcommand(name.substr(0, space));
+      parent = groupCommand(app, name.substr(0, space));
       name = name.substr(space + 1);
     }
     CLI::App* command = parent->add_subcommand(name, operation.description);

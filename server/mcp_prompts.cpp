@@ -1,4 +1,4 @@
-// Prompts: procedures an agent can start from. (Skills arrive with their own issue.)
+// Prompts: procedures an agent can start from (the skills join them in mcp_knowledge.cpp).
 #include <filesystem>
 
 #include "server/json_rpc.h"
@@ -90,13 +90,17 @@ void addSticklerPrompts(McpCatalog& catalog, const Workspace& workspace) {
 void addOperationTools(McpCatalog& catalog);
 void addSticklerResources(McpCatalog& catalog);
 void addReportResources(McpCatalog& catalog, const Workspace& workspace);
+void addKnowledgeResources(McpCatalog& catalog, const Workspace& workspace);
+void addSkillPrompts(McpCatalog& catalog, const Workspace& workspace);
 
 McpCatalog sticklerCatalog(const Workspace& workspace) {
   McpCatalog catalog;
   addOperationTools(catalog);
   addSticklerResources(catalog);
   addReportResources(catalog, workspace);
+  addKnowledgeResources(catalog, workspace);
   addSticklerPrompts(catalog, workspace);
+  addSkillPrompts(catalog, workspace);
   return catalog;
 }
 

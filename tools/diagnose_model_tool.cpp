@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "adapters/engine/adapter_matching.h"
+#include "knowledge/kb_index.h"
 #include "simulator/backends/backend.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/causal_localization.h"
@@ -20,6 +21,7 @@
 #include "simulator/run/run_model.h"
 #include "simulator/support/errors.h"
 #include "tools/adapter_support.h"
+#include "tools/knowledge_support.h"
 #include "tools/lowering_text.h"
 #include "tools/operation_table.h"
 #include "tools/reports/report_outputs.h"
@@ -28,6 +30,7 @@
 #include "tools/threshold_options.h"
 
 namespace stickler {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -43,6 +46,26 @@ std::string bundleName(size_t index, const std::string& rule, const std::string&
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') c = '_';
   }
   return name;
+}
+
+// The knowledge-base pages that speak of a blocker's rule and operator: where an agent reads
+// what the device does there and what was done about it before.
+json knowledgeHints(const std::string& rule, const std::string& op, const std::string& module_class,
+                    OperationContext& context) {
+  std::string query = op.substr(op.find("::") == std::string::npos ? 0 : op.find("::") + 2);
+  query += " " + rule + " " + module_class;
+  json hints = json::array();
+  try {
+    for (const KbHit& hit : knowledgeIndexFor(gotchasDirectory(context)).search(query, 2)) {
+      hints.push_back({{"id", hit.id},
+                       {"title", hit.title},
+                       {"heading", hit.heading},
+                       {"uri", knowledgeUri(hit.kind, hit.id)}});
+    }
+  } catch (const std::exception&) {
+    // No hints is not a failed diagnosis.
+  }
+  return hints;
 }
 
 json diagnoseCompile(const LoadedModel& model, const std::shared_ptr<const LoadedModel>& shared,
@@ -70,6 +93,7 @@ json diagnoseCompile(const LoadedModel& model, const std::shared_ptr<const Loade
     const auto key = std::make_tuple(blocker.rule, op, module);
     json& entry = report["blockers"][i];
     entry["adapters"] = clearing.count(key) ? json(clearing[key]) : json::array();
+    entry["hints"] = knowledgeHints(blocker.rule, op, model.modules.classOf(module), context);
     if (!bundles.count(key)) {
       const std::string directory =
           (fs::path(bundle_dir) / bundleName(bundles.size(), blocker.rule, op, module)).string();
@@ -276,6 +300,11 @@ std::string renderReport(const json& report) {
       text += " repro " +
               std::string(blocker["repro"]["reproduces"] ? "(checked)" : "(NOT reproduced)") +
               ": " + blocker["repro"]["command"].get<std::string>() + "\n";
+      if (blocker.contains("hints") && !blocker["hints"].empty()) {
+        text += "  read:";
+        for (const auto& hint : blocker["hints"]) text += " " + hint["id"].get<std::string>();
+        text += "\n";
+      }
     }
     return text;
   }

@@ -25,6 +25,11 @@ const std::vector<Operation>& operationTable() {
       makeRankBlockersOperation(),
       makeLocalizeDivergenceOperation(),
       makeGetReportOperation(),
+      makeKbSearchOperation(),
+      makeKbReadOperation(),
+      makeRecordGotchaOperation(),
+      makeListGotchasOperation(),
+      makeShowGotchaOperation(),
   };
   // clang-format on
   return table;

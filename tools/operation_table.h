@@ -44,5 +44,10 @@ Operation makeDiagnoseModelOperation();
 Operation makeRankBlockersOperation();
 Operation makeLocalizeDivergenceOperation();
 Operation makeGetReportOperation();
+Operation makeKbSearchOperation();
+Operation makeKbReadOperation();
+Operation makeRecordGotchaOperation();
+Operation makeListGotchasOperation();
+Operation makeShowGotchaOperation();
 
 }  // namespace stickler

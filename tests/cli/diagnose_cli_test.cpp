@@ -43,6 +43,15 @@ TEST(DiagnoseCli, CompileModeGivesEachBlockerItsAdaptersAndACheckedRepro) {
   std::set<std::string> adapters;
   for (const auto& blocker : report["blockers"]) {
     for (const auto& name : blocker["adapters"]) adapters.insert(name);
+    // The knowledge base's pages on the operator and rule come with it.
+    std::set<std::string> hints;
+    for (const auto& hint : blocker["hints"]) hints.insert(hint["id"]);
+    if (blocker["op"] == "aten::pow") {
+      EXPECT_TRUE(hints.count("gotcha-torch-pow")) << blocker["hints"].dump();
+    }
+    if (blocker["rule"] == "weight-stick-alignment") {
+      EXPECT_TRUE(hints.count("adapter-pad-lm-head-vocabulary")) << blocker["hints"].dump();
+    }
     const json& repro = blocker["repro"];
     ASSERT_TRUE(repro.contains("archive")) << repro.dump();
     EXPECT_TRUE(repro["reproduces"]) << repro.dump();
@@ -109,10 +118,9 @@ TEST(DiagnoseCli, AReproGrowsToTheModuleThatFailsTheSameWay) {
   // The compiler fails on a layer_norm fused with the add before it. The layer_norm alone (or
   // alone in its own module) compiles; its layer, which holds the add, fails the same way.
   const std::string bundles = ::testing::TempDir() + "grown-" + std::to_string(::getpid());
-  const Result result =
-      stickler({"diagnose", zooPath("vit-tiny.pt"), "--profile",
-                testing::testProfile("fused-layernorm-compile-error.json"), "--bundle-dir",
-                bundles, "--json"});
+  const Result result = stickler({"diagnose", zooPath("vit-tiny.pt"), "--profile",
+                                  testing::testProfile("fused-layernorm-compile-error.json"),
+                                  "--bundle-dir", bundles, "--json"});
   EXPECT_EQ(result.status, 3) << result.err;
   const json report = json::parse(result.out);
   EXPECT_EQ(report["status"], "compiler_error");

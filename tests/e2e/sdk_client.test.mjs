@@ -133,5 +133,32 @@ for (const [name, open] of Object.entries(transports)) {
       assert.deepEqual(completion.completion.values, ["spyre-2026", "spyre-2026-clean"]);
       await client.setLoggingLevel("warning");
     });
+
+    test("skills are prompts and resources; the knowledge base is searchable", async () => {
+      const skills = ["draft-adapter-by-analogy", "localize-divergence", "prepare-review-submission", "triage-compile-blockers"];
+      const { prompts } = await client.listPrompts();
+      for (const name of skills) {
+        const prompt = prompts.find((entry) => entry.name === name);
+        assert.ok(prompt, `prompt ${name}`);
+        assert.ok(prompt.description.length > 20, `${name} has a description`);
+      }
+      const prompt = await client.getPrompt({ name: "localize-divergence", arguments: { task: "llama-tiny.pt on spyre-2026" } });
+      assert.match(prompt.messages[0].content.text, /localize_divergence/);
+      assert.match(prompt.messages[0].content.text, /llama-tiny\.pt on spyre-2026/);
+      const uris = [];
+      let cursor;
+      do {
+        const page = await client.listResources(cursor ? { cursor } : {});
+        uris.push(...page.resources.map((resource) => resource.uri));
+        cursor = page.nextCursor;
+      } while (cursor);
+      for (const name of skills) assert.ok(uris.includes(`stickler://skills/${name}`), `resource for ${name}`);
+      const skill = await client.readResource({ uri: "stickler://skills/triage-compile-blockers" });
+      assert.match(skill.contents[0].text, /^---\nname: triage-compile-blockers\n/);
+      const found = await client.callTool({ name: "kb_search", arguments: { query: "why does torch.pow fail on the device", limit: 3 } });
+      assert.equal(found.structuredContent.results[0].id, "gotcha-torch-pow");
+      const page = await client.readResource({ uri: found.structuredContent.results[0].uri });
+      assert.match(page.contents[0].text, /pow/);
+    });
   });
 }

@@ -7,8 +7,7 @@
 #include <filesystem>
 #include <mutex>
 
-#include "server/mcp_server.h"
-#include "tests/unit/zoo.h"
+#include "tests/server/workspace_server.h"
 
 namespace stickler {
 namespace {
@@ -16,50 +15,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-class DiscardingChannel : public ClientChannel {
- public:
-  void send(const json&) override {}
-};
-
-class ReportResourcesTest : public ::testing::Test {
- protected:
-  ReportResourcesTest() : workspace_(makeWorkspace()), server_(options(workspace_)) {
-    session_ = server_.createSession();
-    request("initialize", {{"protocolVersion", "2025-11-25"},
-                           {"capabilities", json::object()},
-                           {"clientInfo", {{"name", "test"}, {"version", "1"}}}});
-  }
-  ~ReportResourcesTest() override { fs::remove_all(workspace_); }
-
-  static std::string makeWorkspace() {
-    const std::string root =
-        ::testing::TempDir() + "report-resources-" + std::to_string(::getpid());
-    fs::remove_all(root);
-    fs::create_directories(root);
-    return fs::canonical(root).string();
-  }
-  static ServerOptions options(const std::string& workspace) {
-    ServerOptions options;
-    options.roots = {workspace, testing::zooPath("")};
-    return options;
-  }
-
-  json request(const std::string& method, const json& params) {
-    auto response = server_.handle(
-        *session_, {{"jsonrpc", "2.0"}, {"id", 1}, {"method", method}, {"params", params}},
-        channel_);
-    return response ? *response : json();
-  }
-  json call(const std::string& tool, const json& arguments) {
-    return request("tools/call", {{"name", tool}, {"arguments", arguments}}).at("result");
-  }
-  json read(const std::string& uri) { return request("resources/read", {{"uri", uri}}); }
-
-  std::string workspace_;
-  McpServer server_;
-  std::shared_ptr<McpSession> session_;
-  DiscardingChannel channel_;
-};
+using ReportResourcesTest = WorkspaceServerTest;
 
 TEST_F(ReportResourcesTest, ADiagnosisIsServedAsReportAndItsReprosAsResources) {
   const json result = call("diagnose_model", {{"model", testing::zooPath("gpt2-tiny.pt")},

@@ -324,12 +324,20 @@ std::string blockersTable(const json& report) {
   std::string section =
       "<section id=\"blockers\">\n<h2>Compile "
       "blockers</h2>\n<table>\n<tr><th>rule</th><th>operator</th>"
-      "<th>module</th><th>why</th><th>adapters that clear it</th><th>repro</th></tr>\n";
+      "<th>module</th><th>why</th><th>adapters that clear "
+      "it</th><th>repro</th><th>read</th></tr>\n";
   for (const auto& blocker : report["blockers"]) {
     std::string adapters;
     if (blocker.contains("adapters")) {
       for (const auto& name : blocker["adapters"]) {
         if (name.is_string()) adapters += "<code>" + html(name.get<std::string>()) + "</code> ";
+      }
+    }
+    std::string hints;  // knowledge-base pages, by id (their URIs are for MCP clients)
+    if (blocker.contains("hints") && blocker["hints"].is_array()) {
+      for (const auto& hint : blocker["hints"]) {
+        hints += "<code title=\"" + html(stringField(hint, "title")) + "\">" +
+                 html(stringField(hint, "id")) + "</code> ";
       }
     }
     std::string repro;
@@ -345,7 +353,7 @@ std::string blockersTable(const json& report) {
                html(stringField(blocker, "module")) + "</code> (" +
                html(stringField(blocker, "module_class")) + ")</td><td>" +
                html(stringField(blocker, "message")) + "</td><td>" + adapters + "</td><td>" +
-               repro + "</td></tr>\n";
+               repro + "</td><td>" + hints + "</td></tr>\n";
   }
   return section + "</table>\n</section>\n";
 }

@@ -1,0 +1,294 @@
+#include "knowledge/kb_index.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Words that say nothing about the device: dropped from queries so that BM25 ranks on the rest.
+const std::set<std::string>& stopWords() {
+  static const std::set<std::string> words = {
+      "a",    "an",   "the", "and", "or",  "of",   "to",   "in",    "on",    "for",  "with",
+      "is",   "are",  "be",  "it",  "its", "this", "that", "why",   "what",  "how",  "when",
+      "does", "do",   "did", "can", "i",   "my",   "we",   "our",   "you",   "your", "at",
+      "by",   "from", "as",  "if",  "not", "too",  "so",   "which", "there", "about"};
+  return words;
+}
+
+// The query's words, each quoted for FTS5 (so no word is read as an operator), joined by OR.
+std::string matchExpression(const std::string& query) {
+  std::vector<std::string> words;
+  std::string word;
+  auto flush = [&] {
+    std::string lower;
+    for (char c : word) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!lower.empty() && !stopWords().count(lower) &&
+        std::find(words.begin(), words.end(), lower) == words.end()) {
+      words.push_back(lower);
+    }
+    word.clear();
+  };
+  for (char c : query) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || (static_cast<unsigned char>(c) & 0x80)) {
+      word += c;
+    } else {
+      flush();
+    }
+  }
+  flush();
+  std::string expression;
+  for (const auto& term : words)
+    expression += (expression.empty() ? "" : " OR ") + ("\"" + term + "\"");
+  return expression;
+}
+
+void check(int rc, sqlite3* db, const char* what) {
+  if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    throw std::runtime_error(std::string(what) + ": " + sqlite3_errmsg(db));
+  }
+}
+
+struct Statement {
+  Statement(sqlite3* db, const char* sql) : db(db) {
+    check(sqlite3_prepare_v2(db, sql, -1, &handle, nullptr), db, sql);
+  }
+  ~Statement() { sqlite3_finalize(handle); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  void bind(int index, const std::string& text) {
+    check(sqlite3_bind_text(handle, index, text.c_str(), static_cast<int>(text.size()),
+                            SQLITE_TRANSIENT),
+          db, "bind");
+  }
+  std::string column(int index) const {
+    const auto* text = sqlite3_column_text(handle, index);
+    return text ? reinterpret_cast<const char*>(text) : "";
+  }
+  sqlite3* db;
+  sqlite3_stmt* handle = nullptr;
+};
+
+// Name, size and time of every file a source holds: changes when any page does.
+void addSignature(std::ostringstream& out, const std::string& directory, bool skills) {
+  std::error_code ec;
+  std::vector<std::string> lines;
+  for (const auto& entry : fs::directory_iterator(directory, ec)) {
+    fs::path file = entry.path();
+    if (skills) file /= "SKILL.md";
+    if (!fs::is_regular_file(file, ec)) continue;
+    const auto time = fs::last_write_time(file, ec).time_since_epoch().count();
+    lines.push_back(file.string() + " " + std::to_string(fs::file_size(file, ec)) + " " +
+                    std::to_string(time));
+  }
+  std::sort(lines.begin(), lines.end());
+  for (const auto& line : lines) out << line << "\n";
+}
+
+}  // namespace
+
+KnowledgeIndex::KnowledgeIndex(KbSources sources) : sources_(std::move(sources)) {}
+
+KnowledgeIndex::~KnowledgeIndex() {
+  if (db_ != nullptr) sqlite3_close(db_);
+}
+
+std::string KnowledgeIndex::signature() const {
+  std::ostringstream out;
+  addSignature(out, sources_.pages, false);
+  addSignature(out, sources_.skills, true);
+  if (!sources_.gotchas.empty()) addSignature(out, sources_.gotchas, false);
+  return out.str();
+}
+
+void KnowledgeIndex::refreshLocked() {
+  // Pages change by hand rarely: the sources are looked at again at most once a second, and at
+  // once after invalidate() (a gotcha recorded in this process).
+  const auto now = std::chrono::steady_clock::now();
+  if (db_ != nullptr && now - checked_ < std::chrono::seconds(1)) return;
+  checked_ = now;
+  std::string current = signature();
+  if (db_ != nullptr && current == signature_) return;
+  std::vector<KbPage> pages;
+  std::vector<std::string> problems;
+  const std::pair<std::string, std::string> sources[] = {
+      {sources_.pages, "page"}, {sources_.skills, "skill"}, {sources_.gotchas, "gotcha"}};
+  for (const auto& [directory, kind] : sources) {
+    if (directory.empty()) continue;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(directory, ec)) {
+      // One page at a time, so that one malformed file leaves the rest searchable.
+      const fs::path probe = kind == "skill" ? entry.path() / "SKILL.md" : entry.path();
+      if (kind != "skill" && probe.extension() != ".md") continue;
+      if (!fs::is_regular_file(probe, ec) || probe.filename().string().front() == '.') continue;
+      try {
+        std::ifstream in(probe, std::ios::binary);
+        std::stringstream text;
+        text << in.rdbuf();
+        pages.push_back(parseKbPage(text.str(), probe.string(), kind));
+      } catch (const std::exception& e) {
+        problems.emplace_back(e.what());
+      }
+    }
+  }
+  std::sort(pages.begin(), pages.end(), [](const KbPage& a, const KbPage& b) {
+    return a.kind != b.kind ? a.kind < b.kind : a.id < b.id;
+  });
+
+  sqlite3* db = nullptr;
+  if (sqlite3_open(":memory:", &db) != SQLITE_OK) {
+    sqlite3_close(db);
+    throw std::runtime_error("cannot open an in-memory SQLite database");
+  }
+  try {
+    check(sqlite3_exec(db,
+                       "CREATE VIRTUAL TABLE sections USING fts5(page UNINDEXED, kind UNINDEXED, "
+                       "title, heading, tags, body, tokenize = 'porter unicode61');"
+                       "BEGIN;",
+                       nullptr, nullptr, nullptr),
+          db, "create the index");
+    Statement insert(db,
+                     "INSERT INTO sections(page, kind, title, heading, tags, body) "
+                     "VALUES (?, ?, ?, ?, ?, ?)");
+    for (const KbPage& page : pages) {
+      std::string tags;
+      for (const auto& tag : page.tags) tags += tag + " ";
+      for (const KbSection& section : page.sections) {
+        insert.bind(1, page.id);
+        insert.bind(2, page.kind);
+        insert.bind(3, page.title + (page.description.empty() ? "" : " " + page.description));
+        insert.bind(4, section.heading);
+        insert.bind(5, tags);
+        insert.bind(6, section.text);
+        check(sqlite3_step(insert.handle), db, "index a section");
+        sqlite3_reset(insert.handle);
+      }
+    }
+    check(sqlite3_exec(db, "COMMIT;", nullptr, nullptr, nullptr), db, "commit the index");
+  } catch (...) {
+    sqlite3_close(db);
+    throw;
+  }
+  if (db_ != nullptr) sqlite3_close(db_);
+  db_ = db;
+  signature_ = std::move(current);
+  pages_ = std::move(pages);
+  problems_ = std::move(problems);
+}
+
+std::vector<KbHit> KnowledgeIndex::search(const std::string& query, size_t limit,
+                                          const std::string& kind) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  refreshLocked();
+  const std::string expression = matchExpression(query);
+  if (expression.empty()) throw UserError("the query has no words to search for");
+  // Title and tags say what a page is about; headings what a section is; then the text. The
+  // best section of each page first, ranked alone; snippets (the costly part) only for those.
+  Statement select(db_,
+                   "SELECT rowid, page, kind, heading, "
+                   "bm25(sections, 0, 0, 6.0, 4.0, 5.0, 1.0) AS score "
+                   "FROM sections WHERE sections MATCH ? ORDER BY score LIMIT 500");
+  select.bind(1, expression);
+  std::vector<std::pair<int64_t, KbHit>> best;
+  std::set<std::string> seen;
+  while (best.size() < limit && sqlite3_step(select.handle) == SQLITE_ROW) {
+    KbHit hit;
+    hit.id = select.column(1);
+    hit.kind = select.column(2);
+    hit.heading = select.column(3);
+    hit.score = sqlite3_column_double(select.handle, 4);
+    if (!kind.empty() && hit.kind != kind) continue;
+    if (!seen.insert(hit.kind + "/" + hit.id).second) continue;
+    best.emplace_back(sqlite3_column_int64(select.handle, 0), std::move(hit));
+  }
+  Statement snippet(db_,
+                    "SELECT snippet(sections, 5, '[', ']', ' ... ', 16) FROM sections "
+                    "WHERE sections MATCH ? AND rowid = ?");
+  std::vector<KbHit> hits;
+  for (auto& [row, hit] : best) {
+    sqlite3_reset(snippet.handle);
+    snippet.bind(1, expression);
+    sqlite3_bind_int64(snippet.handle, 2, row);
+    if (sqlite3_step(snippet.handle) == SQLITE_ROW) {
+      // One line: runs of whitespace (line breaks in the Markdown) as one space.
+      for (char c : snippet.column(0)) {
+        const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
+        if (!space) {
+          hit.snippet += c;
+        } else if (!hit.snippet.empty() && hit.snippet.back() != ' ') {
+          hit.snippet += ' ';
+        }
+      }
+    }
+    for (const KbPage& page : pages_) {
+      if (page.id == hit.id && page.kind == hit.kind) hit.title = page.title;
+    }
+    hits.push_back(std::move(hit));
+  }
+  return hits;
+}
+
+std::optional<KbPage> KnowledgeIndex::page(const std::string& id) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  refreshLocked();
+  for (const KbPage& page : pages_) {
+    if (page.id == id) return page;
+  }
+  return std::nullopt;
+}
+
+std::vector<KbPage> KnowledgeIndex::pages(const std::string& kind) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  refreshLocked();
+  std::vector<KbPage> matching;
+  for (const KbPage& page : pages_) {
+    if (kind.empty() || page.kind == kind) matching.push_back(page);
+  }
+  return matching;
+}
+
+std::vector<std::string> KnowledgeIndex::problems() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  refreshLocked();
+  return problems_;
+}
+
+void KnowledgeIndex::invalidate() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  checked_ = {};
+}
+
+std::string shippedKnowledgeDir() {
+  if (const char* dir = std::getenv("STICKLER_KNOWLEDGE_DIR")) return dir;
+  return STICKLER_KNOWLEDGE_DIR;
+}
+
+std::string shippedSkillsDir() {
+  if (const char* dir = std::getenv("STICKLER_SKILLS_DIR")) return dir;
+  return STICKLER_SKILLS_DIR;
+}
+
+KnowledgeIndex& knowledgeIndexFor(const std::string& gotchas_dir) {
+  static std::mutex creating;
+  static std::map<std::string, std::unique_ptr<KnowledgeIndex>> indexes;  // live until exit
+  const std::lock_guard<std::mutex> lock(creating);
+  auto& slot = indexes[gotchas_dir];
+  if (!slot) {
+    slot = std::make_unique<KnowledgeIndex>(
+        KbSources{shippedKnowledgeDir(), shippedSkillsDir(), gotchas_dir});
+  }
+  return *slot;
+}
+
+}  // namespace stickler
