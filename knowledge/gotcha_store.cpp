@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -340,11 +341,30 @@ GotchaRecorded GotchaStore::record(const Gotcha& input) {
     db.put(gotcha);
     fs::create_directories(pagesDirectory());
     const std::string file = gotcha.id + ".md";
-    writeFile(fs::path(pagesDirectory()) / file, pageText(gotcha));
-    result.commit = commitFile(pagesDirectory(), file,
-                               (result.merged ? "Merge a gotcha recorded again: " : "Gotcha: ") +
-                                   gotcha.title + "\n\nStickler-Gotcha: " + gotcha.id + "\n");
-    db.exec("COMMIT;");
+    const fs::path page = fs::path(pagesDirectory()) / file;
+    // What the page said before, to put back if the commit fails (none: a new page).
+    std::optional<std::string> before;
+    if (fs::exists(page)) {
+      std::ifstream in(page, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      before = text.str();
+    }
+    writeFile(page, pageText(gotcha));
+    try {
+      result.commit = commitFile(pagesDirectory(), file,
+                                 (result.merged ? "Merge a gotcha recorded again: " : "Gotcha: ") +
+                                     gotcha.title + "\n\nStickler-Gotcha: " + gotcha.id + "\n");
+      db.exec("COMMIT;");
+    } catch (...) {
+      std::error_code ec;
+      if (before) {
+        writeFile(page, *before);
+      } else {
+        fs::remove(page, ec);
+      }
+      throw;
+    }
     knowledgeIndexFor(pagesDirectory()).invalidate();  // searchable from the next call on
     result.gotcha = gotcha;
     result.page = (fs::path(pagesDirectory()) / file).string();

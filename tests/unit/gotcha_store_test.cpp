@@ -121,6 +121,16 @@ TEST_F(GotchaStoreTest, BadRecordsAreRefusedAndLeaveNothingBehind) {
   EXPECT_THROW(store_.get("nothing"), UserError);
 }
 
+TEST_F(GotchaStoreTest, AFailedCommitLeavesNeitherARowNorAPage) {
+  // stickler-gotchas/.git is a file pointing nowhere: no repository can be opened or made.
+  fs::create_directories(store_.pagesDirectory());
+  std::ofstream(store_.pagesDirectory() + "/.git") << "gitdir: /nonexistent/stickler\n";
+  EXPECT_THROW(store_.record(topk()), UserError);
+  EXPECT_TRUE(store_.list().empty());
+  EXPECT_FALSE(
+      fs::exists(store_.pagesDirectory() + "/topk-aborts-on-a-partial-stick-of-router-logits.md"));
+}
+
 TEST(GotchaSimilarity, SameWordsAreOneLessonOthersAreNot) {
   Gotcha a;
   a.title = "softmax mask leak";
