@@ -97,6 +97,7 @@ class LockstepChannel {
  public:
   // Reference side. False when the compared run has gone (stop feeding).
   bool handOver(int64_t call, std::vector<at::Tensor> tensors) {
+    awhile([&] { return pending_.load(std::memory_order_acquire) < kLockstepDepth; });
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [&] { return queue_.size() < kLockstepDepth || closed_; });
     if (closed_) return false;
@@ -107,13 +108,7 @@ class LockstepChannel {
   }
   // Compared side. False when the reference finished or the channel closed.
   bool take(int64_t* call, std::vector<at::Tensor>* tensors) {
-    // The reference is usually a few microseconds away: waiting for it briefly awake costs
-    // less than a sleep and a wake-up at every module boundary.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
-    while (pending_.load(std::memory_order_acquire) == 0 &&
-           std::chrono::steady_clock::now() < until) {
-      std::this_thread::yield();
-    }
+    awhile([&] { return pending_.load(std::memory_order_acquire) > 0; });
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [&] { return !queue_.empty() || closed_ || finished_; });
     if (queue_.empty() || closed_) return false;
@@ -147,6 +142,14 @@ class LockstepChannel {
   }
 
  private:
+  // The other side is usually a few microseconds away: waiting for it briefly awake costs less
+  // than a sleep and a wake-up at every module boundary. Then the caller waits asleep.
+  template <typename Ready>
+  static void awhile(Ready ready) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+    while (!ready() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  }
+
   struct Entry {
     int64_t call;
     std::vector<at::Tensor> tensors;
@@ -154,7 +157,9 @@ class LockstepChannel {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Entry> queue_;
-  std::atomic<size_t> pending_{0};  // queue_.size(), or 1 once finished or closed
+  // queue_.size(), or 1 once finished or closed (the compared side stops waiting; closing
+  // also empties the queue, so the reference side stops waiting too).
+  std::atomic<size_t> pending_{0};
   bool closed_ = false, finished_ = false;
 };
 
