@@ -3,6 +3,8 @@
 // What the zoo benchmarks take on their command line ([ZOO_DIR] [--seconds S] [--profile P])
 // and the zoo's index they read.
 
+#include <cstdio>
+#include <exception>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -40,6 +42,17 @@ inline std::optional<nlohmann::json> zooIndex(const std::string& zoo, const char
     return std::nullopt;
   }
   return nlohmann::json::parse(index_file);
+}
+
+// main() of a benchmark: runs it, and turns an exception into a message and exit status 1.
+template <typename Run>
+int benchMain(const char* name, Run run, int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
 }
 
 }  // namespace stickler::bench

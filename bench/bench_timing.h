@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -38,5 +39,13 @@ std::pair<double, double> timeInterleaved(A&& a, B&& b, double budget_seconds, s
   }
   return {median(ta), median(tb)};
 }
+
+// The geometric mean of ratios, the summary every benchmark prints.
+struct GeometricMean {
+  double log_sum = 0;
+  int count = 0;
+  void add(double ratio) { log_sum += std::log(ratio), ++count; }
+  double value() const { return count > 0 ? std::exp(log_sum / count) : NAN; }
+};
 
 }  // namespace stickler::bench

@@ -38,13 +38,6 @@ class BenchContext : public stickler::OperationContext {
   stickler::ModelCache models_;
 };
 
-struct Mean {
-  double log_sum = 0;
-  int count = 0;
-  void add(double ratio) { log_sum += std::log(ratio), ++count; }
-  double value() const { return count ? std::exp(log_sum / count) : NAN; }
-};
-
 int runBenchmarks(int argc, char** argv) {
   const auto args = stickler::bench::parseBenchArgs(argc, argv, STICKLER_ZOO_DIR, "spyre-2025");
   const auto index = stickler::bench::zooIndex(args.zoo, "diagnose_bench");
@@ -61,7 +54,7 @@ int runBenchmarks(int argc, char** argv) {
               args.profile.c_str());
   std::printf("%-22s %-8s %12s %14s %7s %8s\n", "model", "mode", "run ms", "diagnose ms", "ratio",
               "bundles");
-  Mean run_mode, compile_mode;
+  stickler::bench::GeometricMean run_mode, compile_mode;
   for (const auto& entry : index->at("models")) {
     const std::string model = args.zoo + "/" + entry.at("file").get<std::string>();
     const json plain = {{"model", model}, {"backend", "spyre-sim:" + args.profile}};
@@ -98,10 +91,5 @@ int runBenchmarks(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return runBenchmarks(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "diagnose_bench: %s\n", e.what());
-    return 1;
-  }
+  return stickler::bench::benchMain("diagnose_bench", runBenchmarks, argc, argv);
 }

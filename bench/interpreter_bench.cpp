@@ -86,10 +86,5 @@ static int runBenchmarks(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  try {
-    return runBenchmarks(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "interpreter_bench: %s\n", e.what());
-    return 1;
-  }
+  return stickler::bench::benchMain("interpreter_bench", runBenchmarks, argc, argv);
 }

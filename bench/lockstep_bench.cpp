@@ -83,8 +83,7 @@ int runBenchmarks(int argc, char** argv) {
               profile.c_str());
   std::printf("%-22s %12s %14s %7s %16s %16s %8s\n", "model", "ref+dev ms", "lockstep ms", "ratio",
               "held at once KB", "store-all KB", "memory");
-  double log_time = 0, log_memory = 0;
-  int count = 0;
+  stickler::bench::GeometricMean time_ratio, memory_ratio;
   for (const auto& entry : index.at("models")) {
     const auto model = stickler::loadModel(zoo + "/" + entry.at("file").get<std::string>());
     const auto compiled = sim->compile(*model, {});
@@ -111,32 +110,26 @@ int runBenchmarks(int argc, char** argv) {
     // Lockstep holds a few module calls' reference outputs at a time, next to the device's own.
     const double memory =
         static_cast<double>(store.heldAtOnce()) / static_cast<double>(store.total());
-    log_time += std::log(ratio);
-    log_memory += std::log(memory);
-    ++count;
+    time_ratio.add(ratio);
+    memory_ratio.add(memory);
     std::printf("%-22s %12.3f %14.3f %6.2fx %16.1f %16.1f %7.3fx\n",
                 entry.at("name").get<std::string>().c_str(), baseline * 1e3, lockstep * 1e3, ratio,
                 store.heldAtOnce() / 1024.0, store.total() / 1024.0, memory);
   }
   std::filesystem::remove_all(scratch);
-  if (count == 0) {
+  if (time_ratio.count == 0) {
     std::printf("no zoo model compiles on %s\n", profile.c_str());
     return 1;
   }
   std::printf(
       "geometric mean: lockstep numerics %.2fx one reference run plus one device run (target: at "
       "most 1.3x); activations held at once %.3fx of storing every module's\n",
-      std::exp(log_time / count), std::exp(log_memory / count));
+      time_ratio.value(), memory_ratio.value());
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return runBenchmarks(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "lockstep_bench: %s\n", e.what());
-    return 1;
-  }
+  return stickler::bench::benchMain("lockstep_bench", runBenchmarks, argc, argv);
 }

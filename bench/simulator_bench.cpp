@@ -75,10 +75,5 @@ int runBenchmarks(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return runBenchmarks(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "simulator_bench: %s\n", e.what());
-    return 1;
-  }
+  return stickler::bench::benchMain("simulator_bench", runBenchmarks, argc, argv);
 }

@@ -7,16 +7,15 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "knowledge/kb_index.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/text_files.h"
 
 namespace stickler {
 namespace {
@@ -253,16 +252,6 @@ std::string commitFile(const std::string& directory, const std::string& file,
   return id;
 }
 
-void writeFile(const fs::path& path, const std::string& text) {
-  const fs::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out << text;
-    if (!out.flush()) throw UserError("cannot write " + temporary.string());
-  }
-  fs::rename(temporary, path);
-}
-
 }  // namespace
 
 double gotchaSimilarity(const Gotcha& a, const Gotcha& b) {
@@ -344,13 +333,8 @@ GotchaRecorded GotchaStore::record(const Gotcha& input) {
     const fs::path page = fs::path(pagesDirectory()) / file;
     // What the page said before, to put back if the commit fails (none: a new page).
     std::optional<std::string> before;
-    if (fs::exists(page)) {
-      std::ifstream in(page, std::ios::binary);
-      std::stringstream text;
-      text << in.rdbuf();
-      before = text.str();
-    }
-    writeFile(page, pageText(gotcha));
+    if (fs::exists(page)) before = readTextFile(page.string());
+    writeFileAtomically(page.string(), pageText(gotcha));
     try {
       result.commit = commitFile(pagesDirectory(), file,
                                  (result.merged ? "Merge a gotcha recorded again: " : "Gotcha: ") +
@@ -359,7 +343,7 @@ GotchaRecorded GotchaStore::record(const Gotcha& input) {
     } catch (...) {
       std::error_code ec;
       if (before) {
-        writeFile(page, *before);
+        writeFileAtomically(page.string(), *before);
       } else {
         fs::remove(page, ec);
       }

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -126,21 +125,7 @@ void KnowledgeIndex::refreshLocked() {
       {sources_.pages, "page"}, {sources_.skills, "skill"}, {sources_.gotchas, "gotcha"}};
   for (const auto& [directory, kind] : sources) {
     if (directory.empty()) continue;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(directory, ec)) {
-      // One page at a time, so that one malformed file leaves the rest searchable.
-      const fs::path probe = kind == "skill" ? entry.path() / "SKILL.md" : entry.path();
-      if (kind != "skill" && probe.extension() != ".md") continue;
-      if (!fs::is_regular_file(probe, ec) || probe.filename().string().front() == '.') continue;
-      try {
-        std::ifstream in(probe, std::ios::binary);
-        std::stringstream text;
-        text << in.rdbuf();
-        pages.push_back(parseKbPage(text.str(), probe.string(), kind));
-      } catch (const std::exception& e) {
-        problems.emplace_back(e.what());
-      }
-    }
+    for (KbPage& page : loadKbPages(directory, kind, problems)) pages.push_back(std::move(page));
   }
   std::sort(pages.begin(), pages.end(), [](const KbPage& a, const KbPage& b) {
     return a.kind != b.kind ? a.kind < b.kind : a.id < b.id;

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "simulator/support/errors.h"
+#include "simulator/support/text_files.h"
 
 namespace stickler {
 namespace {
@@ -72,13 +72,6 @@ std::vector<KbSection> sectionsOf(const std::string& body) {
   return sections;
 }
 
-std::string readText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 KbPage parseKbPage(const std::string& text, const std::string& path, const std::string& kind) {
@@ -138,19 +131,20 @@ KbPage parseKbPage(const std::string& text, const std::string& path, const std::
   return page;
 }
 
-std::vector<KbPage> loadKbPages(const std::string& directory, const std::string& kind) {
+std::vector<KbPage> loadKbPages(const std::string& directory, const std::string& kind,
+                                std::vector<std::string>& problems) {
   std::vector<KbPage> pages;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(directory, ec)) {
-    fs::path file = entry.path();
-    if (kind == "skill") {
-      if (!entry.is_directory()) continue;
-      file /= "SKILL.md";
-      if (!fs::is_regular_file(file)) continue;
-    } else if (file.extension() != ".md" || file.filename().string().front() == '.') {
-      continue;
+    const fs::path file = kind == "skill" ? entry.path() / "SKILL.md" : entry.path();
+    if (kind != "skill" && file.extension() != ".md") continue;
+    if (!fs::is_regular_file(file, ec) || file.filename().string().front() == '.') continue;
+    // One page at a time, so that one malformed file leaves the rest.
+    try {
+      pages.push_back(parseKbPage(readTextFile(file.string()), file.string(), kind));
+    } catch (const std::exception& e) {
+      problems.emplace_back(e.what());
     }
-    pages.push_back(parseKbPage(readText(file), file.string(), kind));
   }
   std::sort(pages.begin(), pages.end(),
             [](const KbPage& a, const KbPage& b) { return a.id < b.id; });

@@ -33,7 +33,9 @@ struct KbPage {
 KbPage parseKbPage(const std::string& text, const std::string& path, const std::string& kind);
 
 // The pages of `kind` in `directory`: every *.md (pages, gotchas) or every */SKILL.md (skills),
-// sorted by id. A missing directory has none.
-std::vector<KbPage> loadKbPages(const std::string& directory, const std::string& kind);
+// sorted by id. A missing directory has none. A file that is not a page is left out, and why
+// is added to `problems` ("path:line: ...").
+std::vector<KbPage> loadKbPages(const std::string& directory, const std::string& kind,
+                                std::vector<std::string>& problems);
 
 }  // namespace stickler

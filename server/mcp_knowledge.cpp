@@ -1,11 +1,9 @@
 // The knowledge base over MCP: its pages, the skills and the workspace's recorded gotchas as
 // stickler:// resources, and each skill as a prompt an agent (or its user) starts from.
-#include <fstream>
-#include <sstream>
-
 #include "knowledge/kb_index.h"
 #include "server/json_rpc.h"
 #include "server/mcp_catalog.h"
+#include "simulator/support/text_files.h"
 
 namespace stickler {
 
@@ -41,10 +39,8 @@ std::optional<json> readKnowledge(const Workspace& workspace, const KnowledgeKin
   const std::string id = uri.substr(prefix.size());
   for (const KbPage& page : knowledgeIndexFor(gotchasOf(workspace)).pages(kind.kind)) {
     if (page.id != id) continue;
-    std::ifstream in(page.path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return json::array({{{"uri", uri}, {"mimeType", "text/markdown"}, {"text", text.str()}}});
+    return json::array(
+        {{{"uri", uri}, {"mimeType", "text/markdown"}, {"text", readTextFile(page.path)}}});
   }
   throw RpcFailure(rpc_error::kResourceNotFound, std::string("no ") + kind.kind + " " + uri);
 }

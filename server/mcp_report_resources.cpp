@@ -3,11 +3,11 @@
 // bundles diagnose_model wrote under the workspace's stickler-repros/.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "server/json_rpc.h"
 #include "server/mcp_catalog.h"
+#include "simulator/support/text_files.h"
 #include "tools/reports/html_report.h"
 #include "tools/reports/junit_report.h"
 #include "tools/reports/report_store.h"
@@ -112,14 +112,11 @@ std::optional<json> readRepro(const Workspace& workspace, const std::string& uri
   } catch (const std::exception& e) {
     throw RpcFailure(rpc_error::kResourceNotFound, e.what());
   }
-  std::ifstream in(real, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
+  const std::string bytes = readTextFile(real.string());
   if (parts[2] == "README.md") {
-    return json::array({{{"uri", uri}, {"mimeType", "text/markdown"}, {"text", bytes.str()}}});
+    return json::array({{{"uri", uri}, {"mimeType", "text/markdown"}, {"text", bytes}}});
   }
-  return json::array(
-      {{{"uri", uri}, {"mimeType", "application/zip"}, {"blob", base64(bytes.str())}}});
+  return json::array({{{"uri", uri}, {"mimeType", "application/zip"}, {"blob", base64(bytes)}}});
 }
 
 // Completions of one path component: the entries of `directory` starting with `prefix`.

@@ -1,12 +1,12 @@
 // stickler:// resources: the shipped device profiles and the documentation.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "server/json_rpc.h"
 #include "server/mcp_catalog.h"
 #include "simulator/device/device_profile.h"
+#include "simulator/support/text_files.h"
 
 namespace stickler {
 
@@ -18,13 +18,6 @@ namespace {
 std::string docsDirectory() {
   if (const char* dir = std::getenv("STICKLER_DOCS_DIR")) return dir;
   return STICKLER_DOCS_DIR;
-}
-
-std::string readText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 std::vector<std::string> docPages() {
@@ -73,7 +66,8 @@ std::optional<json> readProfile(const std::string& uri) {
   if (!isName(name) || std::find(names.begin(), names.end(), name) == names.end()) {
     throw RpcFailure(rpc_error::kResourceNotFound, "no device profile " + uri);
   }
-  return textContents(uri, "application/json", readText(profileDirectory() + "/" + name + ".json"));
+  return textContents(uri, "application/json",
+                      readTextFile(profileDirectory() + "/" + name + ".json"));
 }
 
 std::optional<json> readDoc(const std::string& uri) {
@@ -84,7 +78,7 @@ std::optional<json> readDoc(const std::string& uri) {
   if (!isName(page) || std::find(pages.begin(), pages.end(), page) == pages.end()) {
     throw RpcFailure(rpc_error::kResourceNotFound, "no documentation page " + uri);
   }
-  return textContents(uri, "text/markdown", readText(docsDirectory() + "/" + page + ".md"));
+  return textContents(uri, "text/markdown", readTextFile(docsDirectory() + "/" + page + ".md"));
 }
 
 }  // namespace
@@ -106,7 +100,7 @@ void addSticklerResources(McpCatalog& catalog) {
   }
   for (const auto& page : docPages()) {
     const std::string uri = "stickler://docs/" + page;
-    const std::string title = titleOf(readText(docsDirectory() + "/" + page + ".md"), page);
+    const std::string title = titleOf(readTextFile(docsDirectory() + "/" + page + ".md"), page);
     catalog.resources.push_back({{{"uri", uri},
                                   {"name", page},
                                   {"title", title},

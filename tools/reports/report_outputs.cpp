@@ -1,9 +1,9 @@
 #include "tools/reports/report_outputs.h"
 
 #include <filesystem>
-#include <fstream>
 
 #include "simulator/support/errors.h"
+#include "simulator/support/text_files.h"
 #include "tools/operation.h"
 #include "tools/operation_table.h"
 #include "tools/reports/html_report.h"
@@ -11,23 +11,7 @@
 #include "tools/reports/report_store.h"
 
 namespace stickler {
-namespace {
-
 using nlohmann::json;
-
-void writeFile(const std::string& path, const std::string& contents) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out << contents;
-    if (!out.flush()) throw UserError("cannot write " + path);
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) throw UserError("cannot write " + path + ": " + ec.message());
-}
-
-}  // namespace
 
 void checkReportOutputs(const json& input, OperationContext& context) {
   for (const char* field : {"html", "junit"}) {
@@ -52,12 +36,12 @@ void publishReport(json& report, const json& input, OperationContext& context) {
   try {
     if (input.contains("html")) {
       const std::string path = context.resolvePath(requireString(input, "html"));
-      writeFile(path, renderHtmlReport(report));
+      writeFileAtomically(path, renderHtmlReport(report));
       files["html"] = path;
     }
     if (input.contains("junit")) {
       const std::string path = context.resolvePath(requireString(input, "junit"));
-      writeFile(path, renderJunitReport(report));
+      writeFileAtomically(path, renderJunitReport(report));
       files["junit"] = path;
     }
   } catch (const UserError& e) {

@@ -10,9 +10,9 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "simulator/support/errors.h"
+#include "simulator/support/text_files.h"
 
 namespace stickler {
 namespace {
@@ -125,11 +125,8 @@ json ReportStore::load(const std::string& id) const {
     throw UserError("no report '" + id + "' in " + directory() +
                     (known.empty() ? " (none saved yet)" : " (the most recent: " + known + ")"));
   }
-  std::ifstream in(*path);
-  std::stringstream text;
-  text << in.rdbuf();
   try {
-    return json::parse(text.str());
+    return json::parse(readTextFile(*path));
   } catch (const json::exception& e) {
     throw UserError("report " + *path + " is not valid JSON: " + e.what());
   }

@@ -1,0 +1,40 @@
+#include "simulator/support/text_files.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "simulator/support/errors.h"
+
+namespace stickler {
+
+std::string readTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void writeFileAtomically(const std::string& path, const std::string& text) {
+  // The process id keeps two processes writing the same file from sharing a temporary.
+  const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary);
+    out << text;
+    if (!out.flush()) {
+      std::remove(temporary.c_str());
+      throw UserError("cannot write " + path);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    std::remove(temporary.c_str());
+    throw UserError("cannot write " + path + ": " + ec.message());
+  }
+}
+
+}  // namespace stickler
