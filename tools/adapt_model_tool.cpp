@@ -56,6 +56,7 @@ json run(const json& input, OperationContext& context) {
   }
   report["schema"] = "stickler.adapt_run";
   report["adapters"] = {{"applied", stacking.applied}, {"refused", stacking.skipped}};
+  if (!stacking.whole_model.is_null()) report["adapters"]["whole_model"] = stacking.whole_model;
   return report;
 }
 
@@ -66,6 +67,15 @@ std::string renderText(const json& report) {
   }
   if (report["adapters"]["applied"].empty()) text += " none";
   text += "\n";
+  for (const auto& application : report["adapters"]["applied"]) {
+    if (!application.contains("equivalence")) continue;
+    text += "  " + application["adapter"].get<std::string>() + ": " +
+            equivalenceLine(application["equivalence"]) + "\n";
+  }
+  if (report["adapters"].contains("whole_model")) {
+    text +=
+        "  the whole adapted model: " + equivalenceLine(report["adapters"]["whole_model"]) + "\n";
+  }
   for (const auto& refused : report["adapters"]["refused"]) {
     text += "refused: " + refused["adapter"].get<std::string>() + " (" +
             refused["reason"].get<std::string>() + ")\n";
@@ -84,7 +94,9 @@ Operation makeAdaptModelOperation() {
   operation.title = "Adapt a model and run it";
   operation.description =
       "Apply every catalog adapter meant for the model and the device profile (each checked for "
-      "equivalence on the CPU; refused ones are reported and skipped), then run the adapted model "
+      "equivalence on the CPU, in float64 and float32, on the modules it changed; refused ones "
+      "are reported and skipped; then the whole adapted model once against the original), then run "
+      "the adapted model "
       "end to end on the simulator for that profile and compare it with the CPU reference. The "
       "result is run_model's, with the adapters applied; exit status as run_model's. With save, "
       "the adapted model is written as an archive.";

@@ -1,6 +1,8 @@
 #include "tools/adapter_support.h"
 
+#include <atomic>
 #include <filesystem>
+#include <future>
 #include <map>
 
 #include "adapters/catalog_repo/workspace_catalog.h"
@@ -65,11 +67,6 @@ std::string recordEvidence(OperationContext& context, const std::string& adapter
   return catalog.recordEvidence(adapter, summary, trailers).commit_id;
 }
 
-std::string equivalenceText(const EquivalenceResult& result) {
-  if (result.bitwise) return "bitwise equal";
-  return std::to_string(result.max_ulps) + " ULPs (bound " + std::to_string(result.bound) + ")";
-}
-
 std::vector<const CatalogEntry*> adaptersMeantFor(const std::vector<CatalogEntry>& catalog,
                                                   const LoadedModel& model,
                                                   const DeviceProfile* profile) {
@@ -107,6 +104,21 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
 StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
                             const DeviceProfile& profile, size_t limit) {
   StackingResult result;
+  // The whole stack is judged against the original model's float64 results, which no adapter
+  // changes: they are computed on a thread of their own beside the adapters, and abandoned if
+  // none of them changes what runs.
+  std::atomic<bool> truth_unneeded{false};
+  std::future<std::shared_ptr<const Float64Truth>> truth;
+  if (!entries.empty()) {
+    truth = std::async(std::launch::async, [original = stack.original(), &truth_unneeded] {
+      return computeFloat64Truth(*original, &truth_unneeded);
+    });
+  }
+  // Leaving early (an error) abandons it too, rather than waiting for it.
+  struct Abandon {
+    std::atomic<bool>& flag;
+    ~Abandon() { flag = true; }
+  } abandon{truth_unneeded};
   for (const CatalogEntry* entry : entries) {
     if (!entry->file || stack.contains(entry->name)) continue;
     AdapterApplication application;
@@ -118,15 +130,85 @@ StackingResult applyInOrder(AdapterStack& stack, const std::vector<const Catalog
     }
     if (!application.changed()) continue;
     if (!application.accepted()) {
-      result.skipped.push_back({{"adapter", entry->name},
-                                {"reason", "refused by the equivalence check"},
-                                {"equivalence", equivalenceToJson(application.equivalence)}});
+      result.skipped.push_back(
+          {{"adapter", entry->name},
+           {"reason", "refused by the equivalence check: " + application.equivalence.problem()},
+           {"equivalence", equivalenceToJson(application.equivalence)}});
       continue;
     }
     result.applied.push_back(applicationToJson(application, limit));
     stack.push(std::move(application));
   }
+  // Once at the end of the stack: the whole model, the original against the adapted one.
+  size_t pushed = result.applied.size();
+  bool computes_differently = false;
+  for (size_t i = stack.applied().size() - pushed; i < stack.applied().size(); ++i) {
+    computes_differently = computes_differently || stack.applied()[i].equivalence.verdict !=
+                                                       EquivalenceResult::Verdict::kUnchanged;
+  }
+  truth_unneeded = !computes_differently;
+  const auto original_truth = truth.valid() ? truth.get() : nullptr;
+  while (pushed > 0 && computes_differently) {
+    const EquivalenceResult whole =
+        checkWholeModel(*stack.original(), *stack.current(), 1, original_truth.get());
+    result.whole_model = equivalenceToJson(whole);
+    if (whole.accepted()) break;
+    const AdapterApplication removed = stack.revert("", profile);
+    result.skipped.push_back({{"adapter", removed.adapter.metadata.name},
+                              {"reason",
+                               "the whole adapted model failed the equivalence check "
+                               "with it on top: " +
+                                   whole.problem()},
+                              {"equivalence", result.whole_model}});
+    result.applied.erase(result.applied.size() - 1);
+    --pushed;
+  }
   return result;
+}
+
+namespace {
+
+std::string brief(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
+}  // namespace
+
+std::string equivalenceLine(const json& equivalence) {
+  const std::string verdict = equivalence.value("verdict", "");
+  if (verdict == "unchanged") return "unchanged: the same computation, node for node";
+  std::string scope = equivalence.value("scope", "");
+  if (equivalence.contains("modules") && scope == "region") {
+    const size_t calls = equivalence["modules"].size();
+    scope = "region of " + std::to_string(calls) + " module call" + (calls == 1 ? "" : "s");
+  }
+  const int draws = equivalence.value("inputs_checked", 0);
+  scope += ", " + std::to_string(draws) + " input draw" + (draws == 1 ? "" : "s");
+  if (!equivalence.value("accepted", false)) {
+    return verdict + " (" + scope + "): " + equivalence.value("problem", "");
+  }
+  const double ratio = equivalence["float64"].value("max_ratio_to_tolerance", 0.0);
+  const double factor = equivalence["float32"].value("factor", 0.0);
+  return "equivalent (" + scope + "): float64 difference " + brief(ratio) +
+         " of its tolerance, float32 error " + brief(factor) + "x the original's; " +
+         (equivalence.value("bitwise_equal", false)
+              ? std::string("bitwise equal in float32")
+              : std::to_string(equivalence.value("max_ulps", int64_t{0})) + " float32 ULPs apart");
+}
+
+std::string equivalenceText(const EquivalenceResult& result) {
+  return equivalenceLine(equivalenceToJson(result));
+}
+
+std::optional<EquivalenceResult> checkStackEnd(const AdapterStack& stack,
+                                               const AdapterApplication& application) {
+  if (!application.after ||
+      application.equivalence.verdict == EquivalenceResult::Verdict::kUnchanged) {
+    return std::nullopt;
+  }
+  return checkWholeModel(*stack.original(), *application.after);
 }
 
 json applicationToJson(const AdapterApplication& application, size_t limit) {

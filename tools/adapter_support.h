@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,9 +52,6 @@ class ModelAdapters {
 std::string recordEvidence(OperationContext& context, const std::string& adapter,
                            const std::string& origin, const std::string& summary,
                            const std::vector<std::pair<std::string, std::string>>& trailers);
-// "bitwise equal" or "3 ULPs (bound 4)", for messages and evidence.
-std::string equivalenceText(const EquivalenceResult& result);
-
 // The catalog entries meant for `model` (its family or name) and, unless `profile` is null,
 // listed for that profile or one it extends, in catalog order.
 std::vector<const CatalogEntry*> adaptersMeantFor(const std::vector<CatalogEntry>& catalog,
@@ -73,14 +71,29 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
 // Applies `entries` in order on top of `stack`: those that change the model and pass their
 // equivalence check are pushed; the rest (refused, or unable to apply to this model) are
 // listed in `skipped` with the reason. Entries that match nothing are passed over silently.
+// Then the whole stack is checked once, the original model against the adapted one: while it
+// fails, the adapter on top is taken off again and listed in `skipped`.
 struct StackingResult {
   nlohmann::json applied = nlohmann::json::array();
   nlohmann::json skipped = nlohmann::json::array();
+  nlohmann::json whole_model;  // the check of the whole stack, when one ran
 };
 StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
                             const DeviceProfile& profile, size_t limit);
 
 nlohmann::json applicationToJson(const AdapterApplication& application, size_t limit);
+
+// One line for an equivalence result (equivalenceToJson), for text output and evidence:
+// "equivalent (region of 2 module calls, 3 input draws): float64 difference 0.0012 of its
+// tolerance, float32 error 1x the original's; bitwise equal in float32", or what failed.
+std::string equivalenceLine(const nlohmann::json& equivalence);
+std::string equivalenceText(const EquivalenceResult& result);
+
+// The check of the whole stack once at its end, after `application` (not yet pushed) would go
+// on top of `stack`: the stack's original model against the adapted one, on the example inputs.
+// Nothing runs (and the result is empty) when the application left the computation unchanged.
+std::optional<EquivalenceResult> checkStackEnd(const AdapterStack& stack,
+                                               const AdapterApplication& application);
 // {"total": N, "by_rule": {...}, "blockers": [{rule, op, module, count}...]}
 nlohmann::json blockersLeftToJson(const LoadedModel& model, const DeviceProfile& profile,
                                   size_t limit);

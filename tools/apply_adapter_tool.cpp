@@ -57,9 +57,15 @@ json run(const json& input, OperationContext& context) {
 
   AdapterApplication application = applyAdapter(*entry.file, stack.current(), profile);
   json report = {{"schema", "stickler.adapt"},
-                 {"version", 1},
+                 {"version", 2},
                  {"model", {{"path", model_path}, {"name", stack.original()->card.name}}},
                  {"application", applicationToJson(application, context.listLimit())}};
+  // Once at the end of the stack this adapter would make: the whole model.
+  std::optional<EquivalenceResult> whole;
+  if (application.accepted()) {
+    whole = checkStackEnd(stack, application);
+    if (whole) report["whole_model_equivalence"] = equivalenceToJson(*whole);
+  }
   if (!application.changed()) {
     report["status"] = "not_applicable";
     report["reason"] = application.refused_by_condition > 0
@@ -67,18 +73,19 @@ json run(const json& input, OperationContext& context) {
                            : "nothing in the model matches the adapter";
   } else if (!application.accepted()) {
     report["status"] = "refused";
-    report["reason"] = "the adapted model is " + std::to_string(application.equivalence.max_ulps) +
-                       " ULPs from the original on the CPU, beyond the adapter's bound of " +
-                       std::to_string(application.equivalence.bound) +
-                       ": it changes what the model computes";
+    report["reason"] = "it changes what the model computes: " + application.equivalence.problem();
+  } else if (whole && !whole->accepted()) {
+    report["status"] = "refused";
+    report["reason"] =
+        "the whole adapted model, the original against this stack with the "
+        "adapter on top, fails the equivalence check: " +
+        whole->problem();
   } else {
     report["status"] = "applied";
     const std::string evidence = recordEvidence(
         context, name, entry.origin,
         "Applied to " + stack.original()->card.name + " for " + profile.name,
-        {{"Evidence", "equivalence on the CPU: " + equivalenceText(application.equivalence) +
-                          " over " + std::to_string(application.equivalence.inputs_checked) +
-                          " input sets"},
+        {{"Evidence", "equivalence on the CPU: " + equivalenceText(application.equivalence)},
          {"Model", stack.original()->card.name},
          {"Profile", profile.name}});
     if (!evidence.empty()) report["evidence_commit"] = evidence;
@@ -109,14 +116,10 @@ std::string renderText(const json& report) {
             " node(s) removed, " + std::to_string(change["nodes_added"].get<int>()) + " added\n";
   }
   if (application.contains("equivalence")) {
-    const json& equivalence = application["equivalence"];
-    text += "  equivalence on the CPU (fp32, " +
-            std::to_string(equivalence["inputs_checked"].get<int>()) + " input sets): " +
-            (equivalence["bitwise_equal"].get<bool>()
-                 ? std::string("bitwise equal")
-                 : std::to_string(equivalence["max_ulps"].get<int64_t>()) + " ULPs (bound " +
-                       std::to_string(equivalence["bound_ulps"].get<int64_t>()) + ")") +
-            "\n";
+    text += "  equivalence on the CPU: " + equivalenceLine(application["equivalence"]) + "\n";
+  }
+  if (report.contains("whole_model_equivalence")) {
+    text += "  whole model: " + equivalenceLine(report["whole_model_equivalence"]) + "\n";
   }
   text += "  applied: ";
   for (const auto& name : report["applied"]) text += name.get<std::string>() + " ";
@@ -134,9 +137,13 @@ Operation makeApplyAdapterOperation() {
   operation.title = "Apply an adapter";
   operation.description =
       "Apply one catalog adapter to a model in this session: the rewrite or transform runs on the "
-      "model's graph, then an equivalence check runs the adapted and the previous model on the "
-      "CPU in fp32 with the same inputs; the adapter is refused when they differ by more than its "
-      "declared max_ulps (0: bitwise). Returns the graph change (nodes removed and added, by "
+      "model's graph, then the equivalence check runs the modules it changed, before and after, "
+      "on the CPU in float64 and float32 with inputs captured from real runs: the adapter is "
+      "refused when the float64 results differ beyond float64 rounding (it changes the "
+      "mathematics) or the float32 results are further from the float64 original than the "
+      "original's own (it is numerically worse); then the whole model, original against adapted, "
+      "is checked once. Bitwise equality and float32 ULPs are reported as information. Returns the "
+      "graph change (nodes removed and added, by "
       "module), the equivalence result, the stack of applied adapters and the blockers left on "
       "the profile. Later check_support and run_model calls on the model see the adapted graph "
       "until revert_adapter.";

@@ -101,7 +101,7 @@ Operation makeDraftAdapterOperation() {
       "source": {"type": "string", "description": "The whole adapter file (docs/adapter-format.md)."},
       "revert": {"type": "boolean", "description": "Instead of a source: undo the draft's last change, as a revert commit."},
       "reason": {"type": "string", "description": "Why this draft: the commit message's subject."},
-      "evidence": {"type": "array", "items": {"type": "string"}, "description": "Evidence lines for the commit (e.g. 'equivalence bitwise on gpt2-tiny')."},
+      "evidence": {"type": "array", "items": {"type": "string"}, "description": "Evidence lines for the commit (e.g. 'equivalent on gpt2-tiny')."},
       "model": {"type": "string", "description": "The model the draft was written for (a trailer)."},
       "profile": {"type": "string", "description": "The profile it was written for (a trailer)."}
     },

@@ -48,7 +48,8 @@ Operation makeListAdaptersOperation() {
       "The adapter catalog: the shipped adapters and the workspace's own (its drafts included, "
       "which shadow a shipped adapter of the same name), each with the gap it bridges, why it is "
       "right, the models and profiles it is for, the blockers it clears, when it can be removed "
-      "and its equivalence bound. An adapter file that does not parse is listed with its error.";
+      "and the float32 ULP distance it states (max_ulps: information; the equivalence check judges "
+      "in float64). An adapter file that does not parse is listed with its error.";
   operation.input_schema = {
       {"type", "object"},
       {"properties",

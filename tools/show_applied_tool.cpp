@@ -31,13 +31,9 @@ std::string renderText(const json& report) {
   }
   std::string text;
   for (const auto& application : report["applied"]) {
-    text +=
-        application["adapter"].get<std::string>() + ": " +
-        std::to_string(application["change"]["rewrites"].get<int>()) + " rewrite(s), " +
-        (application["equivalence"]["bitwise_equal"].get<bool>()
-             ? std::string("bitwise equal")
-             : std::to_string(application["equivalence"]["max_ulps"].get<int64_t>()) + " ULPs") +
-        "\n";
+    text += application["adapter"].get<std::string>() + ": " +
+            std::to_string(application["change"]["rewrites"].get<int>()) + " rewrite(s), " +
+            equivalenceLine(application["equivalence"]) + "\n";
   }
   return text;
 }

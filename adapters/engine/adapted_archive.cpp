@@ -1,10 +1,10 @@
 #include "adapters/engine/adapted_archive.h"
 
-#include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <algorithm>
 
+#include "simulator/graph/attribute_constants.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
@@ -15,26 +15,6 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 namespace prim = torch::jit::prim;
-
-// Every attribute read that yields a value (not a submodule) becomes a constant, so that the
-// forward no longer reads `self`.
-void attributesToConstants(torch::jit::Graph& graph, const c10::IValue& self_value) {
-  Value* self = graph.inputs().at(0);
-  std::vector<Node*> reads;
-  for (const Node* node : allNodes(graph)) {
-    if (node->kind() == prim::GetAttr) reads.push_back(const_cast<Node*>(node));
-  }
-  for (Node* read : reads) {
-    auto value = resolveAttribute(read->output(), self, self_value);
-    if (!value || value->isObject()) continue;
-    if (value->isTensor()) value = c10::IValue(value->toTensor().detach());
-    torch::jit::WithInsertPoint insert_point(read);
-    auto constant = torch::jit::tryInsertConstant(graph, *value);
-    if (!constant) continue;
-    read->output()->replaceAllUsesWith(*constant);
-  }
-  torch::jit::EliminateDeadCode(graph.block());
-}
 
 }  // namespace
 

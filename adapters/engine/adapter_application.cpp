@@ -1,5 +1,9 @@
 #include "adapters/engine/adapter_application.h"
 
+#include <future>
+
+#include "adapters/engine/equivalence/change_region.h"
+#include "adapters/engine/equivalence/region_program.h"
 #include "adapters/engine/graph_edit.h"
 #include "adapters/engine/graph_rewrite.h"
 #include "adapters/engine/transforms/builtin_transform.h"
@@ -54,15 +58,52 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
   application.change = edit.change();
   if (!application.changed()) return application;
   edit.graph().lint();
-  auto after = rebuildModel(*model, model->module, edit.takeGraph(),
-                            adaptedIdentity(model->sha256, adapter.metadata.name));
+  // The region is found twice: from the graphs alone before the adapted model first runs, so
+  // that its run records shapes and captures the first input draw at once, while the model
+  // before it runs the other draws beside it; then with what each node saw, which also catches
+  // padding flowing through operators the edit did not touch. Only when the two differ are the
+  // draws captured again.
+  const NodeOrigin origin = [&edit](const torch::jit::Node* node) { return edit.originalOf(node); };
+  ChangeRegion region;
+  if (check_equivalence) region = findChangeRegion(*model, edit.graph(), origin);
+  const bool capture = region.kind == ChangeRegion::Kind::kRegion;
+  const int draws = equivalenceDraws(*model);
+  std::future<CapturedDraws> others;
+  if (capture && !region.captured_before.empty()) {
+    others = std::async(std::launch::async, [&model, &region, draws] {
+      return captureDraws(*model, region.captured_before, 1, draws);
+    });
+  }
+  ValueCapture first(region.captured);
+  first.captureInputs(model->example_inputs);
+  std::unique_ptr<LoadedModel> after;
+  try {
+    after = rebuildModel(*model, model->module, edit.takeGraph(),
+                         adaptedIdentity(model->sha256, adapter.metadata.name),
+                         capture ? &first : nullptr);
+  } catch (...) {
+    if (others.valid()) others.wait();
+    throw;
+  }
   after->host_modules = edit.hostModules();
   if (edit.change().fixes_shapes) after->card.fixed_shapes = true;
   application.after = std::move(after);
   if (check_equivalence) {
+    const ChangeRegion seen =
+        findChangeRegion(*model, *application.after->graph, origin, &application.after->records);
+    const bool same = capture && seen.kind == region.kind && seen.modules == region.modules;
+    CapturedDraws feeds;
+    if (others.valid()) feeds = others.get();
+    if (same) {
+      if (feeds.draws.size() != static_cast<size_t>(draws)) {
+        feeds = captureDraws(*application.after, region.captured, 1, draws);
+      }
+      feeds.draws[0] = first.values();
+    }
     application.equivalence =
-        checkEquivalence(*model, *application.after, adapter.metadata.max_ulps);
+        checkAdaptation(*model, *application.after, same ? region : seen, same ? &feeds : nullptr);
   }
+  application.equivalence.stated_max_ulps = adapter.metadata.max_ulps;
   return application;
 }
 

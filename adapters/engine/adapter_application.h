@@ -6,7 +6,7 @@
 #include <string>
 
 #include "adapters/engine/adapter_file.h"
-#include "adapters/engine/equivalence.h"
+#include "adapters/engine/equivalence/equivalence.h"
 #include "adapters/engine/graph_change.h"
 
 namespace stickler {
@@ -23,13 +23,15 @@ struct AdapterApplication {
   EquivalenceResult equivalence;  // meaningful when something changed
 
   bool changed() const { return !change.empty(); }
-  bool accepted() const { return changed() && equivalence.within_bound; }
+  bool accepted() const { return changed() && equivalence.accepted(); }
 };
 
 // Applies `adapter` to `model`. Compile errors in its functions and arguments a transform
 // cannot honor are UserErrors naming the adapter file; an adapter that matches nothing or
-// changes the math beyond its bound is a result (see changed(), accepted()), not an error.
-// `check_equivalence` false skips the check (matching only asks what a rewrite would clear).
+// changes what the model computes is a result (see changed(), accepted()), not an error. The
+// equivalence check runs the modules the change touches, on inputs captured while the adapted
+// model records its shapes. `check_equivalence` false skips it (matching only asks what a
+// rewrite would clear).
 AdapterApplication applyAdapter(const AdapterFile& adapter,
                                 std::shared_ptr<const LoadedModel> model,
                                 const DeviceProfile& profile, bool check_equivalence = true);

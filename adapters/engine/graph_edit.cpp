@@ -28,6 +28,11 @@ Value* GraphEdit::copyOf(const Value* original) const {
   return copy == copies_.end() ? nullptr : copy->second->output(original->offset());
 }
 
+const Node* GraphEdit::originalOf(const Node* copy) const {
+  auto found = original_.find(copy);
+  return found == original_.end() ? nullptr : found->second;
+}
+
 std::optional<ValueDesc> GraphEdit::describe(const Value* value) const {
   const Node* producer = value->node();
   if (producer->kind() == torch::jit::prim::Param) {

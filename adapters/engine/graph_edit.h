@@ -23,6 +23,9 @@ class GraphEdit {
 
   // The copy's value for a value of the model's own graph (as observers of its runs see them).
   torch::jit::Value* copyOf(const torch::jit::Value* original) const;
+  // The node of the model's own graph that a node of the copy was copied from; nullptr for a
+  // node the edit created.
+  const torch::jit::Node* originalOf(const torch::jit::Node* copy) const;
 
   // What `value` (of the copy) was on the example inputs; nullopt for values created by the
   // edit or never reached.

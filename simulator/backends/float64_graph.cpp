@@ -10,7 +10,25 @@ using torch::jit::Block;
 using torch::jit::Node;
 namespace prim = torch::jit::prim;
 
-std::shared_ptr<torch::jit::Graph> toFloat64Graph(const torch::jit::Graph& source) {
+namespace {
+
+c10::Symbol twinAttribute() {
+  static const c10::Symbol twin = c10::Symbol::attr("stickler_float64");
+  return twin;
+}
+
+}  // namespace
+
+void attachFloat64Twin(Node& constant, const at::Tensor& twin) {
+  constant.t_(twinAttribute(), twin.to(c10::kDouble).contiguous());
+}
+
+bool hasFloat64Twin(const Node& constant) {
+  return constant.hasAttribute(twinAttribute());
+}
+
+std::shared_ptr<torch::jit::Graph> toFloat64Graph(const torch::jit::Graph& source,
+                                                  bool widen_constants) {
   auto graph = const_cast<torch::jit::Graph&>(source).copy();  // copy() is not const in 1.13
   const auto float32 = static_cast<int64_t>(c10::ScalarType::Float);
   const auto float64 = static_cast<int64_t>(c10::ScalarType::Double);
@@ -20,9 +38,12 @@ std::shared_ptr<torch::jit::Graph> toFloat64Graph(const torch::jit::Graph& sourc
       for (Block* inner : node->blocks()) visit(inner);
       if (node->kind() == prim::Constant) {
         auto value = torch::jit::toIValue(node->output());
-        if (value && value->isTensor() && value->toTensor().scalar_type() == c10::kFloat) {
+        if (value && value->isTensor() && value->toTensor().scalar_type() == c10::kFloat &&
+            (widen_constants || hasFloat64Twin(*node))) {
           torch::jit::WithInsertPoint guard(node);
-          auto* replacement = graph->insertConstant(value->toTensor().to(c10::kDouble));
+          const at::Tensor widened =
+              hasFloat64Twin(*node) ? node->t(twinAttribute()) : value->toTensor().to(c10::kDouble);
+          auto* replacement = graph->insertConstant(widened);
           replacement->node()->setScope(node->scope());
           node->output()->replaceAllUsesWith(replacement);
           node->destroy();

@@ -35,25 +35,26 @@ std::vector<const Value*> boundaryInputs(const Region& region,
                                          const std::unordered_set<const Node*>& within) {
   std::vector<const Value*> boundary;
   std::unordered_set<const Value*> seen;
+  // Produced inside the region, block parameters included (a block may hand one straight back).
+  auto inside = [&](const Value* value) {
+    return within.count(value->node()) ||
+           (value->node()->kind() == prim::Param &&
+            value->node()->owningBlock() != value->owningGraph()->block());
+  };
   std::vector<const Node*> ordered;
   std::function<void(const Node*)> visit = [&](const Node* node) {
     ordered.push_back(node);
     for (const torch::jit::Block* block : node->blocks()) {
       for (const Node* inner : block->nodes()) visit(inner);
       for (const Value* output : block->outputs()) {
-        if (!within.count(output->node()) && seen.insert(output).second) boundary.push_back(output);
+        if (!inside(output) && seen.insert(output).second) boundary.push_back(output);
       }
     }
   };
   for (const Node* node : region.nodes) visit(node);
   for (const Node* node : ordered) {
     for (const Value* input : node->inputs()) {
-      if (within.count(input->node()) ||
-          input->node()->kind() == prim::Param &&
-              input->node()->owningBlock() != input->owningGraph()->block()) {
-        continue;  // produced inside the region (block parameters included)
-      }
-      if (seen.insert(input).second) boundary.push_back(input);
+      if (!inside(input) && seen.insert(input).second) boundary.push_back(input);
     }
   }
   return boundary;

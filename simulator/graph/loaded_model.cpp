@@ -147,14 +147,25 @@ void resolveAutoKinds(LoadedModel& model) {
   }
 }
 
-// Records what each node saw the first time it ran.
+// Records what each node saw the first time it ran, and lets another observer watch too.
 class ShapeRecorder : public ExecutionObserver {
  public:
-  explicit ShapeRecorder(std::unordered_map<const Node*, NodeRecord>& records)
-      : records_(records) {}
+  ShapeRecorder(std::unordered_map<const Node*, NodeRecord>& records, ExecutionObserver* also)
+      : records_(records), also_(also) {}
 
-  void onNode(const Node& node, const ModuleCall*, const ValueView& inputs,
+  void onModuleEnter(const ModuleCall& call, const ValueView& inputs) override {
+    if (also_ != nullptr) also_->onModuleEnter(call, inputs);
+  }
+  void beforeNode(const Node& node, const ModuleCall* module, const NodeInputs& inputs) override {
+    if (also_ != nullptr) also_->beforeNode(node, module, inputs);
+  }
+  void onModuleExit(const ModuleCall& call, const MutableValueView& outputs) override {
+    if (also_ != nullptr) also_->onModuleExit(call, outputs);
+  }
+
+  void onNode(const Node& node, const ModuleCall* module, const ValueView& inputs,
               const MutableValueView& outputs) override {
+    if (also_ != nullptr) also_->onNode(node, module, inputs, outputs);
     NodeRecord& record = records_[&node];
     if (record.executions++ > 0) return;
     for (size_t i = 0; i < inputs.size(); ++i) record.inputs.push_back(describeValue(inputs[i]));
@@ -165,12 +176,13 @@ class ShapeRecorder : public ExecutionObserver {
 
  private:
   std::unordered_map<const Node*, NodeRecord>& records_;
+  ExecutionObserver* also_;
 };
 
 // Builds the interpreter and runs the example inputs once, recording what each node sees.
-void runAndRecord(LoadedModel& model) {
+void runAndRecord(LoadedModel& model, ExecutionObserver* also = nullptr) {
   model.interpreter = std::make_unique<Interpreter>(model.module, model.graph, model.modules);
-  ShapeRecorder recorder(model.records);
+  ShapeRecorder recorder(model.records, also);
   try {
     model.example_outputs = model.interpreter->run(model.example_inputs, &recorder);
   } catch (const UserError& e) {
@@ -403,7 +415,7 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
 
 std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::Module module,
                                           std::shared_ptr<torch::jit::Graph> graph,
-                                          const std::string& identity) {
+                                          const std::string& identity, ExecutionObserver* also) {
   auto model = std::make_unique<LoadedModel>();
   model->path = base.path;
   model->sha256 = identity;
@@ -415,7 +427,7 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
   model->host_modules = base.host_modules;
   model->example_inputs = base.example_inputs;
   model->captured_inputs = base.captured_inputs;
-  runAndRecord(*model);
+  runAndRecord(*model, also);
   return model;
 }
 

@@ -63,9 +63,11 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
 // The same model with `graph` (and `module`, for adaptations that add or change weights) in
 // place of its own: card, example inputs and module table are the base's; the example inputs
 // are run again to record what each node sees. `identity` stands in for the archive's hash.
+// `also` observes that run too (to capture values without running the model again).
 std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::Module module,
                                           std::shared_ptr<torch::jit::Graph> graph,
-                                          const std::string& identity);
+                                          const std::string& identity,
+                                          ExecutionObserver* also = nullptr);
 
 // LoadOptions from --input flags (name:shape:dtype[:kind]).
 LoadOptions loadOptionsFromFlags(const std::vector<std::string>& input_flags);

@@ -1,0 +1,280 @@
+#include "adapters/engine/equivalence/region_program.h"
+
+#include <functional>
+
+#include "simulator/backends/float64_graph.h"
+#include "simulator/graph/attribute_constants.h"
+#include "simulator/graph/example_inputs.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/support/concurrent_tasks.h"
+#include "simulator/support/errors.h"
+
+namespace stickler {
+
+using torch::jit::Node;
+using torch::jit::Value;
+namespace prim = torch::jit::prim;
+
+namespace {
+
+c10::IValue copied(const c10::IValue& value) {
+  if (value.isTensor()) return value.toTensor().clone();
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> list;
+    for (const at::Tensor& tensor : value.toTensorVector()) list.push_back(tensor.clone());
+    return list;
+  }
+  return value;
+}
+
+// Builds the region's graph: `self`, one input per boundary value, clones of the region's nodes,
+// and the outputs; the weights it reads become constants.
+class RegionBuilder {
+ public:
+  explicit RegionBuilder(const LoadedModel& model)
+      : model_(model), graph_(std::make_shared<torch::jit::Graph>()) {}
+
+  std::shared_ptr<torch::jit::Graph> build(const std::vector<const Node*>& nodes,
+                                           const std::vector<const Value*>& inputs,
+                                           const std::vector<const Value*>& outputs) {
+    Value* self = graph_->addInput("self");
+    self->setType(model_.module.type());
+    for (const Value* input : inputs) {
+      Value* parameter = graph_->addInput();
+      parameter->setType(input->type());
+      env_[input] = parameter;
+    }
+    for (const Node* node : nodes) {
+      Node* copy = graph_->insertNode(graph_->createClone(
+          const_cast<Node*>(node), [&](Value* value) { return lookup(value); }));
+      for (size_t i = 0; i < copy->outputs().size(); ++i) env_[node->output(i)] = copy->output(i);
+    }
+    for (const Value* output : outputs) graph_->registerOutput(lookup(output));
+    // Weights as constants, so that float64 widens the region's weights and no others.
+    attributesToConstants(*graph_, c10::IValue(model_.module._ivalue()));
+    return graph_;
+  }
+
+ private:
+  // A value the cloned nodes read: a boundary input, a value of the region, or a constant or
+  // weight, which becomes a constant of the region's graph.
+  Value* lookup(const Value* value) {
+    if (auto found = env_.find(value); found != env_.end()) return found->second;
+    const Node* producer = value->node();
+    if (producer->kind() == prim::Constant) {
+      // A clone keeps the constant's attributes, its float64 twin among them.
+      Node* copy = graph_->insertNode(graph_->createClone(
+          const_cast<Node*>(producer), [](Value* v) { return v; }, /*copy_blocks=*/false));
+      return env_[value] = copy->output();
+    }
+    if (producer->kind() == prim::GetAttr) {
+      // The same read from the region's own self; build() then makes weights constants.
+      Value* owner = lookup(producer->input());
+      Node* read = graph_->insertNode(graph_->createClone(
+          const_cast<Node*>(producer), [owner](Value*) { return owner; }, false));
+      return env_[value] = read->output();
+    }
+    if (value == model_.graph->inputs().at(0)) return env_[value] = graph_->inputs().at(0);
+    throw UserError("the region reads %" + value->debugName() + " (from " +
+                    producer->kind().toQualString() +
+                    "), which is neither one of its inputs nor a constant or weight");
+  }
+
+  const LoadedModel& model_;
+  std::shared_ptr<torch::jit::Graph> graph_;
+  std::unordered_map<const Value*, Value*> env_;
+};
+
+// Widens the float32 tensors an operator reads (weights and constants: in the float64 graph
+// everything computed is float64 already) just before it reads them, into float64 buffers that
+// are reused from one operator to the next. A float64 run of a large region thus never holds a
+// float64 copy of every weight, nor pays for fresh memory per weight.
+class WidenAsRead : public ExecutionObserver {
+ public:
+  WidenAsRead(std::vector<at::Tensor>& scratch, const std::atomic<bool>* cancelled)
+      : scratch_(scratch), cancelled_(cancelled) {}
+
+  void beforeNode(const Node&, const ModuleCall*, const NodeInputs& inputs) override {
+    if (cancelled_ != nullptr && cancelled_->load()) throw RegionProgram::Cancelled{};
+    in_use_ = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const c10::IValue& input = inputs[i];
+      if (input.isTensor() && input.toTensor().scalar_type() == c10::kFloat) {
+        inputs.replace(i, widenInto(in_use_++, input.toTensor()));
+      } else if (input.isTensorList()) {
+        inputs.replace(i, widenToFloat64(input));
+      }
+    }
+  }
+
+  // An operator whose result shares a buffer (a view of a weight: t(), a slice) keeps it; the
+  // next widening into that slot gets a buffer of its own.
+  void onNode(const Node&, const ModuleCall*, const ValueView&,
+              const MutableValueView& outputs) override {
+    for (size_t k = 0; k < in_use_; ++k) {
+      for (size_t o = 0; o < outputs.size() && scratch_[k].defined(); ++o) {
+        std::vector<c10::IValue> leaves = {outputs[o]};
+        while (!leaves.empty()) {
+          const c10::IValue leaf = leaves.back();
+          leaves.pop_back();
+          if (leaf.isTensor() && leaf.toTensor().defined() &&
+              leaf.toTensor().storage().is_alias_of(scratch_[k].storage())) {
+            scratch_[k] = at::Tensor();
+            break;
+          }
+          if (leaf.isTuple()) {
+            for (const auto& element : leaf.toTupleRef().elements()) leaves.push_back(element);
+          } else if (leaf.isList()) {
+            for (const auto& element : leaf.toListRef()) leaves.push_back(element);
+          }
+        }
+      }
+    }
+    in_use_ = 0;
+  }
+
+  bool seesShapeArithmetic() const override { return false; }
+
+ private:
+  at::Tensor widenInto(size_t slot, const at::Tensor& tensor) {
+    if (slot >= scratch_.size()) scratch_.resize(slot + 1);
+    at::Tensor& buffer = scratch_[slot];
+    if (!buffer.defined() || buffer.numel() < tensor.numel()) {
+      buffer =
+          at::empty({std::max<int64_t>(tensor.numel(), 1)}, tensor.options().dtype(c10::kDouble));
+    }
+    at::Tensor widened = buffer.narrow(0, 0, tensor.numel()).view(tensor.sizes());
+    widened.copy_(tensor);
+    return widened;
+  }
+
+  std::vector<at::Tensor>& scratch_;
+  const std::atomic<bool>* cancelled_;
+  size_t in_use_ = 0;
+};
+
+}  // namespace
+
+c10::IValue widenToFloat64(const c10::IValue& value) {
+  if (value.isTensor()) return toFloat64Value(value);
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> list;
+    for (const at::Tensor& tensor : value.toTensorVector()) {
+      list.push_back(tensor.is_floating_point() ? tensor.to(c10::kDouble) : tensor);
+    }
+    return list;
+  }
+  if (value.isTuple()) {
+    std::vector<c10::IValue> elements;
+    for (const auto& element : value.toTupleRef().elements()) {
+      elements.push_back(widenToFloat64(element));
+    }
+    return c10::ivalue::Tuple::create(std::move(elements));
+  }
+  return value;
+}
+
+RegionProgram::RegionProgram(const LoadedModel& model, const std::vector<const Node*>& nodes,
+                             const std::vector<const Value*>& inputs,
+                             const std::vector<const Value*>& outputs, Precision precision)
+    : precision_(precision) {
+  graph_ = RegionBuilder(model).build(nodes, inputs, outputs);
+  if (precision == Precision::kFloat64) graph_ = toFloat64Graph(*graph_, /*widen_constants=*/false);
+  interpreter_ = std::make_unique<Interpreter>(model.module, graph_, model.modules);
+}
+
+RegionProgram::~RegionProgram() = default;
+RegionProgram::RegionProgram(RegionProgram&&) noexcept = default;
+
+std::vector<c10::IValue> RegionProgram::run(const std::vector<c10::IValue>& inputs,
+                                            WideningBuffers* buffers,
+                                            const std::atomic<bool>* cancelled) const {
+  std::vector<c10::IValue> fed;
+  fed.reserve(inputs.size());
+  for (const auto& input : inputs) {
+    fed.push_back(precision_ == Precision::kFloat64 ? copied(widenToFloat64(input))
+                                                    : copied(input));
+  }
+  if (precision_ == Precision::kFloat32) return interpreter_->run(std::move(fed));
+  WideningBuffers own;
+  WidenAsRead widen(buffers != nullptr ? buffers->slots : own.slots, cancelled);
+  return interpreter_->run(std::move(fed), &widen);
+}
+
+std::vector<c10::IValue> drawInputs(const LoadedModel& model, int draw) {
+  if (draw == 0) return model.example_inputs;
+  const auto& schema = model.module.get_method("forward").function().getSchema();
+  return makeExampleInputs(model.card.inputs, schema, static_cast<uint64_t>(draw),
+                           model.captured_inputs);
+}
+
+CapturedDraws captureDraws(const LoadedModel& model, const std::vector<const Value*>& values,
+                           int first, int last) {
+  CapturedDraws captured;
+  captured.draws.resize(static_cast<size_t>(std::max(last, 0)));
+  std::vector<std::function<void()>> tasks;
+  for (int draw = first; draw < last; ++draw) {
+    tasks.emplace_back([&, draw] {
+      const auto inputs = drawInputs(model, draw);
+      ValueCapture capture(values, /*stop_when_complete=*/true);
+      capture.captureInputs(inputs);
+      if (!capture.complete()) {
+        try {
+          model.interpreter->run(inputs, &capture);
+        } catch (const ValueCapture::Complete&) {
+        }
+      }
+      captured.draws[static_cast<size_t>(draw)] = capture.values();
+    });
+  }
+  runConcurrently(tasks);
+  return captured;
+}
+
+ValueCapture::ValueCapture(std::vector<const Value*> wanted, bool stop_when_complete)
+    : wanted_(std::move(wanted)), stop_when_complete_(stop_when_complete) {
+  for (const Value* value : wanted_) captured_.emplace(value, std::nullopt);
+  missing_ = captured_.size();
+}
+
+void ValueCapture::captureInputs(const std::vector<c10::IValue>& forward_inputs) {
+  for (const Value* value : wanted_) {
+    if (value->node()->kind() != prim::Param || value->node()->owningBlock() == nullptr ||
+        value->node()->owningBlock()->owningNode() != nullptr) {
+      continue;
+    }
+    const size_t index = value->offset();  // 0 is self
+    auto& slot = captured_[value];
+    if (index >= 1 && index - 1 < forward_inputs.size() && !slot) {
+      slot = copied(forward_inputs[index - 1]);
+      --missing_;
+    }
+  }
+}
+
+void ValueCapture::onNode(const Node& node, const ModuleCall*, const ValueView&,
+                          const MutableValueView& outputs) {
+  for (size_t i = 0; i < node.outputs().size() && i < outputs.size(); ++i) {
+    auto slot = captured_.find(node.output(i));
+    if (slot != captured_.end() && !slot->second) {
+      slot->second = copied(outputs[i]);
+      --missing_;
+    }
+  }
+  if (stop_when_complete_ && missing_ == 0) throw Complete{};
+}
+
+std::vector<c10::IValue> ValueCapture::values() const {
+  std::vector<c10::IValue> values;
+  values.reserve(wanted_.size());
+  for (const Value* value : wanted_) {
+    const auto& captured = captured_.at(value);
+    if (!captured) {
+      throw UserError("the run never produced %" + value->debugName() + ", an input of the region");
+    }
+    values.push_back(*captured);
+  }
+  return values;
+}
+
+}  // namespace stickler

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Generates models of realistic geometry for the benchmarks, with the zoo's own families (so
+they are written as the zoo's are, and the catalog's adapters meet the same structure).
+
+Not part of the test run, never committed: the archives are hundreds of megabytes.
+
+  /usr/bin/python3 bench/models/generate_large.py --out build/bench-models [--only NAME...]
+"""
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "zoo"))
+
+import torch  # noqa: E402
+
+from common import init_weights_like_transformers, mask_input, seed_for, token_input, write_model  # noqa: E402
+from families import llama  # noqa: E402
+
+# name: (family module, config, tokens)
+MODELS = {
+    # A Llama-style decoder the size of TinyLlama's geometry cut to 8 layers: hidden 2048, 32
+    # heads of 64, 4 KV heads, intermediate 5632, vocabulary 32000; about 480M parameters.
+    "llama-480m": (llama, llama._config("llama", 2048, 8, 32, 4, 64, 32000, 5632), 128),
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--only", nargs="*")
+    args = parser.parse_args()
+    torch.set_num_threads(os.cpu_count() or 1)
+    os.makedirs(args.out, exist_ok=True)
+    for name, (family, config, tokens) in MODELS.items():
+        if args.only and name not in args.only:
+            continue
+        path = os.path.join(args.out, name + ".pt")
+        if os.path.exists(path):
+            print(f"{path}: present")
+            continue
+        start = time.time()
+        torch.manual_seed(seed_for(name))
+        model, card, method, _ = family.build(name, dict(config))
+        card["inputs"] = [token_input("input_ids", 1, tokens, config["vocab_size"]), mask_input("attention_mask", 1, tokens)]
+        model.eval()
+        init_weights_like_transformers(model)
+        partial = path + ".partial"
+        write_model(partial, model, card, method)
+        os.replace(partial, path)
+        params = sum(p.numel() for p in model.parameters())
+        print(f"{path}: {params / 1e6:.0f}M parameters in {time.time() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,305 @@
+// The equivalence check: the same mathematics judged in float64, no worse in float32, on the
+// modules an adapter changed. Every verdict asserted here holds on any CPU and with any BLAS
+// library (the README's test command runs this file again on the reference BLAS): nothing
+// asserts bitwise or ULP-exact agreement of computations whose summation order a library picks.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <torch/script.h>
+
+#include "adapters/engine/adapter_application.h"
+#include "adapters/engine/adapter_catalog.h"
+#include "adapters/engine/adapter_file.h"
+#include "adapters/engine/equivalence/agreement.h"
+#include "adapters/engine/equivalence/equivalence.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/model_card.h"
+#include "simulator/support/blas_library.h"
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+using testing::zooPath;
+
+// ---- The criteria, on tensors made here ----
+
+// Sums of `terms` (rows of [n, k]) in the given order and precision, term by term.
+at::Tensor rowSums(const at::Tensor& terms, bool reversed, c10::ScalarType type) {
+  const at::Tensor values = terms.to(type).contiguous();
+  at::Tensor sums = at::zeros({values.size(0)}, values.options());
+  for (int64_t i = 0; i < values.size(0); ++i) {
+    at::Tensor total = at::zeros({}, values.options());
+    for (int64_t j = 0; j < values.size(1); ++j) {
+      total = total + values[i][reversed ? values.size(1) - 1 - j : j];
+    }
+    sums[i] = total;
+  }
+  return sums;
+}
+
+struct Sums {
+  at::Tensor original32, adapted32, original64, adapted64;
+};
+
+// The same sums in two orders: forward for the original, backward for the adapted.
+Sums reorderedSums() {
+  at::manual_seed(7);
+  const at::Tensor terms = at::randn({64, 48}, at::kDouble);
+  return {rowSums(terms, false, at::kFloat), rowSums(terms, true, at::kFloat),
+          rowSums(terms, false, at::kDouble), rowSums(terms, true, at::kDouble)};
+}
+
+AgreementSummary judge(const Sums& sums) {
+  Agreement agreement;
+  agreement.add("sums", 0, sums.original32, sums.adapted32, sums.original64, sums.adapted64);
+  return agreement.summary();
+}
+
+TEST(Equivalence, ASumInAnotherOrderIsTheSameMathematics) {
+  const Sums sums = reorderedSums();
+  ASSERT_FALSE(at::equal(sums.original64, sums.adapted64));  // the orders do round differently
+  const AgreementSummary summary = judge(sums);
+  EXPECT_TRUE(summary.same_math) << summary.problem;
+  EXPECT_TRUE(summary.no_worse) << summary.problem;
+  EXPECT_LT(summary.float64_ratio, 0.1);  // far inside the tolerance
+}
+
+TEST(Equivalence, AMillionthMoreIsAnotherMathematics) {
+  Sums sums = reorderedSums();
+  sums.adapted64 = sums.original64 * (1 + 1e-6);
+  sums.adapted32 = sums.original32 * (1 + 1e-6);
+  const AgreementSummary summary = judge(sums);
+  EXPECT_FALSE(summary.same_math);
+  EXPECT_GT(summary.float64_ratio, 1e3);
+  // The refusal names where and what, in both precisions.
+  EXPECT_NE(summary.problem.find("not the same mathematics: sums at ["), std::string::npos)
+      << summary.problem;
+  EXPECT_NE(summary.problem.find("float64"), std::string::npos) << summary.problem;
+  EXPECT_NE(summary.problem.find("float32"), std::string::npos) << summary.problem;
+}
+
+TEST(Equivalence, MoreRoundingInFloat32IsWorse) {
+  Sums sums = reorderedSums();
+  sums.adapted32 = sums.original64.to(at::kBFloat16).to(at::kFloat);  // 8 significant bits
+  sums.adapted64 = sums.original64;
+  const AgreementSummary summary = judge(sums);
+  EXPECT_TRUE(summary.same_math);
+  EXPECT_FALSE(summary.no_worse);
+  EXPECT_GT(summary.float32_factor, kFloat32Factor);
+  EXPECT_NE(summary.problem.find("worse in float32: sums"), std::string::npos) << summary.problem;
+}
+
+TEST(Equivalence, ShapesIntegersAndNonFiniteValuesMustMatch) {
+  const Sums sums = reorderedSums();
+  {
+    Agreement agreement;
+    agreement.add("padded", 0, sums.original32, at::cat({sums.original32, sums.original32}),
+                  sums.original64, at::cat({sums.original64, sums.original64}));
+    EXPECT_NE(agreement.summary().problem.find("shape [64] became [128]"), std::string::npos)
+        << agreement.summary().problem;
+  }
+  {
+    const at::Tensor ids = at::arange(10);
+    at::Tensor other = ids.clone();
+    other[3] = 4;
+    Agreement agreement;
+    agreement.add("ids", 1, ids, other, ids, other);
+    EXPECT_NE(agreement.summary().problem.find("ids at [3] (input draw 2): 3 became 4"),
+              std::string::npos)
+        << agreement.summary().problem;
+  }
+  {
+    at::Tensor nan = sums.adapted64.clone();
+    nan[5] = std::nan("");
+    Agreement agreement;
+    agreement.add("sums", 0, sums.original32, sums.adapted32, sums.original64, nan);
+    EXPECT_FALSE(agreement.summary().same_math);
+    EXPECT_NE(agreement.summary().problem.find("sums at [5]"), std::string::npos);
+  }
+}
+
+// ---- Adapters on zoo models ----
+
+AdapterFile rewrite(const std::string& name, const std::string& functions) {
+  return parseAdapterFile("name = \"" + name +
+                              "\"\ngap = \"g\"\nwhy = \"w\"\nmodels = [\"*\"]\nprofiles = "
+                              "[\"spyre-2026\"]\nremove_when = \"r\"\n\n" +
+                              functions,
+                          name + ".py");
+}
+
+AdapterApplication apply(const AdapterFile& adapter, const std::string& model) {
+  return applyAdapter(adapter, loadModel(zooPath(model + ".pt")), loadProfile("spyre-2026"));
+}
+
+// A refusal for changed mathematics names the numbers and the position in both precisions.
+void expectDifferentMath(const AdapterApplication& application) {
+  ASSERT_TRUE(application.changed());
+  EXPECT_FALSE(application.accepted());
+  EXPECT_EQ(application.equivalence.verdict, EquivalenceResult::Verdict::kDifferentMath);
+  const std::string& problem = application.equivalence.problem();
+  EXPECT_EQ(problem.rfind("not the same mathematics: ", 0), 0u) << problem;
+  for (const char* part : {" at [", "float64 ", " became ", "tolerance", "; float32 "}) {
+    EXPECT_NE(problem.find(part), std::string::npos) << part << " in: " << problem;
+  }
+}
+
+TEST(EquivalenceAdapters, AScaleOfOnePlusOneMillionthIsRefused) {
+  const auto application = apply(rewrite("rsqrt-a-millionth-more", R"(
+def pattern(x: Tensor):
+    return torch.rsqrt(x)
+
+
+def replacement(x: Tensor):
+    return torch.rsqrt(x) * 1.000001
+)"),
+                                 "llama-tiny");
+  expectDifferentMath(application);
+  // Found on the norms the rewrite touched, then confirmed on the whole model's results: the
+  // refusal says where it starts and what reaches the logits.
+  EXPECT_EQ(application.equivalence.scope, "whole model");
+  // (Whichever of the norms differs most is named: each one does.)
+  EXPECT_NE(application.equivalence.region_problem.find("the results of model."), std::string::npos)
+      << application.equivalence.region_problem;
+  EXPECT_NE(application.equivalence.region_problem.find("norm"), std::string::npos)
+      << application.equivalence.region_problem;
+  EXPECT_NE(application.equivalence.problem().find("and in the model's results: output 0 at ["),
+            std::string::npos)
+      << application.equivalence.problem();
+}
+
+TEST(EquivalenceAdapters, TheTanhGeluInPlaceOfTheErfGeluIsRefused) {
+  expectDifferentMath(apply(rewrite("gelu-tanh-for-erf", R"(
+def pattern(x: Tensor):
+    return torch.gelu(x)
+
+
+def replacement(x: Tensor):
+    return torch.gelu(x, approximate="tanh")
+)"),
+                            "bert-tiny"));
+}
+
+// bert-tiny with the non-zero biases a trained model has (the zoo's are zero, as freshly
+// initialized ones are, and dropping a zero bias changes nothing).
+std::string bertWithBiases() {
+  const std::string out = ::testing::TempDir() + "bert-tiny-biases.pt";
+  torch::jit::ExtraFilesMap extra{{ModelCard::kArchivePath, ""}};
+  torch::jit::Module module = torch::jit::load(zooPath("bert-tiny.pt"), torch::kCPU, extra);
+  torch::NoGradGuard no_grad;
+  at::manual_seed(3);
+  for (const auto& parameter : module.named_parameters()) {
+    if (parameter.name.size() >= 4 && parameter.name.substr(parameter.name.size() - 4) == "bias") {
+      parameter.value.uniform_(-0.1, 0.1);
+    }
+  }
+  module.save(out, extra);
+  return out;
+}
+
+TEST(EquivalenceAdapters, DroppingABiasIsRefused) {
+  const AdapterFile drop = rewrite("drop-linear-bias", R"(
+def pattern(x: Tensor, w: Tensor, b: Tensor):
+    return torch.linear(x, w, b)
+
+
+def replacement(x: Tensor, w: Tensor, b: Tensor):
+    return torch.linear(x, w)
+)");
+  const std::shared_ptr<const LoadedModel> model = loadModel(bertWithBiases());
+  expectDifferentMath(applyAdapter(drop, model, loadProfile("spyre-2026")));
+  // On the zoo's own bert-tiny every bias is zero: dropping them computes the same.
+  EXPECT_TRUE(apply(drop, "bert-tiny").accepted());
+}
+
+TEST(EquivalenceAdapters, MovingAScaleAcrossAMatmulIsTheSameMathematics) {
+  const auto application = apply(rewrite("scale-queries-first", R"(
+def pattern(q: Tensor, k: Tensor, scale: float):
+    return torch.matmul(q, k.transpose(2, 3)) * scale
+
+
+def replacement(q: Tensor, k: Tensor, scale: float):
+    return torch.matmul(q * scale, k.transpose(2, 3))
+)"),
+                                 "llama-tiny");
+  ASSERT_TRUE(application.changed());
+  EXPECT_TRUE(application.accepted()) << application.equivalence.problem();
+  EXPECT_EQ(application.equivalence.verdict, EquivalenceResult::Verdict::kEquivalent);
+  EXPECT_EQ(application.equivalence.scope, "region");
+}
+
+TEST(EquivalenceAdapters, TheSameMathematicsThatOverflowsFloat32IsRefusedAsWorse) {
+  // x * x as (x * 2^100)^2 * 2^-200: exact in float64, overflow and underflow in float32.
+  const auto application = apply(rewrite("square-scaled-out-of-range", R"(
+def pattern(x: Tensor):
+    return x.pow(2)
+
+
+def replacement(x: Tensor):
+    y = x * 1.2676506002282294e30
+    return (y * y) * 6.223015277861142e-61
+)"),
+                                 "llama-tiny");
+  ASSERT_TRUE(application.changed());
+  EXPECT_FALSE(application.accepted());
+  EXPECT_EQ(application.equivalence.verdict, EquivalenceResult::Verdict::kWorseInFloat32)
+      << application.equivalence.problem();
+  EXPECT_EQ(application.equivalence.problem().rfind("worse in float32: ", 0), 0u)
+      << application.equivalence.problem();
+}
+
+TEST(EquivalenceAdapters, AMaskBuiltInTheRootModuleIsCheckedOnTheWholeModel) {
+  AdapterFile mask = readAdapterFile(shippedCatalogDir() + "/mask-fill-in-device-range.py");
+  const auto application =
+      applyAdapter(mask, loadModel(zooPath("bert-tiny.pt")), loadProfile("spyre-2026"));
+  ASSERT_TRUE(application.accepted()) << application.equivalence.problem();
+  EXPECT_EQ(application.equivalence.scope, "whole model");
+  EXPECT_NE(application.equivalence.why_whole.find("root module"), std::string::npos)
+      << application.equivalence.why_whole;
+}
+
+TEST(EquivalenceAdapters, TheWholeStackIsCheckedOnce) {
+  const std::shared_ptr<const LoadedModel> original = loadModel(zooPath("gpt2-tiny.pt"));
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  std::shared_ptr<const LoadedModel> model = original;
+  for (const char* name : {"pow-cube-as-mul", "pad-lm-head-vocabulary"}) {
+    const auto application =
+        applyAdapter(readAdapterFile(shippedCatalogDir() + "/" + name + ".py"), model, profile);
+    ASSERT_TRUE(application.accepted()) << name;
+    model = application.after;
+  }
+  const EquivalenceResult whole = checkWholeModel(*original, *model);
+  EXPECT_TRUE(whole.accepted()) << whole.problem();
+  EXPECT_EQ(whole.scope, "whole model");
+  EXPECT_EQ(whole.inputs_checked, 1);
+  const auto json = equivalenceToJson(whole);
+  EXPECT_EQ(json["verdict"], "equivalent");
+  EXPECT_EQ(json["blas"], blasLibraryPath());
+}
+
+// ---- Which BLAS this run computes with ----
+
+// The README's test command runs the adapter and equivalence tests twice: on OpenBLAS (the
+// set-up's choice) and on Debian's reference BLAS, whose sums run in another order. This proves
+// the second run really used the reference library (STICKLER_EXPECT_BLAS=reference).
+TEST(BlasLibrary, IsTheOneThisRunAskedFor) {
+  const char* expected = std::getenv("STICKLER_EXPECT_BLAS");
+  const std::string library = blasLibraryPath();
+  ASSERT_FALSE(library.empty()) << "no library provides sgemm_";
+  const bool openblas = library.find("openblas") != std::string::npos;
+  if (expected != nullptr && std::string(expected) == "reference") {
+    EXPECT_FALSE(openblas) << library;
+    EXPECT_NE(library.find("/blas/libblas.so"), std::string::npos) << library;
+  } else {
+    EXPECT_TRUE(openblas) << library;
+  }
+}
+
+}  // namespace
+}  // namespace stickler
