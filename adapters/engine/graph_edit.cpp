@@ -30,7 +30,14 @@ Value* GraphEdit::copyOf(const Value* original) const {
 
 const Node* GraphEdit::originalOf(const Node* copy) const {
   auto found = original_.find(copy);
-  return found == original_.end() ? nullptr : found->second;
+  if (found == original_.end()) return nullptr;
+  const Node* original = found->second;
+  const bool same = copy->kind() == original->kind() &&
+                    copy->inputs().size() == original->inputs().size() &&
+                    copy->outputs().size() == original->outputs().size() &&
+                    copy->blocks().size() == original->blocks().size() &&
+                    modulePathOf(*copy) == modulePathOf(*original);
+  return same ? original : nullptr;
 }
 
 std::optional<ValueDesc> GraphEdit::describe(const Value* value) const {
@@ -44,9 +51,9 @@ std::optional<ValueDesc> GraphEdit::describe(const Value* value) const {
     return std::nullopt;
   }
   if (auto constant = constantOrWeight(value)) return describeValue(*constant);
-  auto original = original_.find(producer);
-  if (original == original_.end()) return std::nullopt;
-  auto record = model_.records.find(original->second);
+  const Node* original = originalOf(producer);
+  if (original == nullptr) return std::nullopt;
+  auto record = model_.records.find(original);
   if (record == model_.records.end()) return std::nullopt;
   if (value->offset() >= record->second.outputs.size()) return std::nullopt;
   return record->second.outputs[value->offset()];

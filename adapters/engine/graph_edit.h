@@ -23,8 +23,10 @@ class GraphEdit {
 
   // The copy's value for a value of the model's own graph (as observers of its runs see them).
   torch::jit::Value* copyOf(const torch::jit::Value* original) const;
-  // The node of the model's own graph that a node of the copy was copied from; nullptr for a
-  // node the edit created.
+  // The node of the model's own graph that a live node of the copy was copied from; nullptr for
+  // a node the edit created. Nodes are known by address, and a node the edit creates may take
+  // the address of a copy it destroyed: the answer is checked to be the same operator in the
+  // same module, and a new node that passes for the copy it replaced computes what that copy did.
   const torch::jit::Node* originalOf(const torch::jit::Node* copy) const;
 
   // What `value` (of the copy) was on the example inputs; nullopt for values created by the

@@ -482,6 +482,11 @@ TEST(AdapterEngine, RotaryTablesArePrecomputedOnTheHost) {
   EXPECT_EQ(twins, 2);
   EXPECT_EQ(application.equivalence.verdict, EquivalenceResult::Verdict::kEquivalent);
   EXPECT_EQ(application.equivalence.agreement.float64_difference, 0);
+  // Only the rotary module runs: the positions' arange, left without readers at the model's
+  // level, is not a change (and a node the edit created at the address of a destroyed copy is
+  // not taken for that copy).
+  EXPECT_EQ(application.equivalence.modules,
+            std::vector<std::string>{"model.layers.0.self_attn.rotary_emb"});
 }
 
 TEST(AdapterEngine, ModulesThatReadInputValuesAreNotPrecomputed) {
