@@ -24,24 +24,15 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_args.h"
+#include "bench/bench_context.h"
 #include "bench/bench_timing.h"
-#include "simulator/graph/model_cache.h"
 #include "tools/operation_table.h"
 
 namespace {
 
 using nlohmann::json;
 
-class BenchContext : public stickler::OperationContext {
- public:
-  explicit BenchContext(std::string root) : root_(std::move(root)) {}
-  stickler::ModelCache* models() override { return &models_; }
-  std::string workspaceRoot() override { return root_; }
-
- private:
-  std::string root_;
-  stickler::ModelCache models_;
-};
+using stickler::bench::BenchContext;
 
 struct Args {
   std::string profile = "spyre-2026";

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_args.h"
+#include "bench/bench_context.h"
 #include "bench/bench_timing.h"
-#include "simulator/graph/model_cache.h"
 #include "tools/operation_table.h"
 
 namespace {
@@ -26,17 +26,7 @@ namespace {
 using nlohmann::json;
 using stickler::bench::timeInterleaved;
 
-// The context of an MCP session: models stay loaded; reports and bundles go to a scratch root.
-class BenchContext : public stickler::OperationContext {
- public:
-  explicit BenchContext(std::string root) : root_(std::move(root)) {}
-  stickler::ModelCache* models() override { return &models_; }
-  std::string workspaceRoot() override { return root_; }
-
- private:
-  std::string root_;
-  stickler::ModelCache models_;
-};
+using stickler::bench::BenchContext;
 
 int runBenchmarks(int argc, char** argv) {
   const auto args = stickler::bench::parseBenchArgs(argc, argv, STICKLER_ZOO_DIR, "spyre-2025");
