@@ -5,6 +5,7 @@
 // float64 twin, computed by the module in float64, so that the adapted model run in float64
 // (the equivalence check's truth) reads the tables the original computes there.
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "adapters/engine/equivalence/region_program.h"
@@ -24,10 +25,20 @@ using torch::jit::Value;
 namespace prim = torch::jit::prim;
 
 // What the matching module calls read and hand back, as they were on the example inputs (the
-// first call of each, as records keep).
+// first call of each, as records keep). The run stops once every matching module has returned:
+// the rest of the model (the last layers, the vocabulary projection) has nothing to add.
 class ModuleCalls : public ExecutionObserver {
  public:
-  explicit ModuleCalls(std::string pattern) : pattern_(std::move(pattern)) {}
+  struct AllSeen {};
+
+  ModuleCalls(std::string pattern, const std::vector<ModuleCall>& calls)
+      : pattern_(std::move(pattern)) {
+    std::set<std::string> matching;
+    for (const ModuleCall& call : calls) {
+      if (globMatch(pattern_, call.path)) matching.insert(call.path);
+    }
+    expected_ = matching.size();
+  }
 
   void onModuleEnter(const ModuleCall& call, const ValueView& inputs) override {
     if (!globMatch(pattern_, call.path) || seen_.count(call.path)) return;
@@ -42,6 +53,7 @@ class ModuleCalls : public ExecutionObserver {
       return;
     }
     for (size_t i = 0; i < outputs.size(); ++i) found->second.outputs.push_back(outputs[i]);
+    if (++returned_ == expected_) throw AllSeen{};
   }
 
   struct Seen {
@@ -54,6 +66,8 @@ class ModuleCalls : public ExecutionObserver {
  private:
   std::string pattern_;
   std::map<std::string, Seen> seen_;
+  size_t expected_ = 0;
+  size_t returned_ = 0;
 };
 
 // The call's outputs computed in float64 from the same inputs.
@@ -97,8 +111,11 @@ void replaceByConstant(GraphEdit& edit, StaticValues& statics, const Value* orig
 void precomputeTables(const nlohmann::json& arguments, GraphEdit& edit,
                       const DeviceProfile& profile) {
   const LoadedModel& model = edit.model();
-  ModuleCalls calls(arguments.at("module"));
-  model.interpreter->run(model.example_inputs, &calls);
+  ModuleCalls calls(arguments.at("module"), model.interpreter->moduleCalls());
+  try {
+    model.interpreter->run(model.example_inputs, &calls);
+  } catch (const ModuleCalls::AllSeen&) {
+  }
   StaticValues statics(*model.graph);
   for (const auto& [path, seen] : calls.calls()) {
     bool any_static = false;
