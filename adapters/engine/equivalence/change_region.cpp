@@ -121,7 +121,6 @@ class RegionFinder {
       if (isConstantOrRead(node) || survivor_.count(node)) continue;
       if (readByASurvivor(node)) {
         paths.push_back(modulePathOf(*node));
-
       } else {
         dead_removed.insert(node);
       }
