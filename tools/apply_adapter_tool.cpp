@@ -73,7 +73,7 @@ json run(const json& input, OperationContext& context) {
                            : "nothing in the model matches the adapter";
   } else if (!application.accepted()) {
     report["status"] = "refused";
-    report["reason"] = "it changes what the model computes: " + application.equivalence.problem();
+    report["reason"] = application.equivalence.problem();
   } else if (whole && !whole->accepted()) {
     report["status"] = "refused";
     report["reason"] =

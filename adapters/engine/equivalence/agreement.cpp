@@ -225,7 +225,12 @@ void Agreement::addTensors(const std::string& name, int draw, const at::Tensor& 
     // Float32: the adapted model's error against the truth, beside the original's.
     if (std::isfinite(truth[i])) {
       tally.original_nonfinite += !std::isfinite(x[i]);
-      tally.adapted_nonfinite += !std::isfinite(y[i]);
+      if (!std::isfinite(y[i]) && tally.adapted_nonfinite++ == 0) {
+        tally.first_nonfinite = "at " + position(i, t.sizes()) + " (input draw " +
+                                std::to_string(draw + 1) + "): float64 " + number(truth[i]) +
+                                ", original float32 " + number(x[i]) + ", adapted float32 " +
+                                number(y[i]);
+      }
       if (std::isfinite(x[i]) && std::isfinite(y[i])) {
         tally.original_squares += (x[i] - truth[i]) * (x[i] - truth[i]);
         tally.adapted_squares += (y[i] - truth[i]) * (y[i] - truth[i]);
@@ -281,7 +286,8 @@ AgreementSummary Agreement::summary() const {
                         std::to_string(tally.adapted_nonfinite) +
                         " values are not finite where the float64 original is (the original "
                         "float32 model has " +
-                        std::to_string(tally.original_nonfinite) + ")";
+                        std::to_string(tally.original_nonfinite) + "); the first " +
+                        tally.first_nonfinite;
     } else if (float32_problem.empty() && factor > kFloat32Factor) {
       float32_problem = "worse in float32: " + tally.name + ": error against the float64 " +
                         "original " + brief(adapted) + " RMS, the original's own " +

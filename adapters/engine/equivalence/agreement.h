@@ -31,6 +31,7 @@ class Agreement {
     int64_t count = 0;
     int64_t original_nonfinite = 0;  // float32 results not finite where the truth is
     int64_t adapted_nonfinite = 0;
+    std::string first_nonfinite;  // where the adapted float32 result first was not finite
     // Where the adapted float32 error was largest.
     double worst_error = -1;
     std::string worst_at;
