@@ -27,16 +27,21 @@ json run(const json& input, OperationContext& context) {
     ModelAdapters adapters(context, model_path, input_flags);
     AdapterStack& stack = adapters.stack();
     const LoadedModel& original = *stack.original();
-    stacking = applyInOrder(stack, adaptersMeantFor(catalog, original, &profile), profile,
-                            context.listLimit());
-    if (input.contains("save")) requireSavable(*stack.current());  // before the run, not after
-    adapters.publish();
     RunRequest request;
     request.model = model_path;
     request.inputs = input_flags;
     request.backend = "spyre-sim:" + profile_name;
     request.timeout_seconds = optionalNumber(input, "timeout_seconds", request.timeout_seconds);
-    report = runModel(request, context.task(), adapters.cache());
+    const auto runAdapted = [&] {
+      if (input.contains("save")) requireSavable(*stack.current());  // before the run, not after
+      adapters.publish();
+      report = runModel(request, context.task(), adapters.cache());
+    };
+    // The device run goes beside the check of the whole stack; it runs again in the rare case
+    // that the check takes adapters off.
+    stacking = applyInOrder(stack, adaptersMeantFor(catalog, original, &profile), profile,
+                            context.listLimit(), runAdapted);
+    if (stacking.beside_outdated) runAdapted();
     // What the end-to-end run says about each workspace adapter goes into its history.
     for (const auto& application : stack.applied()) {
       const CatalogEntry& entry = findCatalogEntry(catalog, application.adapter.metadata.name);

@@ -10,6 +10,7 @@
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/task_control.h"
 #include "tools/operation_table.h"
 
 namespace stickler {
@@ -102,7 +103,8 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
 }
 
 StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
-                            const DeviceProfile& profile, size_t limit) {
+                            const DeviceProfile& profile, size_t limit,
+                            const std::function<void()>& beside) {
   StackingResult result;
   // The whole stack is judged against the original model's float64 results, which no adapter
   // changes: they are computed on a thread of their own beside the adapters, and abandoned if
@@ -147,10 +149,37 @@ StackingResult applyInOrder(AdapterStack& stack, const std::vector<const Catalog
                                                        EquivalenceResult::Verdict::kUnchanged;
   }
   truth_unneeded = !computes_differently;
-  const auto original_truth = truth.valid() ? truth.get() : nullptr;
+  std::shared_ptr<const Float64Truth> original_truth;
+  const auto checkWhole = [&](const std::atomic<bool>* cancelled) {
+    if (!original_truth && truth.valid()) original_truth = truth.get();
+    return checkWholeModel(*stack.original(), *stack.current(), 1, original_truth.get(), cancelled);
+  };
+  std::optional<EquivalenceResult> first;
+  if (beside) {
+    std::atomic<bool> stop{false};
+    std::future<std::optional<EquivalenceResult>> check;
+    if (pushed > 0 && computes_differently) {
+      check = std::async(std::launch::async, [&]() -> std::optional<EquivalenceResult> {
+        try {
+          return checkWhole(&stop);
+        } catch (const Cancelled&) {
+          return std::nullopt;
+        }
+      });
+    }
+    try {
+      beside();
+    } catch (...) {
+      stop = true;
+      truth_unneeded = true;
+      if (check.valid()) check.wait();
+      throw;
+    }
+    if (check.valid()) first = check.get();
+  }
   while (pushed > 0 && computes_differently) {
-    const EquivalenceResult whole =
-        checkWholeModel(*stack.original(), *stack.current(), 1, original_truth.get());
+    const EquivalenceResult whole = first ? *first : checkWhole(nullptr);
+    first.reset();
     result.whole_model = equivalenceToJson(whole);
     if (whole.accepted()) break;
     const AdapterApplication removed = stack.revert("", profile);
@@ -161,6 +190,7 @@ StackingResult applyInOrder(AdapterStack& stack, const std::vector<const Catalog
                                    whole.problem()},
                               {"equivalence", result.whole_model}});
     result.applied.erase(result.applied.size() - 1);
+    result.beside_outdated = static_cast<bool>(beside);
     --pushed;
   }
   return result;

@@ -2,6 +2,7 @@
 // the session's stack of applied adapters for a model, and how results are reported.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,13 +74,21 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
 // listed in `skipped` with the reason. Entries that match nothing are passed over silently.
 // Then the whole stack is checked once, the original model against the adapted one: while it
 // fails, the adapter on top is taken off again and listed in `skipped`.
+//
+// `beside`, when given, runs on the calling thread while that first whole-stack check runs on
+// another: adapt's device run, a worker process that leaves this one's cores idle, goes beside
+// the check's float64 run instead of after it. When the check then takes adapters off,
+// `beside_outdated` says that what `beside` did was for a stack that no longer is. An exception
+// from `beside` stops the check and goes to the caller.
 struct StackingResult {
   nlohmann::json applied = nlohmann::json::array();
   nlohmann::json skipped = nlohmann::json::array();
   nlohmann::json whole_model;  // the check of the whole stack, when one ran
+  bool beside_outdated = false;
 };
 StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
-                            const DeviceProfile& profile, size_t limit);
+                            const DeviceProfile& profile, size_t limit,
+                            const std::function<void()>& beside = {});
 
 nlohmann::json applicationToJson(const AdapterApplication& application, size_t limit);
 

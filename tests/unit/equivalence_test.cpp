@@ -20,7 +20,9 @@
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/model_card.h"
 #include "simulator/support/blas_library.h"
+#include "simulator/support/errors.h"
 #include "tests/unit/zoo.h"
+#include "tools/adapter_support.h"
 
 namespace stickler {
 namespace {
@@ -281,6 +283,54 @@ TEST(EquivalenceAdapters, TheWholeStackIsCheckedOnce) {
   const auto json = equivalenceToJson(whole);
   EXPECT_EQ(json["verdict"], "equivalent");
   EXPECT_EQ(json["blas"], blasLibraryPath());
+}
+
+// adapt runs the adapted model on the device beside the stack's whole-model check: the work
+// given to applyInOrder runs once, on the stack the check then accepts.
+std::vector<const CatalogEntry*> entriesNamed(const std::vector<CatalogEntry>& catalog,
+                                              const std::vector<std::string>& names) {
+  std::vector<const CatalogEntry*> entries;
+  for (const std::string& name : names) {
+    for (const CatalogEntry& entry : catalog) {
+      if (entry.name == name) entries.push_back(&entry);
+    }
+  }
+  return entries;
+}
+
+TEST(EquivalenceStack, WorkGivenBesideTheWholeStackCheckRunsOnceOnTheAcceptedStack) {
+  const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
+  const auto entries = entriesNamed(catalog, {"pow-cube-as-mul", "pad-lm-head-vocabulary"});
+  ASSERT_EQ(entries.size(), 2u);
+  AdapterStack stack(loadModel(zooPath("gpt2-tiny.pt")));
+  int runs = 0;
+  size_t applied_when_run = 0;
+  const StackingResult result =
+      applyInOrder(stack, entries, loadProfile("spyre-2025-clean"), 0, [&] {
+        ++runs;
+        applied_when_run = stack.applied().size();
+      });
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(applied_when_run, 2u);
+  EXPECT_FALSE(result.beside_outdated);
+  ASSERT_TRUE(result.whole_model.is_object());
+  EXPECT_EQ(result.whole_model["verdict"], "equivalent") << result.whole_model.dump();
+  EXPECT_EQ(stack.applied().size(), 2u);
+}
+
+TEST(EquivalenceStack, AnErrorBesideTheCheckStopsItAndReachesTheCaller) {
+  const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
+  AdapterStack stack(loadModel(zooPath("gpt2-tiny.pt")));
+  try {
+    applyInOrder(stack, entriesNamed(catalog, {"pow-cube-as-mul"}), loadProfile("spyre-2025-clean"),
+                 0, [] { throw UserError("the device run failed"); });
+    FAIL() << "the error beside the check was lost";
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(), "the device run failed");
+  }
+  // The stack is left as the adapters made it, usable: the same check, now without work beside.
+  ASSERT_EQ(stack.applied().size(), 1u);
+  EXPECT_TRUE(checkWholeModel(*stack.original(), *stack.current()).accepted());
 }
 
 // ---- Which BLAS this run computes with ----

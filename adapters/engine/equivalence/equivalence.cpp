@@ -11,6 +11,7 @@
 #include "simulator/graph/loaded_model.h"
 #include "simulator/support/blas_library.h"
 #include "simulator/support/concurrent_tasks.h"
+#include "simulator/support/task_control.h"
 
 namespace stickler {
 namespace {
@@ -48,7 +49,8 @@ struct Side {
 
 AgreementSummary compare(const LoadedModel& before, const LoadedModel& after,
                          const ChangeRegion& region, const std::vector<Feeds>& feeds,
-                         const std::vector<c10::IValue>* truth = nullptr) {
+                         const std::vector<c10::IValue>* truth = nullptr,
+                         const std::atomic<bool>* cancelled = nullptr) {
   const bool whole = region.kind == ChangeRegion::Kind::kWholeModel;
   // Heaviest first (float64, the adapted side), so that the threads finish together.
   std::vector<Side> sides;
@@ -93,13 +95,13 @@ AgreementSummary compare(const LoadedModel& before, const LoadedModel& after,
         side.results[0] = *truth;
         continue;
       }
-      tasks.emplace_back([&side, &feeds, &withBuffers, draw, itself] {
+      tasks.emplace_back([&side, &feeds, &withBuffers, draw, itself, cancelled] {
         const Feeds fed = select(feeds[draw], *side.slots);
         if (itself) {
           side.results[draw] = side.model->interpreter->run(fed);
         } else {
           withBuffers([&](WideningBuffers* buffers) {
-            side.results[draw] = side.program->run(fed, buffers);
+            side.results[draw] = side.program->run(fed, buffers, cancelled);
           });
         }
       });
@@ -195,18 +197,19 @@ std::shared_ptr<const Float64Truth> computeFloat64Truth(const LoadedModel& origi
   auto truth = std::make_shared<Float64Truth>();
   try {
     truth->outputs = program.run(original.example_inputs, nullptr, cancelled);
-  } catch (const RegionProgram::Cancelled&) {
+  } catch (const Cancelled&) {
     return nullptr;
   }
   return truth;
 }
 
 EquivalenceResult checkWholeModel(const LoadedModel& original, const LoadedModel& adapted,
-                                  int draws, const Float64Truth* truth) {
+                                  int draws, const Float64Truth* truth,
+                                  const std::atomic<bool>* cancelled) {
   const ChangeRegion everything = wholeModelRegion(original, adapted);
   EquivalenceResult result =
       judged(compare(original, adapted, everything, feedsFor(adapted, everything, nullptr, draws),
-                     truth != nullptr ? &truth->outputs : nullptr));
+                     truth != nullptr ? &truth->outputs : nullptr, cancelled));
   result.scope = "whole model";
   result.inputs_checked = draws;
   return result;

@@ -66,9 +66,11 @@ std::shared_ptr<const Float64Truth> computeFloat64Truth(
 
 // The whole of `original` against the whole of `adapted` (a stack of adaptations) on the
 // example inputs: the check a stack passes once at its end. `truth`, when given, is
-// computeFloat64Truth(original).
+// computeFloat64Truth(original). Throws Cancelled (simulator/support/task_control.h) once
+// `cancelled` turns true.
 EquivalenceResult checkWholeModel(const LoadedModel& original, const LoadedModel& adapted,
-                                  int draws = 1, const Float64Truth* truth = nullptr);
+                                  int draws = 1, const Float64Truth* truth = nullptr,
+                                  const std::atomic<bool>* cancelled = nullptr);
 
 nlohmann::json equivalenceToJson(const EquivalenceResult& result);
 

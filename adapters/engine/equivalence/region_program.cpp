@@ -8,6 +8,7 @@
 #include "simulator/graph/loaded_model.h"
 #include "simulator/support/concurrent_tasks.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/task_control.h"
 
 namespace stickler {
 
@@ -95,7 +96,7 @@ class WidenAsRead : public ExecutionObserver {
       : scratch_(scratch), cancelled_(cancelled) {}
 
   void beforeNode(const Node&, const ModuleCall*, const NodeInputs& inputs) override {
-    if (cancelled_ != nullptr && cancelled_->load()) throw RegionProgram::Cancelled{};
+    if (cancelled_ != nullptr && cancelled_->load()) throw Cancelled();
     in_use_ = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const c10::IValue& input = inputs[i];

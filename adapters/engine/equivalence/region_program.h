@@ -41,8 +41,8 @@ class RegionProgram {
 
   // Runs the region on `inputs` (as the float32 model sees them; widened in float64). Each
   // run gets copies of the tensors, so in-place operators in the region cannot change them.
-  // In float64, a run notices `cancelled` between operators and throws Cancelled.
-  struct Cancelled {};
+  // In float64, a run notices `cancelled` between operators and throws Cancelled
+  // (simulator/support/task_control.h).
   std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs,
                                WideningBuffers* buffers = nullptr,
                                const std::atomic<bool>* cancelled = nullptr) const;

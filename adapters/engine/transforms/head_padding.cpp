@@ -4,33 +4,38 @@
 
 namespace stickler {
 
+namespace {
+
+// Dimension `dim` seen as blocks of `block` values, each zero-padded to `padded_block`: one
+// allocation and one copy, written straight into place (large weights make the intermediate
+// copies of pad-then-reshape cost more than the padding).
+at::Tensor padBlocks(const at::Tensor& tensor, int64_t dim, int64_t block, int64_t padded_block) {
+  const at::Tensor values = tensor.detach();
+  std::vector<int64_t> sizes = values.sizes().vec();
+  std::vector<int64_t> split(sizes.begin(), sizes.begin() + dim);
+  split.push_back(sizes[dim] / block);
+  split.push_back(block);
+  split.insert(split.end(), sizes.begin() + dim + 1, sizes.end());
+  std::vector<int64_t> padded_split = split;
+  padded_split[dim + 1] = padded_block;
+  at::Tensor padded = at::zeros(padded_split, values.options());
+  padded.narrow(dim + 1, 0, block).copy_(values.reshape(split));
+  sizes[dim] = sizes[dim] / block * padded_block;
+  return padded.view(sizes);
+}
+
+}  // namespace
+
 at::Tensor padHalves(const at::Tensor& rows, int64_t head_dim, int64_t padded) {
-  const at::Tensor values = rows.detach();
-  std::vector<int64_t> split = {-1, 2, head_dim / 2};
-  std::vector<int64_t> merged = {-1};
-  for (int64_t d = 1; d < values.dim(); ++d) {
-    split.push_back(values.size(d));
-    merged.push_back(values.size(d));
-  }
-  // constant_pad_nd pads the last dimension first: move the half there, pad, move it back.
-  at::Tensor halves = values.reshape(split).movedim(2, -1);
-  halves = at::constant_pad_nd(halves, {0, (padded - head_dim) / 2}, 0).movedim(-1, 2);
-  return halves.reshape(merged).contiguous();
+  return padBlocks(rows, 0, head_dim / 2, padded / 2);
 }
 
 at::Tensor padHeads(const at::Tensor& rows, int64_t head_dim, int64_t padded) {
-  const at::Tensor values = rows.detach();
-  std::vector<int64_t> split = {-1, head_dim};
-  for (int64_t d = 1; d < values.dim(); ++d) split.push_back(values.size(d));
-  at::Tensor heads = values.reshape(split).movedim(1, -1);
-  heads = at::constant_pad_nd(heads, {0, padded - head_dim}, 0).movedim(-1, 1);
-  std::vector<int64_t> merged = {-1};
-  for (int64_t d = 1; d < values.dim(); ++d) merged.push_back(values.size(d));
-  return heads.reshape(merged).contiguous();
+  return padBlocks(rows, 0, head_dim, padded);
 }
 
 at::Tensor padHeadsAlong(const at::Tensor& tensor, int64_t dim, int64_t head_dim, int64_t padded) {
-  return padHeads(tensor.detach().movedim(dim, 0), head_dim, padded).movedim(0, dim).contiguous();
+  return padBlocks(tensor, dim, head_dim, padded);
 }
 
 torch::jit::Node* viewShapeList(const torch::jit::Node& node) {

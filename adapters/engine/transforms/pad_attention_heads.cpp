@@ -138,7 +138,7 @@ class HeadPadder {
       } else if (query_or_key || role == "v.weight" || role == "v.bias") {
         replacement = padHeads(tensor, head_dim, padded);
       } else if (role == "o.weight") {
-        replacement = padHeads(tensor.detach().t(), head_dim, padded).t().contiguous();
+        replacement = padHeadsAlong(tensor, 1, head_dim, padded);
       } else {
         continue;  // o.bias: the output size does not change
       }
