@@ -2,6 +2,7 @@
 
 #include <tree_sitter/api.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -179,6 +180,22 @@ int64_t parseInteger(const std::string& written, TSNode node, const FileErrors& 
   errors.at(node, "'" + written + "' is not an integer Stickler can read");
 }
 
+// A finite double: 1e999 (infinite in float64) and 1.5j (imaginary) are not numbers a field or
+// an argument can hold.
+double parseFloat(const std::string& written, TSNode node, const FileErrors& errors) {
+  std::string digits;
+  for (char c : written) {
+    if (c != '_') digits += c;
+  }
+  try {
+    size_t used = 0;
+    const double value = std::stod(digits, &used);
+    if (used == digits.size() && std::isfinite(value)) return value;
+  } catch (const std::exception&) {  // out of range, either way
+  }
+  errors.at(node, "'" + written + "' is not a finite number Stickler can read");
+}
+
 // A literal (string, number, True/False/None, list, tuple, dict of them) as JSON.
 json literalValue(TSNode node, const FileErrors& errors) {
   const std::string type = typeOf(node);
@@ -189,13 +206,7 @@ json literalValue(TSNode node, const FileErrors& errors) {
     return joined;
   }
   if (type == "integer") return parseInteger(errors.textOf(node), node, errors);
-  if (type == "float") {
-    std::string digits;
-    for (char c : errors.textOf(node)) {
-      if (c != '_') digits += c;
-    }
-    return std::stod(digits);
-  }
+  if (type == "float") return parseFloat(errors.textOf(node), node, errors);
   if (type == "true") return true;
   if (type == "false") return false;
   if (type == "none") return nullptr;

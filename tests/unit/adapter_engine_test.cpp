@@ -559,6 +559,17 @@ TEST(AdapterEngine, AnAdaptedArchiveLoadsAndComputesTheSame) {
   std::remove(out.c_str());
 }
 
+// One file with a number out of range is listed with its error; it does not take the catalog's
+// listing down with it.
+TEST(AdapterEngine, AnOutOfRangeNumberIsTheCatalogEntrysError) {
+  const std::string text =
+      "name = \"x\"\ngap = \"g\"\nwhy = \"w\"\nmodels = [\"*\"]\nprofiles = [\"spyre-2026\"]\n"
+      "remove_when = \"r\"\nmax_ulps = 1e999\ntransform = pad_to_sticks(module=\"lm_head\")\n";
+  const CatalogEntry entry = catalogEntryFromText("x", text, "x.py", "workspace");
+  EXPECT_FALSE(entry.file.has_value());
+  EXPECT_EQ(entry.error, "x.py:7:12: '1e999' is not a finite number Stickler can read");
+}
+
 TEST(AdapterEngine, MatchingNamesTheBlockersEachAdapterClears) {
   const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
   const auto matches = matchAdapters(catalog, load("gpt2-tiny"), loadProfile("spyre-2025-clean"));

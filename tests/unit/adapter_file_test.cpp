@@ -98,6 +98,21 @@ TEST(AdapterFile, FieldsAreCheckedWithTheirPosition) {
   EXPECT_EQ(errorOf(text),
             "adapters/pow-cube.py:15:12: 'max_ulps' must be a whole number, 0 or more");
 
+  // Numbers no field can hold are the file's error, with its position, not an internal one.
+  text = kPowRewrite;
+  text.replace(text.find("max_ulps = 2"), 12, "max_ulps = 1e999");
+  EXPECT_EQ(errorOf(text),
+            "adapters/pow-cube.py:15:12: '1e999' is not a finite number Stickler can read");
+  text = kPowRewrite;
+  text.replace(text.find("max_ulps = 2"), 12, "max_ulps = 99999999999999999999");
+  EXPECT_EQ(errorOf(text),
+            "adapters/pow-cube.py:15:12: '99999999999999999999' is not an integer Stickler can "
+            "read");
+  text = kPowRewrite;
+  text.replace(text.find("max_ulps = 2"), 12, "max_ulps = 1.5j");
+  EXPECT_EQ(errorOf(text),
+            "adapters/pow-cube.py:15:12: '1.5j' is not a finite number Stickler can read");
+
   text = kPowRewrite;
   text.replace(text.find("models = [\"gpt2\", \"*\"]"), 22, "models = \"gpt2\"");
   EXPECT_EQ(errorOf(text), "adapters/pow-cube.py:11:10: 'models' must be a list of strings");
