@@ -1,5 +1,6 @@
 #include "simulator/backends/worker.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -9,6 +10,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 
 #include <ATen/Parallel.h>
@@ -28,6 +31,37 @@ void writeAll(int fd, const char* data, size_t size) {
     }
     data += written;
     size -= static_cast<size_t>(written);
+  }
+}
+
+// Runs go on side by side (localization's probes, a server's concurrent calls), each forking
+// from its own thread. Creating a run's pipes, forking and closing the parent's write ends
+// happen under one lock, so that no sibling's fork copies a write end into a worker that would
+// hold it open. The read ends of the runs in flight are listed under the same lock, and each
+// new worker closes those of its siblings: it has no business with them.
+std::mutex& forkMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::set<int>& readEndsInFlight() {  // guarded by forkMutex()
+  static std::set<int> fds;
+  return fds;
+}
+
+// Reads what is left in a pipe whose writer has exited, without waiting for a sibling's worker
+// that might (before this lock existed, or through a descriptor passed on) still hold it open.
+void drain(int fd, std::string& into) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got > 0) {
+      into.append(buffer, static_cast<size_t>(got));
+    } else if (got < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return;
+    }
   }
 }
 
@@ -60,9 +94,17 @@ WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progre
   if (shared == MAP_FAILED) throw std::runtime_error("mmap for the worker's progress failed");
   auto* progress = new (shared) WorkerProgress();
   int out_pipe[2], err_pipe[2];
-  if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) {
+  std::unique_lock<std::mutex> forking(forkMutex());
+  if (::pipe(out_pipe) != 0) {
     ::munmap(shared, sizeof(WorkerProgress));
     throw std::runtime_error(std::string("pipe for the worker failed: ") + std::strerror(errno));
+  }
+  if (::pipe(err_pipe) != 0) {
+    const int error = errno;
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    ::munmap(shared, sizeof(WorkerProgress));
+    throw std::runtime_error(std::string("pipe for the worker failed: ") + std::strerror(error));
   }
   // Not fflush(nullptr): another thread may hold stdin's lock, waiting for input.
   std::fflush(stdout);
@@ -70,22 +112,32 @@ WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progre
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid < 0) {
+    const int error = errno;
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
     ::munmap(shared, sizeof(WorkerProgress));
-    throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+    throw std::runtime_error(std::string("fork failed: ") + std::strerror(error));
   }
   if (pid == 0) {
+    // The lock is this process's copy, held by this thread: the list is as the fork found it.
+    for (int fd : readEndsInFlight()) ::close(fd);
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
     runChild(job, progress, out_pipe[1], err_pipe[1]);
   }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
+  readEndsInFlight().insert(out_pipe[0]);
+  readEndsInFlight().insert(err_pipe[0]);
+  forking.unlock();
 
   WorkerOutcome outcome;
   std::string reply;
   const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
   bool out_open = true, err_open = true, timed_out = false, was_cancelled = false;
   char buffer[1 << 16];
+  // The run is over when its worker exits, whatever else holds its pipes.
+  bool exited = false;
+  int status = 0;
   while (out_open || err_open) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           deadline - std::chrono::steady_clock::now())
@@ -112,13 +164,25 @@ WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progre
         (i == 0 ? out_open : err_open) = false;
       }
     }
+    if ((out_open || err_open) && ::waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      if (out_open) drain(out_pipe[0], reply);
+      if (err_open) drain(err_pipe[0], outcome.stderr_text);
+      break;
+    }
   }
-  if (timed_out || was_cancelled) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  if (!exited) {
+    if (timed_out || was_cancelled) ::kill(pid, SIGKILL);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
-  ::close(out_pipe[0]);
-  ::close(err_pipe[0]);
+  {
+    std::lock_guard<std::mutex> lock(forkMutex());
+    readEndsInFlight().erase(out_pipe[0]);
+    readEndsInFlight().erase(err_pipe[0]);
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+  }
   outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   outcome.node = progress->node.load();
   outcome.module_call = progress->module_call.load();

@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <atomic>
 #include <thread>
+#include <vector>
+
+#include <unistd.h>
 
 namespace stickler {
 namespace {
@@ -94,4 +97,45 @@ TEST(Worker, ACancelledRunIsKilledAtOnce) {
 }
 
 }  // namespace
+// Device runs go on side by side (localization, a server's concurrent calls). A worker forked
+// by one thread must not keep another run's pipe open: that run would then wait for the end of
+// its output until this worker exits, and be reported as timed out though it finished at once.
+TEST(Worker, ConcurrentRunsFinishWhenTheirOwnWorkerDoes) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> long_runs;
+  for (int i = 0; i < 2; ++i) {
+    long_runs.emplace_back([&stop] {
+      while (!stop) {
+        runInWorker(
+            [](WorkerProgress&) {
+              ::usleep(3'000'000);
+              return std::string("slow");
+            },
+            60, &stop);
+      }
+    });
+  }
+  std::atomic<int> timed_out{0};
+  std::atomic<int> completed{0};
+  std::vector<std::thread> quick_runs;
+  for (int i = 0; i < 3; ++i) {
+    quick_runs.emplace_back([&] {
+      for (int run = 0; run < 15; ++run) {
+        // Far longer than a job that returns at once needs, far shorter than the slow jobs.
+        const WorkerOutcome outcome =
+            runInWorker([](WorkerProgress&) { return std::string("quick"); }, 2.0);
+        if (outcome.status == WorkerOutcome::Status::kTimedOut) ++timed_out;
+        if (outcome.status == WorkerOutcome::Status::kCompleted && outcome.payload == "quick") {
+          ++completed;
+        }
+      }
+    });
+  }
+  for (auto& thread : quick_runs) thread.join();
+  stop = true;
+  for (auto& thread : long_runs) thread.join();
+  EXPECT_EQ(timed_out.load(), 0);
+  EXPECT_EQ(completed.load(), 45);
+}
+
 }  // namespace stickler
