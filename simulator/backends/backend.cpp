@@ -21,6 +21,17 @@ std::string runStatusName(BackendRun::Status status) {
   return "failed";
 }
 
+RunVerdict incompleteRunVerdict(BackendRun::Status status) {
+  switch (status) {
+    case BackendRun::Status::kAborted:
+      return RunVerdict::kAborted;
+    case BackendRun::Status::kTimedOut:
+      return RunVerdict::kTimedOut;
+    default:
+      return RunVerdict::kFailed;
+  }
+}
+
 std::unique_ptr<Backend> makeBackend(const BackendSpec& spec) {
   switch (spec.kind) {
     case BackendSpec::Kind::kCpu:

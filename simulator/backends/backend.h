@@ -10,6 +10,7 @@
 #include "simulator/backends/backend_spec.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/lowering/lowering.h"
+#include "simulator/run/run_verdict.h"
 
 namespace stickler {
 
@@ -42,6 +43,8 @@ struct BackendRun {
 };
 
 std::string runStatusName(BackendRun::Status status);
+// The verdict of a run that did not complete: aborted, timed out, or failed.
+RunVerdict incompleteRunVerdict(BackendRun::Status status);
 
 // A model compiled for a backend: the lowering report, and, when it compiled, a runnable plan.
 class CompiledModel {

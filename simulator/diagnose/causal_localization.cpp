@@ -40,12 +40,7 @@ bool sameBytes(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& 
 
 // "the model fails", "the model aborts": a verdict as a verb, for summaries.
 std::string asVerb(const std::string& verdict) {
-  if (verdict == "pass") return "passes";
-  if (verdict == "aborted") return "aborts";
-  if (verdict == "timed_out") return "times out";
-  if (verdict == "blocked") return "does not compile";
-  if (verdict == "failed") return "fails to run";
-  return "fails";
+  return runVerdictVerb(parseRunVerdict(verdict).value_or(RunVerdict::kFail));
 }
 
 class Localizer {
@@ -301,7 +296,7 @@ class Localizer {
     Trial result;
     const auto compiled = backend_->compileWithPassLimit(model_, placement, pass_limit);
     if (!compiled->ok()) {
-      result.verdict = "blocked";
+      result.verdict = runVerdictName(RunVerdict::kBlocked);
     } else {
       RunOptions run_options;
       run_options.timeout_seconds = options_.timeout_seconds;
@@ -313,9 +308,9 @@ class Localizer {
         result.outputs = flattenTensors(run.outputs);
         bool passed = false;
         compareOutputs(reference_, result.outputs, model_.card, backend_->format(), {}, &passed);
-        result.verdict = passed ? "pass" : "fail";
+        result.verdict = runVerdictName(passed ? RunVerdict::kPass : RunVerdict::kFail);
       } else {
-        result.verdict = runStatusName(run.status);
+        result.verdict = runVerdictName(incompleteRunVerdict(run.status));
         result.stopped_at = run.node;
         result.message = run.message;
       }

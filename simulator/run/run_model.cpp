@@ -72,7 +72,7 @@ json runModel(const RunRequest& request, const TaskControl& control, ModelCache*
     report["compile"] = {{"status", "ok"}};
   }
   if (!compiled->ok()) {
-    report["verdict"] = "blocked";
+    report["verdict"] = runVerdictName(RunVerdict::kBlocked);
     report["exit_status"] = kRunBlocked;
     return report;
   }
@@ -86,7 +86,7 @@ json runModel(const RunRequest& request, const TaskControl& control, ModelCache*
   control.progress(3, 4, "comparing with the CPU reference");
   report["run"] = runToJson(run, *model);
   if (run.status != BackendRun::Status::kCompleted) {
-    report["verdict"] = runStatusName(run.status);
+    report["verdict"] = runVerdictName(incompleteRunVerdict(run.status));
     report["exit_status"] = kRunAborted;
     return report;
   }
@@ -101,7 +101,7 @@ json runModel(const RunRequest& request, const TaskControl& control, ModelCache*
                           {"outputs", compareOutputs(flattenTensors(model->example_outputs),
                                                      flattenTensors(run.outputs), model->card,
                                                      backend->format(), settings, &passed)}};
-  report["verdict"] = passed ? "pass" : "fail";
+  report["verdict"] = runVerdictName(passed ? RunVerdict::kPass : RunVerdict::kFail);
   report["exit_status"] = passed ? kRunPass : kRunFail;
   return report;
 }

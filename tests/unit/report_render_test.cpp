@@ -119,23 +119,46 @@ TEST(HtmlReport, ACompileDiagnosisListsBlockersWithTheirRepros) {
             "1 blocker(s), 1 of them cleared by a catalog adapter; 1 repro bundle(s) written");
 }
 
+// A run diagnosis says in words what the model did, for every verdict a run can reach.
+TEST(ReportOutcome, ARunSummarySaysWhatTheModelDid) {
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"pass", "the model passes end to end on spyre-2026"},
+      {"fail", "the model fails end to end on spyre-2026"},
+      {"aborted", "the model aborts end to end on spyre-2026"},
+      {"timed_out", "the model times out end to end on spyre-2026"},
+      {"failed", "the model fails to run end to end on spyre-2026"},
+      {"blocked", "the model does not compile for spyre-2026"},
+  };
+  for (const auto& [verdict, summary] : expected) {  // never "aborteds" or "passs"
+    json report = {{"schema", "stickler.diagnose"},
+                   {"mode", "run"},
+                   {"profile", "spyre-2026"},
+                   {"verdict", verdict}};
+    if (verdict == "aborted" || verdict == "timed_out" || verdict == "failed") {
+      report["run"] = {{"status", verdict}};
+    }
+    const ReportOutcome outcome = reportOutcome(report);
+    EXPECT_EQ(outcome.summary, summary) << verdict;
+    EXPECT_EQ(outcome.passed, verdict == "pass") << verdict;
+  }
+}
+
 TEST(HtmlReport, ACompilerFailureShowsWhereAndItsRepro) {
-  const json report = {
-      {"schema", "stickler.diagnose"},
-      {"mode", "compile"},
-      {"model", {{"name", "toy"}}},
-      {"profile", "p"},
-      {"status", "compiler_error"},
-      {"blockers", json::array()},
-      {"compiler_failure",
-       {{"op", "aten::layer_norm"},
-        {"module", "enc.layer.1.ln"},
-        {"module_class", "LayerNorm"},
-        {"message", "internal compiler error"},
-        {"repro",
-         {{"command", "stickler run r/repro.pt --backend spyre-sim:p"},
-          {"reproduces", true},
-          {"scope", "module enc.layer.1"}}}}}};
+  const json report = {{"schema", "stickler.diagnose"},
+                       {"mode", "compile"},
+                       {"model", {{"name", "toy"}}},
+                       {"profile", "p"},
+                       {"status", "compiler_error"},
+                       {"blockers", json::array()},
+                       {"compiler_failure",
+                        {{"op", "aten::layer_norm"},
+                         {"module", "enc.layer.1.ln"},
+                         {"module_class", "LayerNorm"},
+                         {"message", "internal compiler error"},
+                         {"repro",
+                          {{"command", "stickler run r/repro.pt --backend spyre-sim:p"},
+                           {"reproduces", true},
+                           {"scope", "module enc.layer.1"}}}}}};
   const std::string page = renderHtmlReport(report);
   EXPECT_NE(page.find("<section id=\"compiler-failure\""), std::string::npos);
   EXPECT_NE(page.find("Repro (module enc.layer.1, checked to fail the same way): <code "

@@ -1,5 +1,6 @@
 #include "tools/reports/report_outcome.h"
 
+#include "simulator/run/run_verdict.h"
 #include "tools/reports/report_store.h"
 
 namespace stickler {
@@ -29,12 +30,14 @@ std::string compileSummary(const json& report) {
 }
 
 std::string runSummary(const json& report, const std::string& target) {
-  const std::string verdict = stringField(report, "verdict");
-  std::string summary = "the model " + (verdict.empty() ? std::string("ran") : verdict + "s") +
-                        " end to end on " + target;
-  if (report.contains("run") && stringField(report["run"], "status") != "completed" &&
-      report["run"].is_object()) {
-    summary += "; the device run " + stringField(report["run"], "status");
+  const std::optional<RunVerdict> verdict = parseRunVerdict(stringField(report, "verdict"));
+  std::string summary = "the model ";
+  if (!verdict) {
+    summary += "ran end to end on " + target;
+  } else if (*verdict == RunVerdict::kBlocked) {
+    summary += std::string(runVerdictVerb(*verdict)) + " for " + target;
+  } else {
+    summary += std::string(runVerdictVerb(*verdict)) + " end to end on " + target;
   }
   if (report.contains("failing_module")) {
     const json& pinned = report["failing_module"];
@@ -80,7 +83,7 @@ ReportOutcome reportOutcome(const json& report) {
     }
   } else if (outcome.kind == "diagnose-run") {
     outcome.status = stringField(report, "verdict");
-    outcome.passed = outcome.status == "pass";
+    outcome.passed = parseRunVerdict(outcome.status) == RunVerdict::kPass;
     outcome.summary = runSummary(report, outcome.target);
   } else {
     outcome.status = stringField(report, "status");
