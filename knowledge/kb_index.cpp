@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "simulator/support/errors.h"
+#include "simulator/support/resource_dirs.h"
 
 namespace stickler {
 namespace {
@@ -255,13 +256,12 @@ void KnowledgeIndex::invalidate() {
 }
 
 std::string shippedKnowledgeDir() {
-  if (const char* dir = std::getenv("STICKLER_KNOWLEDGE_DIR")) return dir;
-  return STICKLER_KNOWLEDGE_DIR;
+  return requireResourceDir("STICKLER_KNOWLEDGE_DIR", "knowledge", STICKLER_KNOWLEDGE_DIR,
+                            "knowledge page");
 }
 
 std::string shippedSkillsDir() {
-  if (const char* dir = std::getenv("STICKLER_SKILLS_DIR")) return dir;
-  return STICKLER_SKILLS_DIR;
+  return requireResourceDir("STICKLER_SKILLS_DIR", "skills", STICKLER_SKILLS_DIR, "skills");
 }
 
 KnowledgeIndex& knowledgeIndexFor(const std::string& gotchas_dir) {

@@ -6,6 +6,7 @@
 #include "server/json_rpc.h"
 #include "server/mcp_catalog.h"
 #include "simulator/device/device_profile.h"
+#include "simulator/support/resource_dirs.h"
 #include "simulator/support/text_files.h"
 
 namespace stickler {
@@ -16,8 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string docsDirectory() {
-  if (const char* dir = std::getenv("STICKLER_DOCS_DIR")) return dir;
-  return STICKLER_DOCS_DIR;
+  return requireResourceDir("STICKLER_DOCS_DIR", "docs", STICKLER_DOCS_DIR, "documentation");
 }
 
 std::vector<std::string> docPages() {

@@ -9,14 +9,13 @@
 
 #include "simulator/faults/fault_rule.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/resource_dirs.h"
 
 namespace stickler {
 
 std::string shippedCatalogDir() {
-  if (const char* dir = std::getenv("STICKLER_CATALOG_DIR"); dir != nullptr && *dir != '\0') {
-    return dir;
-  }
-  return STICKLER_CATALOG_DIR;
+  return requireResourceDir("STICKLER_CATALOG_DIR", "catalog", STICKLER_CATALOG_DIR,
+                            "shipped adapter catalog");
 }
 
 CatalogEntry catalogEntryFromText(const std::string& name, const std::string& text,

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "simulator/support/errors.h"
+#include "simulator/support/resource_dirs.h"
 
 namespace stickler {
 namespace {
@@ -150,14 +151,15 @@ const OpEntry& DeviceProfile::entryFor(const std::string& op) const {
 }
 
 std::string profileDirectory() {
-  if (const char* dir = std::getenv("STICKLER_PROFILE_DIR")) return dir;
-  return STICKLER_PROFILE_DIR;
+  return resourceDir("STICKLER_PROFILE_DIR", "profiles", STICKLER_PROFILE_DIR);
 }
 
 std::vector<std::string> listProfiles() {
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(profileDirectory(), ec)) {
+  const std::string dir = requireResourceDir("STICKLER_PROFILE_DIR", "profiles",
+                                             STICKLER_PROFILE_DIR, "device profile");
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
   }
   std::sort(names.begin(), names.end());
