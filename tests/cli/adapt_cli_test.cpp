@@ -73,7 +73,7 @@ TEST(AdaptCli, TheFamilyTestCoversTheWholeZoo) {
 }
 
 TEST(AdaptCli, SavesAnArchiveThatRunPasses) {
-  const std::string out = ::testing::TempDir() + "t5-adapted.pt";
+  const std::string out = testing::uniqueTempPath("t5-adapted.pt");
   const Result adapt = stickler(
       {"adapt", zooPath("t5-encoder-tiny.pt"), "--profile", "spyre-2025-clean", "--save", out});
   ASSERT_EQ(adapt.status, 0) << adapt.out << adapt.err;
@@ -84,7 +84,7 @@ TEST(AdaptCli, SavesAnArchiveThatRunPasses) {
 }
 
 TEST(AdaptCli, AnArchiveWithPrecomputedTablesKeepsItsInputShapes) {
-  const std::string out = ::testing::TempDir() + "qwen2-adapted.pt";
+  const std::string out = testing::uniqueTempPath("qwen2-adapted.pt");
   const Result adapt = stickler(
       {"adapt", zooPath("qwen2-hd128.pt"), "--profile", "spyre-2025-clean", "--save", out});
   ASSERT_EQ(adapt.status, 0) << adapt.out << adapt.err;

@@ -244,7 +244,7 @@ TEST(AdapterEngine, ModulesRunOnTheHostWithoutAGraphChange) {
   EXPECT_GT(blockersWithRule(*application.after, profile, "rope-head-dim"), 0);
   // A TorchScript archive cannot carry the placement: saving says so instead of losing it.
   EXPECT_THROW(saveAdaptedArchive(*application.after, {"mamba-mixer-on-host"},
-                                  ::testing::TempDir() + "bamba.pt"),
+                                  testing::uniqueTempPath("bamba.pt")),
                UserError);
 }
 
@@ -449,7 +449,7 @@ transform = build_masks_on_host(input="attention_mask")
   EXPECT_GT(cosine(output, flattenTensors(model->example_outputs).at(0)), 0.99);
   // A TorchScript archive cannot carry the placement, so saving refuses.
   EXPECT_THROW(saveAdaptedArchive(*application.after, {"attention-mask-on-host"},
-                                  ::testing::TempDir() + "bert-mask.pt"),
+                                  testing::uniqueTempPath("bert-mask.pt")),
                UserError);
   // An input the model does not have is named with the ones it has.
   try {
@@ -546,7 +546,7 @@ TEST(AdapterEngine, AnAdaptedArchiveLoadsAndComputesTheSame) {
     ASSERT_TRUE(application.accepted());
     model = application.after;
   }
-  const std::string out = ::testing::TempDir() + "gpt2-tiny-adapted.pt";
+  const std::string out = testing::uniqueTempPath("gpt2-tiny-adapted.pt");
   saveAdaptedArchive(*model, {"pow-cube-as-mul", "pad-lm-head-vocabulary"}, out);
   const auto saved = loadModel(out);
   EXPECT_EQ(saved->card.name, "gpt2-tiny");

@@ -191,7 +191,7 @@ def replacement(x: Tensor):
 // bert-tiny with the non-zero biases a trained model has (the zoo's are zero, as freshly
 // initialized ones are, and dropping a zero bias changes nothing).
 std::string bertWithBiases() {
-  const std::string out = ::testing::TempDir() + "bert-tiny-biases.pt";
+  const std::string out = testing::uniqueTempPath("bert-tiny-biases.pt");
   torch::jit::ExtraFilesMap extra{{ModelCard::kArchivePath, ""}};
   torch::jit::Module module = torch::jit::load(zooPath("bert-tiny.pt"), torch::kCPU, extra);
   torch::NoGradGuard no_grad;

@@ -4,6 +4,9 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 namespace stickler::testing {
 
 namespace {
@@ -42,6 +45,10 @@ const nlohmann::json& zooModel(const std::string& name) {
     if (model.at("name") == name) return model;
   }
   throw std::runtime_error("no zoo model named " + name);
+}
+
+std::string uniqueTempPath(const std::string& name) {
+  return ::testing::TempDir() + std::to_string(::getpid()) + "-" + name;
 }
 
 std::string testName(std::string name) {
