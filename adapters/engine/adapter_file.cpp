@@ -166,11 +166,17 @@ std::string decodeString(TSNode node, const FileErrors& errors) {
   return value;
 }
 
-int64_t parseInteger(const std::string& written, TSNode node, const FileErrors& errors) {
+// Python allows 1_000_000; the C++ parsers do not.
+std::string withoutUnderscores(const std::string& written) {
   std::string digits;
   for (char c : written) {
     if (c != '_') digits += c;
   }
+  return digits;
+}
+
+int64_t parseInteger(const std::string& written, TSNode node, const FileErrors& errors) {
+  const std::string digits = withoutUnderscores(written);
   try {
     size_t used = 0;
     const int64_t value = std::stoll(digits, &used, 0);
@@ -183,10 +189,7 @@ int64_t parseInteger(const std::string& written, TSNode node, const FileErrors& 
 // A finite double: 1e999 (infinite in float64) and 1.5j (imaginary) are not numbers a field or
 // an argument can hold.
 double parseFloat(const std::string& written, TSNode node, const FileErrors& errors) {
-  std::string digits;
-  for (char c : written) {
-    if (c != '_') digits += c;
-  }
+  const std::string digits = withoutUnderscores(written);
   try {
     size_t used = 0;
     const double value = std::stod(digits, &used);
