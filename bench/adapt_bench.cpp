@@ -105,8 +105,8 @@ int runBenchmark(int argc, char** argv) {
       (fs::temp_directory_path() / ("adapt-bench-" + std::to_string(::getpid()))).string();
   fs::create_directories(scratch);
   const std::string adapted = scratch + "/adapted.pt";
-  const stickler::Operation& run = *stickler::findOperation("run_model");
-  const stickler::Operation& adapt = *stickler::findOperation("adapt_model");
+  const stickler::Operation& run = stickler::operationNamed("run_model");
+  const stickler::Operation& adapt = stickler::operationNamed("adapt_model");
   const json cpu_run = {{"model", args.model}, {"backend", "cpu"}};
   const json device_run = {{"model", adapted}, {"backend", "spyre-sim:" + args.profile}};
   const json adapting = {{"model", args.model}, {"profile", args.profile}};
@@ -117,7 +117,7 @@ int runBenchmark(int argc, char** argv) {
     BenchContext context(scratch);
     json with_save = adapting;
     with_save["save"] = adapted;
-    const json report = adapt.run(with_save, context);
+    const json report = stickler::runOperation(adapt, with_save, context);
     if (report.value("verdict", "") != "pass") {
       throw std::runtime_error("the adapted model does not pass on " + args.profile + ": " +
                                report.value("verdict", ""));
@@ -128,15 +128,15 @@ int runBenchmark(int argc, char** argv) {
               fs::path(args.model).filename().c_str(), args.profile.c_str());
   const double cpu_memory = peakMemory([&] {
     BenchContext context(scratch);
-    run.run(cpu_run, context);
+    stickler::runOperation(run, cpu_run, context);
   });
   const double device_memory = peakMemory([&] {
     BenchContext context(scratch);
-    run.run(device_run, context);
+    stickler::runOperation(run, device_run, context);
   });
   const double adapt_memory = peakMemory([&] {
     BenchContext context(scratch);
-    adapt.run(adapting, context);
+    stickler::runOperation(adapt, adapting, context);
   });
 
   // Two sessions: adapt makes the adapted model the one its session runs, and the CPU run must
@@ -146,9 +146,10 @@ int runBenchmark(int argc, char** argv) {
   std::vector<double> cpu_times, device_times, adapt_times;
   json last;
   for (int round = 0; round <= args.rounds; ++round) {  // round 0 loads the models and warms up
-    const double cpu = seconds([&] { run.run(cpu_run, runs); });
-    const double device = seconds([&] { run.run(device_run, runs); });
-    const double adapt_time = seconds([&] { last = adapt.run(adapting, adapts); });
+    const double cpu = seconds([&] { stickler::runOperation(run, cpu_run, runs); });
+    const double device = seconds([&] { stickler::runOperation(run, device_run, runs); });
+    const double adapt_time =
+        seconds([&] { last = stickler::runOperation(adapt, adapting, adapts); });
     if (round == 0) continue;
     cpu_times.push_back(cpu);
     device_times.push_back(device);

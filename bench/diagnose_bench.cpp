@@ -37,8 +37,8 @@ int runBenchmarks(int argc, char** argv) {
           .string();
   std::filesystem::create_directories(scratch);
   BenchContext context(scratch);
-  const stickler::Operation& run = *stickler::findOperation("run_model");
-  const stickler::Operation& diagnose = *stickler::findOperation("diagnose_model");
+  const stickler::Operation& run = stickler::operationNamed("run_model");
+  const stickler::Operation& diagnose = stickler::operationNamed("diagnose_model");
 
   std::printf("diagnose against a plain device run on spyre-sim:%s (medians of interleaved runs)\n",
               args.profile.c_str());
@@ -48,7 +48,7 @@ int runBenchmarks(int argc, char** argv) {
   for (const auto& entry : index->at("models")) {
     const std::string model = args.zoo + "/" + entry.at("file").get<std::string>();
     const json plain = {{"model", model}, {"backend", "spyre-sim:" + args.profile}};
-    const json first = run.run(plain, context);
+    const json first = stickler::runOperation(run, plain, context);
     const bool blocked =
         first.value("verdict", "") == "blocked" ||
         (first.contains("compile") && first["compile"].value("status", "") != "ok");
@@ -61,9 +61,11 @@ int runBenchmarks(int argc, char** argv) {
                             {"bundle_dir", scratch + "/repros"}};
     size_t bundles = 0;
     auto [baseline, diagnosed] = timeInterleaved(
-        [&] { run.run(plain, context); },
-        [&] { bundles = diagnose.run(diagnosis, context).value("repro_bundles", 0); }, args.seconds,
-        5, 1);
+        [&] { stickler::runOperation(run, plain, context); },
+        [&] {
+          bundles = stickler::runOperation(diagnose, diagnosis, context).value("repro_bundles", 0);
+        },
+        args.seconds, 5, 1);
     const double ratio = diagnosed / baseline;
     (blocked ? compile_mode : run_mode).add(ratio);
     std::printf("%-22s %-8s %12.2f %14.2f %6.2fx %8zu\n",

@@ -219,7 +219,7 @@ int runCommandLine(const std::vector<std::string>& arguments) {
     if (!commands[i]->parsed() || !commands[i]->get_subcommands().empty()) continue;
     try {
       OperationContext context;  // paths as given, nothing kept between runs
-      const json output = operation.run(input->toJson(), context);
+      const json output = runOperation(operation, input->toJson(), context);
       if (input->jsonOutput()) {
         std::cout << output.dump(2) << "\n";
       } else {

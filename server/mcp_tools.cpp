@@ -36,8 +36,7 @@ McpTool toolFor(const Operation& operation) {
   tool.call = [&operation](const json& arguments, ToolCallContext& context) {
     try {
       // Bad arguments are a result the agent can act on, not a protocol error.
-      validateInput(operation.input_schema, arguments);
-      return toolResult(operation.run(arguments, context));
+      return toolResult(runOperation(operation, arguments, context));
     } catch (const UserError& e) {
       return toolError(e.what());
     }

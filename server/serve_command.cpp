@@ -2,23 +2,20 @@
 
 #include <csignal>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "server/http_transport.h"
 #include "server/mcp_server.h"
 #include "server/stdio_transport.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/text_files.h"
 
 namespace stickler {
 namespace {
 
 std::string readToken(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UserError("--token-file " + path + ": cannot read it");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string token = text.str();
+  const std::optional<std::string> text = readTextFileIfPresent(path);
+  if (!text) throw UserError("--token-file " + path + ": cannot read it");
+  std::string token = *text;
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
   if (token.size() < 16)
     throw UserError("--token-file " + path + ": the token must have at least 16 characters");

@@ -16,8 +16,7 @@ using nlohmann::json;
 
 json run(const json& input, OperationContext& context) {
   const std::string model_path = context.resolvePath(requireString(input, "model"));
-  const std::string profile_name = resolveProfile(
-      input.contains("profile") ? requireString(input, "profile") : "spyre-2026", context);
+  const std::string profile_name = resolveProfile(requireString(input, "profile"), context);
   const DeviceProfile profile = loadProfile(profile_name);
   const std::vector<std::string> input_flags = optionalStrings(input, "inputs");
   const auto catalog = adapterCatalog(context);
@@ -31,7 +30,7 @@ json run(const json& input, OperationContext& context) {
     request.model = model_path;
     request.inputs = input_flags;
     request.backend = "spyre-sim:" + profile_name;
-    request.timeout_seconds = optionalNumber(input, "timeout_seconds", request.timeout_seconds);
+    request.timeout_seconds = input.at("timeout_seconds").get<double>();
     const auto runAdapted = [&] {
       if (input.contains("save")) requireSavable(*stack.current());  // before the run, not after
       adapters.publish();
@@ -85,8 +84,7 @@ std::string renderText(const json& report) {
     text += "refused: " + refused["adapter"].get<std::string>() + " (" +
             refused["reason"].get<std::string>() + ")\n";
   }
-  const Operation* run_model = findOperation("run_model");
-  text += run_model->render_text(report);
+  text += operationNamed("run_model").render_text(report);
   if (report.contains("saved")) text += "saved " + report["saved"].get<std::string>() + "\n";
   return text;
 }

@@ -290,9 +290,7 @@ json adapterMetadataToJson(const CatalogEntry& entry) {
 }
 
 DeviceProfile profileFromInput(const json& input, OperationContext& context) {
-  const std::string name =
-      input.contains("profile") ? requireString(input, "profile") : "spyre-2026";
-  return loadProfile(resolveProfile(name, context));
+  return loadProfile(resolveProfile(requireString(input, "profile"), context));
 }
 
 json adapterNameField(const char* description) {

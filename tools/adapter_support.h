@@ -108,7 +108,8 @@ nlohmann::json blockersLeftToJson(const LoadedModel& model, const DeviceProfile&
                                   size_t limit);
 nlohmann::json adapterMetadataToJson(const CatalogEntry& entry);
 
-// The profile named by the input's "profile" field (spyre-2026 when absent), loaded.
+// The profile named by the input's "profile" field (filled with the schema's default by
+// runOperation when not given), loaded.
 DeviceProfile profileFromInput(const nlohmann::json& input, OperationContext& context);
 
 // Input-schema properties the adapter tools share.

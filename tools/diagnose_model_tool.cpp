@@ -205,7 +205,7 @@ json diagnoseNumerics(const LoadedModel& model, const std::string& profile_name,
                       OperationContext& context) {
   LocalizeOptions options;
   options.backend = "spyre-sim:" + profile_name;
-  options.timeout_seconds = optionalNumber(input, "timeout_seconds", options.timeout_seconds);
+  options.timeout_seconds = input.at("timeout_seconds").get<double>();
   options.control = context.task();
   options.thresholds = thresholdSettings(input);
   return lockstepNumerics(model, options);
@@ -217,8 +217,9 @@ json rankAcrossModels(const json& input, OperationContext& context) {
   if (input.value("mode", "compile") != "compile") {
     throw UserError("models ranks compile blockers: it takes mode compile only");
   }
-  json ranking = findOperation("rank_blockers")
-                     ->run({{"profile", input["profile"]}, {"models", input["models"]}}, context);
+  json ranking =
+      runOperation(operationNamed("rank_blockers"),
+                   {{"profile", input["profile"]}, {"models", input["models"]}}, context);
   publishReport(ranking, input, context);
   return ranking;
 }
@@ -243,9 +244,8 @@ json run(const json& input, OperationContext& context) {
     report =
         diagnoseCompile(*model, model, profile, bundleDirectory(input, *model, context), context);
   } else if (mode == "run") {
-    report =
-        diagnoseRun(model, profile, profile_name, optionalNumber(input, "timeout_seconds", 300),
-                    bundleDirectory(input, *model, context), context);
+    report = diagnoseRun(model, profile, profile_name, input.at("timeout_seconds").get<double>(),
+                         bundleDirectory(input, *model, context), context);
   } else {
     report = diagnoseNumerics(*model, profile_name, input, context);
   }
@@ -281,7 +281,7 @@ std::string renderNumerics(const json& report) {
 std::string renderReport(const json& report) {
   std::string text;
   if (report.value("schema", "") == "stickler.blocker_ranking") {
-    return findOperation("rank_blockers")->render_text(report);
+    return operationNamed("rank_blockers").render_text(report);
   }
   if (report.value("mode", "") == "numerics") return renderNumerics(report);
   if (report.value("mode", "") == "compile") {
@@ -308,7 +308,7 @@ std::string renderReport(const json& report) {
     }
     return text;
   }
-  text = findOperation("run_model")->render_text(report);
+  text = operationNamed("run_model").render_text(report);
   if (report.contains("failing_module")) {
     const json& pinned = report["failing_module"];
     text += "\nfailing module: " + pinned["module"].get<std::string>() + " (" +

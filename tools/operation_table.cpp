@@ -1,6 +1,9 @@
 #include "tools/operation_table.h"
 
+#include <stdexcept>
+
 #include "simulator/support/errors.h"
+#include "tools/input_validation.h"
 
 namespace stickler {
 
@@ -40,6 +43,23 @@ const Operation* findOperation(std::string_view name) {
     if (operation.name == name || operation.cli.command == name) return &operation;
   }
   return nullptr;
+}
+
+const Operation& operationNamed(std::string_view name) {
+  if (const Operation* operation = findOperation(name)) return *operation;
+  throw std::logic_error("no operation named " + std::string(name) + " in the table");
+}
+
+nlohmann::json runOperation(const Operation& operation, const nlohmann::json& input,
+                            OperationContext& context) {
+  validateInput(operation.input_schema, input);
+  nlohmann::json completed = input;
+  for (const auto& [name, property] : operation.input_schema["properties"].items()) {
+    if (!completed.contains(name) && property.contains("default")) {
+      completed[name] = property["default"];
+    }
+  }
+  return operation.run(completed, context);
 }
 
 std::string requireString(const nlohmann::json& input, const char* field) {

@@ -14,6 +14,16 @@ const std::vector<Operation>& operationTable();
 
 // The operation with this MCP name or CLI command, or nullptr.
 const Operation* findOperation(std::string_view name);
+// The same for an operation that must exist (one tool calling another): std::logic_error, an
+// internal error, when it does not.
+const Operation& operationNamed(std::string_view name);
+
+// The one way an operation runs, from either front-end or from another operation: the input
+// checked against the operation's input schema (a UserError naming the first bad field), the
+// schema's defaults filled in for properties not given, then the handler. Handlers thus see
+// every defaulted property and need not repeat its default.
+nlohmann::json runOperation(const Operation& operation, const nlohmann::json& input,
+                            OperationContext& context);
 
 // Helpers for handlers: read a field of the input, or throw a UserError naming it.
 std::string requireString(const nlohmann::json& input, const char* field);

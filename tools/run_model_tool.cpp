@@ -61,7 +61,7 @@ json run(const json& input, OperationContext& context) {
     request.backend = resolveBackend(requireString(input, "backend"), context);
   request.inputs = optionalStrings(input, "inputs");
   request.device_modules = optionalStrings(input, "modules");
-  request.timeout_seconds = optionalNumber(input, "timeout_seconds", request.timeout_seconds);
+  request.timeout_seconds = input.at("timeout_seconds").get<double>();
   const PageRequest blockers = pageRequest(input, "blocker", context);
   json report = runModel(request, context.task(), context.models());
   if (report["compile"].contains("blockers")) {

@@ -1,13 +1,12 @@
 // Creating a workspace catalog from the shipped one, recognizing an existing one, and keeping
 // its work dir in step with main.
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "adapters/catalog_repo/catalog_internal.h"
 #include "adapters/catalog_repo/commit_message.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/text_files.h"
 
 namespace stickler {
 namespace fs = std::filesystem;
@@ -44,13 +43,9 @@ struct ShippedAdapter {
 };
 
 std::string readWholeFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) {
-    throw UserError("cannot read shipped adapter " + path.string());
-  }
-  return text.str();
+  std::optional<std::string> text = readTextFileIfPresent(path.string());
+  if (!text) throw UserError("cannot read shipped adapter " + path.string());
+  return std::move(*text);
 }
 
 std::string validShippedName(const fs::path& path) {

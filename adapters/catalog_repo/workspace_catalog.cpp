@@ -8,6 +8,7 @@
 
 #include "adapters/catalog_repo/catalog_internal.h"
 #include "adapters/catalog_repo/commit_message.h"
+#include "adapters/engine/adapter_name.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -33,15 +34,6 @@ std::optional<std::string> adapterNameOf(const std::string& file_name) {
 }  // namespace catalog
 
 namespace {
-
-constexpr size_t kMaxNameLength = 64;
-
-bool isLowerAlpha(char c) {
-  return c >= 'a' && c <= 'z';
-}
-bool isDigit(char c) {
-  return c >= '0' && c <= '9';
-}
 
 // Where a name's work happens: its draft branch, or main before the first draft.
 struct BranchBase {
@@ -185,21 +177,8 @@ const fs::path& WorkspaceCatalog::dir() const {
 }
 
 void WorkspaceCatalog::validateName(const std::string& name) {
-  const std::string quoted = "invalid adapter name \"" + name + "\": ";
-  if (name.empty() || name.size() > kMaxNameLength) {
-    throw UserError(quoted + "use 1 to 64 characters");
-  }
-  if (!isLowerAlpha(name.front())) {
-    throw UserError(quoted + "start with a lower-case letter");
-  }
-  for (size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    if (c == '-' && (i + 1 == name.size() || name[i + 1] == '-')) {
-      throw UserError(quoted + "hyphens go between words, one at a time (kebab-case)");
-    }
-    if (c != '-' && !isLowerAlpha(c) && !isDigit(c)) {
-      throw UserError(quoted + "use lower-case letters, digits and hyphens (kebab-case)");
-    }
+  if (const auto problem = adapterNameProblem(name)) {
+    throw UserError("invalid adapter name \"" + name + "\": " + *problem);
   }
 }
 

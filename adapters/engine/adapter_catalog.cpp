@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "simulator/faults/fault_rule.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/resource_dirs.h"
+#include "simulator/support/text_files.h"
 
 namespace stickler {
 
@@ -36,11 +35,13 @@ std::vector<CatalogEntry> readCatalogDir(const std::string& dir, const std::stri
   if (!fs::is_directory(dir, error)) return entries;
   for (const auto& item : fs::directory_iterator(dir, error)) {
     if (!item.is_regular_file() || item.path().extension() != ".py") continue;
-    std::ifstream in(item.path(), std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    entries.push_back(catalogEntryFromText(item.path().stem().string(), text.str(),
-                                           item.path().string(), origin));
+    const std::string name = item.path().stem().string();
+    if (const auto text = readTextFileIfPresent(item.path().string())) {
+      entries.push_back(catalogEntryFromText(name, *text, item.path().string(), origin));
+    } else {
+      entries.push_back({name, origin, item.path().string(), "", std::nullopt,
+                         item.path().string() + ": cannot read it"});
+    }
   }
   std::sort(entries.begin(), entries.end(),
             [](const CatalogEntry& a, const CatalogEntry& b) { return a.name < b.name; });

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 
+#include "adapters/engine/adapter_name.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/text_files.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
 
@@ -340,17 +340,6 @@ void setField(AdapterMetadata& metadata, const FieldSpec& spec, const json& valu
   if (name == "max_ulps") metadata.max_ulps = value;
 }
 
-bool isKebabCase(const std::string& name) {
-  if (name.empty() || name.front() == '-' || name.back() == '-') return false;
-  for (char c : name) {
-    if (!(std::islower(static_cast<unsigned char>(c)) ||
-          std::isdigit(static_cast<unsigned char>(c)) || c == '-')) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool isImport(const std::string& type) {
   return type == "import_statement" || type == "import_from_statement" ||
          type == "future_import_statement";
@@ -440,9 +429,9 @@ AdapterFile parseAdapterFile(const std::string& text, const std::string& path) {
       errors.at(top, "missing field '" + std::string(spec.name) + "'");
     }
   }
-  if (!isKebabCase(file.metadata.name)) {
-    errors.at(file.positionOf("name"), "name '" + file.metadata.name +
-                                           "' must be kebab-case: lowercase letters, digits, '-'");
+  if (const auto problem = adapterNameProblem(file.metadata.name)) {
+    errors.at(file.positionOf("name"),
+              "invalid adapter name \"" + file.metadata.name + "\": " + *problem);
   }
   const std::filesystem::path as_path(path);
   if (as_path.extension() == ".py" && as_path.stem() != file.metadata.name) {
@@ -493,11 +482,9 @@ AdapterFile parseAdapterFile(const std::string& text, const std::string& path) {
 }
 
 AdapterFile readAdapterFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": no such adapter file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parseAdapterFile(text.str(), path);
+  const std::optional<std::string> text = readTextFileIfPresent(path);
+  if (!text) throw UserError(path + ": no such adapter file");
+  return parseAdapterFile(*text, path);
 }
 
 }  // namespace stickler

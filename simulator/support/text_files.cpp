@@ -11,11 +11,16 @@
 
 namespace stickler {
 
-std::string readTextFile(const std::string& path) {
+std::optional<std::string> readTextFileIfPresent(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+std::string readTextFile(const std::string& path) {
+  return readTextFileIfPresent(path).value_or("");
 }
 
 void writeFileAtomically(const std::string& path, const std::string& text) {

@@ -80,6 +80,20 @@ TEST(Cli, BadFlagsExitTwo) {
   EXPECT_EQ(r.status, 2);
 }
 
+// Flags are checked against the operation's input schema, as MCP arguments are.
+TEST(Cli, FlagValuesAreCheckedAgainstTheInputSchema) {
+  const std::string model = testing::zooPath("gpt2-tiny.pt");
+  Result r = stickler({"diagnose", model, "--profile", "spyre-2026", "--mode", "fly"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("field 'mode' must be one of [\"compile\",\"run\",\"numerics\"], not "
+                       "\"fly\""),
+            std::string::npos)
+      << r.err;
+  r = stickler({"report", "--format", "pdf"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("field 'format' must be one of"), std::string::npos) << r.err;
+}
+
 TEST(Cli, ProfilesListsTheShippedProfiles) {
   const Result r = stickler({"profiles"});
   ASSERT_EQ(r.status, 0) << r.err;

@@ -100,7 +100,8 @@ TEST(ReportCli, BadReportRequestsAreClearErrors) {
   EXPECT_EQ(escape.status, 2);
   const Result format = stickler({"report", "--format", "pdf"});
   EXPECT_EQ(format.status, 2);
-  EXPECT_NE(format.err.find("format must be json, html, junit or list"), std::string::npos)
+  EXPECT_NE(format.err.find("field 'format' must be one of [\"json\",\"html\",\"junit\",\"list\"]"),
+            std::string::npos)
       << format.err;
 }
 

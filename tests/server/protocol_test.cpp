@@ -8,6 +8,7 @@
 #include "server/workspace.h"
 #include "simulator/support/errors.h"
 #include "tools/input_validation.h"
+#include "tools/operation_table.h"
 
 namespace stickler {
 namespace {
@@ -74,6 +75,35 @@ TEST(InputValidation, NamesTheBadField) {
             "unknown field 'colour' (expected inputs, limit, mode, model)");
   EXPECT_EQ(validationError(schema, json::array()),
             "the arguments must be an object, not an array");
+}
+
+// Both front-ends run operations through runOperation: the input is checked first, and the
+// handler sees every property the schema gives a default for.
+TEST(RunOperation, ChecksTheInputThenFillsTheSchemasDefaults) {
+  Operation operation;
+  operation.name = "echo";
+  operation.input_schema = json::parse(R"({
+    "type": "object",
+    "properties": {
+      "model": {"type": "string"},
+      "profile": {"type": "string", "default": "spyre-2026"},
+      "timeout_seconds": {"type": "number", "default": 300},
+      "mode": {"enum": ["compile", "run"]}
+    },
+    "required": ["model"],
+    "additionalProperties": false
+  })");
+  int runs = 0;
+  operation.run = [&runs](const json& input, OperationContext&) {
+    ++runs;
+    return input;
+  };
+  OperationContext context;
+  const json given = runOperation(operation, {{"model", "m.pt"}, {"profile", "p"}}, context);
+  EXPECT_EQ(given, json({{"model", "m.pt"}, {"profile", "p"}, {"timeout_seconds", 300}}));
+  EXPECT_THROW(runOperation(operation, {{"model", "m.pt"}, {"mode", "fly"}}, context), UserError);
+  EXPECT_THROW(runOperation(operation, json::object(), context), UserError);
+  EXPECT_EQ(runs, 1);  // bad input never reaches the handler
 }
 
 class WorkspaceTest : public ::testing::Test {

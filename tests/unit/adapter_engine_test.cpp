@@ -625,37 +625,42 @@ std::string gitLog(const std::string& dir) {
 TEST(AdapterTools, DraftRevertAndEvidenceCommitsInTheWorkspaceCatalog) {
   const std::string root = freshWorkspace();
   WorkspaceContext context(root);
-  const Operation& draft = *findOperation("draft_adapter");
-  const Operation& apply = *findOperation("apply_adapter");
+  const Operation& draft = operationNamed("draft_adapter");
+  const Operation& apply = operationNamed("apply_adapter");
 
   // A syntax error is reported with its line and column; nothing is written.
   try {
-    draft.run({{"name", "cube-as-square"}, {"source", "name = (\n"}, {"reason", "r"}}, context);
+    runOperation(draft, {{"name", "cube-as-square"}, {"source", "name = (\n"}, {"reason", "r"}},
+                 context);
     FAIL() << "a syntax error was drafted";
   } catch (const UserError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("cube-as-square.py:1:8:", 0), 0) << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(root + "/stickler-adapters"));
 
-  const json drafted = draft.run(
-      {{"name", "cube-as-square"}, {"source", kCubeAsSquare}, {"reason", "Try squaring"}}, context);
+  const json drafted = runOperation(
+      draft, {{"name", "cube-as-square"}, {"source", kCubeAsSquare}, {"reason", "Try squaring"}},
+      context);
   EXPECT_TRUE(drafted["committed"].get<bool>());
   EXPECT_EQ(drafted["branch"], "draft/cube-as-square");
-  const json refused = apply.run({{"model", zooPath("gpt2-tiny.pt")},
-                                  {"adapter", "cube-as-square"},
-                                  {"profile", "spyre-2025-clean"}},
-                                 context);
+  const json refused = runOperation(apply,
+                                    {{"model", zooPath("gpt2-tiny.pt")},
+                                     {"adapter", "cube-as-square"},
+                                     {"profile", "spyre-2025-clean"}},
+                                    context);
   EXPECT_EQ(refused["status"], "refused");
   EXPECT_EQ(apply.exit_status(refused), 1);
-  draft.run({{"name", "cube-as-square"},
-             {"revert", true},
-             {"reason", "Refused by the equivalence check"}},
-            context);
+  runOperation(draft,
+               {{"name", "cube-as-square"},
+                {"revert", true},
+                {"reason", "Refused by the equivalence check"}},
+               context);
 
-  const json applied = apply.run({{"model", zooPath("gpt2-tiny.pt")},
-                                  {"adapter", "pow-cube-as-mul"},
-                                  {"profile", "spyre-2025-clean"}},
-                                 context);
+  const json applied = runOperation(apply,
+                                    {{"model", zooPath("gpt2-tiny.pt")},
+                                     {"adapter", "pow-cube-as-mul"},
+                                     {"profile", "spyre-2025-clean"}},
+                                    context);
   EXPECT_EQ(applied["status"], "applied");
   ASSERT_TRUE(applied.contains("evidence_commit"));
 

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -77,6 +81,22 @@ transform = pad_to_sticks(module="lm_head", dim=-2, sizes=(1, 2.5), options={'fi
   EXPECT_EQ(file.transform->position.line, 8);
   EXPECT_EQ(file.transform->position.column, 13);
   EXPECT_EQ(file.metadata.max_ulps, 0);  // bitwise unless declared
+}
+
+// The file's name follows the catalog's rule (adapter_name.h): a file that parses is never
+// refused by `draft` for its name. These three passed the file's old, looser check.
+TEST(AdapterFile, TheNameFollowsTheCatalogsRule) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"1pow-cube", "start with a lower-case letter"},
+      {"pow--cube", "hyphens go between words, one at a time (kebab-case)"},
+      {std::string(65, 'a'), "use 1 to 64 characters"},
+  };
+  for (const auto& [name, problem] : cases) {
+    std::string text = kPowRewrite;
+    text.replace(text.find("\"pow-cube\""), 10, "\"" + name + "\"");
+    EXPECT_EQ(errorOf(text, "adapters/" + name + ".py"),
+              "adapters/" + name + ".py:8:8: invalid adapter name \"" + name + "\": " + problem);
+  }
 }
 
 TEST(AdapterFile, SyntaxErrorsHaveLineAndColumn) {

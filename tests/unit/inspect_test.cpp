@@ -118,8 +118,8 @@ TEST(InspectText, EveryZooModelShowsItsCollapsedLayers) {
   ASSERT_NE(inspect, nullptr);
   OperationContext context;
   for (const auto& name : testing::zooModelNames()) {
-    const json output =
-        inspect->run({{"model", zooPath(name + ".pt")}, {"include_nodes", false}}, context);
+    const json output = runOperation(
+        *inspect, {{"model", zooPath(name + ".pt")}, {"include_nodes", false}}, context);
     const std::string text = inspect->render_text(output);
     EXPECT_EQ(text.rfind(name + " (", 0), 0u) << text;
     EXPECT_NE(text.find(output.at("model").at("class").get<std::string>()), std::string::npos);
