@@ -1,8 +1,5 @@
 #include "knowledge/gotcha_store.h"
 
-#include <git2.h>
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -15,6 +12,8 @@
 
 #include "knowledge/kb_index.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/git_support.h"
+#include "simulator/support/sqlite_db.h"
 #include "simulator/support/text_files.h"
 
 namespace stickler {
@@ -91,89 +90,71 @@ std::set<std::string> wordsOf(const Gotcha& gotcha) {
 
 class Database {
  public:
-  explicit Database(const std::string& path) {
-    fs::create_directories(fs::path(path).parent_path());
-    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
-      const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
-      sqlite3_close(db_);
-      throw UserError("cannot open the store " + path + ": " + why);
-    }
-    sqlite3_busy_timeout(db_, 5000);
-    exec("PRAGMA journal_mode=WAL;");
-    exec(
+  explicit Database(const std::string& path) : db_(openStore(path)) {
+    db_.exec("PRAGMA journal_mode=WAL;");
+    db_.exec(
         "CREATE TABLE IF NOT EXISTS gotchas(id TEXT PRIMARY KEY, title TEXT NOT NULL, "
         "body TEXT NOT NULL, tags TEXT NOT NULL, model TEXT NOT NULL, adapter TEXT NOT NULL, "
         "profile TEXT NOT NULL, evidence TEXT NOT NULL, occurrences INTEGER NOT NULL, "
         "created TEXT NOT NULL, updated TEXT NOT NULL);");
   }
-  ~Database() { sqlite3_close(db_); }
-  Database(const Database&) = delete;
-  Database& operator=(const Database&) = delete;
 
-  void exec(const char* sql) {
-    char* error = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-      const std::string why = error ? error : "unknown error";
-      sqlite3_free(error);
-      throw UserError(std::string("the gotcha store: ") + why);
-    }
-  }
+  sqlite::Database& handle() { return db_; }
 
   std::vector<Gotcha> all() {
-    sqlite3_stmt* statement = prepare(
-        "SELECT id, title, body, tags, model, adapter, profile, evidence, occurrences, created, "
-        "updated FROM gotchas ORDER BY updated DESC, id");
+    sqlite::Statement select(
+        db_,
+        "SELECT id, title, body, tags, model, adapter, profile, evidence, "
+        "occurrences, created, updated FROM gotchas ORDER BY updated DESC, id");
     std::vector<Gotcha> list;
-    while (sqlite3_step(statement) == SQLITE_ROW) {
+    while (select.step()) {
       Gotcha gotcha;
-      gotcha.id = text(statement, 0);
-      gotcha.title = text(statement, 1);
-      gotcha.body = text(statement, 2);
-      gotcha.tags = json::parse(text(statement, 3)).get<std::vector<std::string>>();
-      gotcha.model = text(statement, 4);
-      gotcha.adapter = text(statement, 5);
-      gotcha.profile = text(statement, 6);
-      gotcha.evidence = json::parse(text(statement, 7)).get<std::vector<std::string>>();
-      gotcha.occurrences = sqlite3_column_int(statement, 8);
-      gotcha.created = text(statement, 9);
-      gotcha.updated = text(statement, 10);
+      gotcha.id = select.text(0);
+      gotcha.title = select.text(1);
+      gotcha.body = select.text(2);
+      gotcha.tags = stringList(select.text(3), gotcha.id);
+      gotcha.model = select.text(4);
+      gotcha.adapter = select.text(5);
+      gotcha.profile = select.text(6);
+      gotcha.evidence = stringList(select.text(7), gotcha.id);
+      gotcha.occurrences = static_cast<int>(select.integer(8));
+      gotcha.created = select.text(9);
+      gotcha.updated = select.text(10);
       list.push_back(std::move(gotcha));
     }
-    sqlite3_finalize(statement);
     return list;
   }
 
   void put(const Gotcha& gotcha) {
-    sqlite3_stmt* statement = prepare(
+    sqlite::Statement insert(
+        db_,
         "INSERT OR REPLACE INTO gotchas(id, title, body, tags, model, adapter, profile, "
         "evidence, occurrences, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    const std::string values[] = {
-        gotcha.id,    gotcha.title,   gotcha.body,    json(gotcha.tags).dump(),
-        gotcha.model, gotcha.adapter, gotcha.profile, json(gotcha.evidence).dump()};
-    for (int i = 0; i < 8; ++i) {
-      sqlite3_bind_text(statement, i + 1, values[i].c_str(), -1, SQLITE_TRANSIENT);
-    }
-    sqlite3_bind_int(statement, 9, gotcha.occurrences);
-    sqlite3_bind_text(statement, 10, gotcha.created.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(statement, 11, gotcha.updated.c_str(), -1, SQLITE_TRANSIENT);
-    const int rc = sqlite3_step(statement);
-    sqlite3_finalize(statement);
-    if (rc != SQLITE_DONE) throw UserError(std::string("the gotcha store: ") + sqlite3_errmsg(db_));
+    insert.bind(1, gotcha.id).bind(2, gotcha.title).bind(3, gotcha.body);
+    insert.bind(4, json(gotcha.tags).dump()).bind(5, gotcha.model).bind(6, gotcha.adapter);
+    insert.bind(7, gotcha.profile).bind(8, json(gotcha.evidence).dump());
+    insert.bind(9, int64_t{gotcha.occurrences}).bind(10, gotcha.created).bind(11, gotcha.updated);
+    insert.step();
   }
 
  private:
-  sqlite3_stmt* prepare(const char* sql) {
-    sqlite3_stmt* statement = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr) != SQLITE_OK) {
-      throw UserError(std::string("the gotcha store: ") + sqlite3_errmsg(db_));
+  static sqlite::Database openStore(const std::string& path) {
+    fs::create_directories(fs::path(path).parent_path());
+    return sqlite::Database(path, "the gotcha store " + path);
+  }
+
+  // A JSON list of strings as the store writes it; anything else is a damaged row, named.
+  std::vector<std::string> stringList(const std::string& text, const std::string& id) const {
+    const json list = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!list.is_array() ||
+        !std::all_of(list.begin(), list.end(), [](const json& item) { return item.is_string(); })) {
+      throw UserError(db_.store() + ": gotcha '" + id +
+                      "' has a damaged list: " + text.substr(0, 80));
     }
-    return statement;
+    return list.get<std::vector<std::string>>();
   }
-  static std::string text(sqlite3_stmt* statement, int column) {
-    const auto* value = sqlite3_column_text(statement, column);
-    return value ? reinterpret_cast<const char*>(value) : "";
-  }
-  sqlite3* db_ = nullptr;
+
+  sqlite::Database db_;
 };
 
 // --- the Markdown page and its commit ----------------------------------------------------
@@ -195,61 +176,40 @@ std::string pageText(const Gotcha& gotcha) {
   return page;
 }
 
-void gitCheck(int rc, const std::string& what) {
-  if (rc >= 0) return;
-  const git_error* error = git_error_last();
-  throw UserError("the gotchas' git repository: " + what + ": " +
-                  (error && error->message ? error->message : "unknown error"));
-}
-
-// Commits `file` (relative to `directory`, a repository created when missing) with `message`;
-// returns the commit id.
+// Commits `file` (relative to `directory`, a repository created when missing) on HEAD's
+// branch with `message`, signed as GIT_AUTHOR_* say; returns the commit id.
 std::string commitFile(const std::string& directory, const std::string& file,
                        const std::string& message) {
-  git_libgit2_init();
-  git_repository* repo = nullptr;
-  if (git_repository_open(&repo, directory.c_str()) < 0) {
-    gitCheck(git_repository_init(&repo, directory.c_str(), 0), "init " + directory);
+  git::ensureInitialized();
+  const std::string context = "the gotchas' git repository " + directory;
+  git_repository* opened = nullptr;
+  if (git_repository_open(&opened, directory.c_str()) < 0) {
+    git::check(git_repository_init(&opened, directory.c_str(), 0), context + ": init");
   }
-  git_index* index = nullptr;
-  git_tree* tree = nullptr;
-  git_signature* signature = nullptr;
-  git_commit* parent = nullptr;
-  std::string id;
-  try {
-    gitCheck(git_repository_index(&index, repo), "open the index");
-    gitCheck(git_index_add_bypath(index, file.c_str()), "add " + file);
-    gitCheck(git_index_write(index), "write the index");
-    git_oid tree_id;
-    gitCheck(git_index_write_tree(&tree_id, index), "write the tree");
-    gitCheck(git_tree_lookup(&tree, repo, &tree_id), "read the tree");
-    gitCheck(git_signature_now(&signature, "Stickler", "stickler@localhost"), "sign");
-    git_oid parent_id;
-    if (git_reference_name_to_id(&parent_id, repo, "HEAD") == 0) {
-      gitCheck(git_commit_lookup(&parent, repo, &parent_id), "read HEAD");
-    }
-    const git_commit* parents[] = {parent};
-    git_oid commit_id;
-    gitCheck(git_commit_create(&commit_id, repo, "HEAD", signature, signature, nullptr,
-                               message.c_str(), tree, parent ? 1 : 0, parents),
-             "commit");
-    char hex[GIT_OID_HEXSZ + 1];
-    git_oid_tostr(hex, sizeof hex, &commit_id);
-    id = hex;
-  } catch (...) {
-    git_commit_free(parent);
-    git_signature_free(signature);
-    git_tree_free(tree);
-    git_index_free(index);
-    git_repository_free(repo);
-    throw;
+  const git::Repository repo(opened);
+  git_index* index_handle = nullptr;
+  git::check(git_repository_index(&index_handle, repo.get()), context + ": open the index");
+  const git::Index index(index_handle);
+  git::check(git_index_add_bypath(index.get(), file.c_str()), context + ": add " + file);
+  git::check(git_index_write(index.get()), context + ": write the index");
+  git_oid tree_id;
+  git::check(git_index_write_tree(&tree_id, index.get()), context + ": write the tree");
+  // HEAD names the branch (unborn in a new repository): its tip is the parent, and the branch
+  // moves only if no other process committed meanwhile.
+  git_reference* head = nullptr;
+  git::check(git_reference_lookup(&head, repo.get(), "HEAD"), context + ": read HEAD");
+  const git::Reference head_ref(head);
+  const char* target = git_reference_symbolic_target(head_ref.get());
+  const std::string prefix = "refs/heads/";
+  if (target == nullptr || std::string(target).rfind(prefix, 0) != 0) {
+    throw UserError(context + ": HEAD is not on a branch; check out one to record gotchas");
   }
-  git_commit_free(parent);
-  git_signature_free(signature);
-  git_tree_free(tree);
-  git_index_free(index);
-  git_repository_free(repo);
-  return id;
+  const std::string branch = std::string(target).substr(prefix.size());
+  const std::optional<git_oid> parent_id = git::branchTip(repo.get(), branch);
+  const git::Commit parent = parent_id ? git::lookupCommit(repo.get(), *parent_id) : nullptr;
+  const git_oid commit_id = git::writeCommit(repo.get(), tree_id, parent.get(), message);
+  git::moveBranch(repo.get(), branch, commit_id, parent_id, "stickler: record a gotcha");
+  return git::toHex(commit_id);
 }
 
 }  // namespace
@@ -280,86 +240,77 @@ GotchaRecorded GotchaStore::record(const Gotcha& input) {
   if (input.body.size() > 20000) throw UserError("a gotcha's body is at most 20000 characters");
   const std::lock_guard<std::mutex> lock(recordMutex());
   Database db(databasePath());
-  db.exec("BEGIN IMMEDIATE;");
+  sqlite::Transaction transaction(db.handle(), sqlite::Transaction::Lock::Immediate);
+  const std::vector<Gotcha> existing = db.all();
+  GotchaRecorded result;
+  const Gotcha* closest = nullptr;
+  for (const Gotcha& other : existing) {
+    const double similarity = gotchaSimilarity(input, other);
+    if (similarity > result.similarity) result.similarity = similarity, closest = &other;
+  }
+  const std::string now = utcNow();
+  Gotcha gotcha;
+  if (closest != nullptr && result.similarity >= kMergeThreshold) {
+    // The same lesson again: one page that says how often and where it was seen.
+    gotcha = *closest;
+    result.merged = true;
+    ++gotcha.occurrences;
+    for (const auto& tag : input.tags) {
+      if (std::find(gotcha.tags.begin(), gotcha.tags.end(), tag) == gotcha.tags.end()) {
+        gotcha.tags.push_back(tag);
+      }
+    }
+    if (result.similarity < 0.95) {
+      gotcha.body += "\n\n## Also recorded " + now.substr(0, 10) + "\n\n" + input.body;
+    }
+    for (std::string Gotcha::*field : {&Gotcha::model, &Gotcha::adapter, &Gotcha::profile}) {
+      if (gotcha.*field == input.*field || (input.*field).empty()) continue;
+      gotcha.*field = (gotcha.*field).empty() ? input.*field : gotcha.*field + "; " + input.*field;
+    }
+  } else {
+    gotcha = input;
+    gotcha.title = title;
+    gotcha.evidence.clear();
+    std::string id = slugOf(title);
+    for (int n = 2; std::any_of(existing.begin(), existing.end(),
+                                [&](const Gotcha& other) { return other.id == id; });
+         ++n) {
+      id = slugOf(title) + "-" + std::to_string(n);
+    }
+    gotcha.id = id;
+    gotcha.occurrences = 1;
+    gotcha.created = now;
+  }
+  for (const auto& entry : input.evidence) {
+    if (!oneLine(entry, false).empty()) gotcha.evidence.push_back(entry);
+  }
+  gotcha.updated = now;
+  db.put(gotcha);
+  fs::create_directories(pagesDirectory());
+  const std::string file = gotcha.id + ".md";
+  const fs::path page = fs::path(pagesDirectory()) / file;
+  // What the page said before, to put back if the commit fails (none: a new page).
+  std::optional<std::string> before;
+  if (fs::exists(page)) before = readTextFile(page.string());
+  writeFileAtomically(page.string(), pageText(gotcha));
   try {
-    const std::vector<Gotcha> existing = db.all();
-    GotchaRecorded result;
-    const Gotcha* closest = nullptr;
-    for (const Gotcha& other : existing) {
-      const double similarity = gotchaSimilarity(input, other);
-      if (similarity > result.similarity) result.similarity = similarity, closest = &other;
-    }
-    const std::string now = utcNow();
-    Gotcha gotcha;
-    if (closest != nullptr && result.similarity >= kMergeThreshold) {
-      // The same lesson again: one page that says how often and where it was seen.
-      gotcha = *closest;
-      result.merged = true;
-      ++gotcha.occurrences;
-      for (const auto& tag : input.tags) {
-        if (std::find(gotcha.tags.begin(), gotcha.tags.end(), tag) == gotcha.tags.end()) {
-          gotcha.tags.push_back(tag);
-        }
-      }
-      if (result.similarity < 0.95) {
-        gotcha.body += "\n\n## Also recorded " + now.substr(0, 10) + "\n\n" + input.body;
-      }
-      for (std::string Gotcha::*field : {&Gotcha::model, &Gotcha::adapter, &Gotcha::profile}) {
-        if (gotcha.*field == input.*field || (input.*field).empty()) continue;
-        gotcha.*field =
-            (gotcha.*field).empty() ? input.*field : gotcha.*field + "; " + input.*field;
-      }
-    } else {
-      gotcha = input;
-      gotcha.title = title;
-      gotcha.evidence.clear();
-      std::string id = slugOf(title);
-      for (int n = 2; std::any_of(existing.begin(), existing.end(),
-                                  [&](const Gotcha& other) { return other.id == id; });
-           ++n) {
-        id = slugOf(title) + "-" + std::to_string(n);
-      }
-      gotcha.id = id;
-      gotcha.occurrences = 1;
-      gotcha.created = now;
-    }
-    for (const auto& entry : input.evidence) {
-      if (!oneLine(entry, false).empty()) gotcha.evidence.push_back(entry);
-    }
-    gotcha.updated = now;
-    db.put(gotcha);
-    fs::create_directories(pagesDirectory());
-    const std::string file = gotcha.id + ".md";
-    const fs::path page = fs::path(pagesDirectory()) / file;
-    // What the page said before, to put back if the commit fails (none: a new page).
-    std::optional<std::string> before;
-    if (fs::exists(page)) before = readTextFile(page.string());
-    writeFileAtomically(page.string(), pageText(gotcha));
-    try {
-      result.commit = commitFile(pagesDirectory(), file,
-                                 (result.merged ? "Merge a gotcha recorded again: " : "Gotcha: ") +
-                                     gotcha.title + "\n\nStickler-Gotcha: " + gotcha.id + "\n");
-      db.exec("COMMIT;");
-    } catch (...) {
-      std::error_code ec;
-      if (before) {
-        writeFileAtomically(page.string(), *before);
-      } else {
-        fs::remove(page, ec);
-      }
-      throw;
-    }
-    knowledgeIndexFor(pagesDirectory()).invalidate();  // searchable from the next call on
-    result.gotcha = gotcha;
-    result.page = (fs::path(pagesDirectory()) / file).string();
-    return result;
+    result.commit = commitFile(pagesDirectory(), file,
+                               (result.merged ? "Merge a gotcha recorded again: " : "Gotcha: ") +
+                                   gotcha.title + "\n\nStickler-Gotcha: " + gotcha.id + "\n");
+    transaction.commit();
   } catch (...) {
-    try {
-      db.exec("ROLLBACK;");
-    } catch (...) {
+    std::error_code ec;
+    if (before) {
+      writeFileAtomically(page.string(), *before);
+    } else {
+      fs::remove(page, ec);
     }
     throw;
   }
+  knowledgeIndexFor(pagesDirectory()).invalidate();  // searchable from the next call on
+  result.gotcha = gotcha;
+  result.page = (fs::path(pagesDirectory()) / file).string();
+  return result;
 }
 
 std::vector<Gotcha> GotchaStore::list() const {

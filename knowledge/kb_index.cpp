@@ -1,7 +1,5 @@
 #include "knowledge/kb_index.h"
 
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -54,32 +52,6 @@ std::string matchExpression(const std::string& query) {
   return expression;
 }
 
-void check(int rc, sqlite3* db, const char* what) {
-  if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
-    throw std::runtime_error(std::string(what) + ": " + sqlite3_errmsg(db));
-  }
-}
-
-struct Statement {
-  Statement(sqlite3* db, const char* sql) : db(db) {
-    check(sqlite3_prepare_v2(db, sql, -1, &handle, nullptr), db, sql);
-  }
-  ~Statement() { sqlite3_finalize(handle); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  void bind(int index, const std::string& text) {
-    check(sqlite3_bind_text(handle, index, text.c_str(), static_cast<int>(text.size()),
-                            SQLITE_TRANSIENT),
-          db, "bind");
-  }
-  std::string column(int index) const {
-    const auto* text = sqlite3_column_text(handle, index);
-    return text ? reinterpret_cast<const char*>(text) : "";
-  }
-  sqlite3* db;
-  sqlite3_stmt* handle = nullptr;
-};
-
 // Name, size and time of every file a source holds: changes when any page does.
 void addSignature(std::ostringstream& out, const std::string& directory, bool skills) {
   std::error_code ec;
@@ -100,9 +72,7 @@ void addSignature(std::ostringstream& out, const std::string& directory, bool sk
 
 KnowledgeIndex::KnowledgeIndex(KbSources sources) : sources_(std::move(sources)) {}
 
-KnowledgeIndex::~KnowledgeIndex() {
-  if (db_ != nullptr) sqlite3_close(db_);
-}
+KnowledgeIndex::~KnowledgeIndex() = default;
 
 std::string KnowledgeIndex::signature() const {
   std::ostringstream out;
@@ -116,10 +86,10 @@ void KnowledgeIndex::refreshLocked() {
   // Pages change by hand rarely: the sources are looked at again at most once a second, and at
   // once after invalidate() (a gotcha recorded in this process).
   const auto now = std::chrono::steady_clock::now();
-  if (db_ != nullptr && now - checked_ < std::chrono::seconds(1)) return;
+  if (db_ && now - checked_ < std::chrono::seconds(1)) return;
   checked_ = now;
   std::string current = signature();
-  if (db_ != nullptr && current == signature_) return;
+  if (db_ && current == signature_) return;
   std::vector<KbPage> pages;
   std::vector<std::string> problems;
   const std::pair<std::string, std::string> sources[] = {
@@ -132,42 +102,29 @@ void KnowledgeIndex::refreshLocked() {
     return a.kind != b.kind ? a.kind < b.kind : a.id < b.id;
   });
 
-  sqlite3* db = nullptr;
-  if (sqlite3_open(":memory:", &db) != SQLITE_OK) {
-    sqlite3_close(db);
-    throw std::runtime_error("cannot open an in-memory SQLite database");
-  }
-  try {
-    check(sqlite3_exec(db,
-                       "CREATE VIRTUAL TABLE sections USING fts5(page UNINDEXED, kind UNINDEXED, "
-                       "title, heading, tags, body, tokenize = 'porter unicode61');"
-                       "BEGIN;",
-                       nullptr, nullptr, nullptr),
-          db, "create the index");
-    Statement insert(db,
-                     "INSERT INTO sections(page, kind, title, heading, tags, body) "
-                     "VALUES (?, ?, ?, ?, ?, ?)");
+  sqlite::Database db(":memory:", "the knowledge index");
+  db.exec(
+      "CREATE VIRTUAL TABLE sections USING fts5(page UNINDEXED, kind UNINDEXED, title, heading, "
+      "tags, body, tokenize = 'porter unicode61');");
+  sqlite::Transaction transaction(db);
+  {
+    sqlite::Statement insert(db,
+                             "INSERT INTO sections(page, kind, title, heading, tags, body) "
+                             "VALUES (?, ?, ?, ?, ?, ?)");
     for (const KbPage& page : pages) {
       std::string tags;
       for (const auto& tag : page.tags) tags += tag + " ";
       for (const KbSection& section : page.sections) {
-        insert.bind(1, page.id);
-        insert.bind(2, page.kind);
+        insert.bind(1, page.id).bind(2, page.kind);
         insert.bind(3, page.title + (page.description.empty() ? "" : " " + page.description));
-        insert.bind(4, section.heading);
-        insert.bind(5, tags);
-        insert.bind(6, section.text);
-        check(sqlite3_step(insert.handle), db, "index a section");
-        sqlite3_reset(insert.handle);
+        insert.bind(4, section.heading).bind(5, tags).bind(6, section.text);
+        insert.step();
+        insert.reset();
       }
     }
-    check(sqlite3_exec(db, "COMMIT;", nullptr, nullptr, nullptr), db, "commit the index");
-  } catch (...) {
-    sqlite3_close(db);
-    throw;
   }
-  if (db_ != nullptr) sqlite3_close(db_);
-  db_ = db;
+  transaction.commit();
+  db_ = std::move(db);
   signature_ = std::move(current);
   pages_ = std::move(pages);
   problems_ = std::move(problems);
@@ -181,34 +138,33 @@ std::vector<KbHit> KnowledgeIndex::search(const std::string& query, size_t limit
   if (expression.empty()) throw UserError("the query has no words to search for");
   // Title and tags say what a page is about; headings what a section is; then the text. The
   // best section of each page first, ranked alone; snippets (the costly part) only for those.
-  Statement select(db_,
-                   "SELECT rowid, page, kind, heading, "
-                   "bm25(sections, 0, 0, 6.0, 4.0, 5.0, 1.0) AS score "
-                   "FROM sections WHERE sections MATCH ? ORDER BY score LIMIT 500");
+  sqlite::Statement select(*db_,
+                           "SELECT rowid, page, kind, heading, "
+                           "bm25(sections, 0, 0, 6.0, 4.0, 5.0, 1.0) AS score "
+                           "FROM sections WHERE sections MATCH ? ORDER BY score LIMIT 500");
   select.bind(1, expression);
   std::vector<std::pair<int64_t, KbHit>> best;
   std::set<std::string> seen;
-  while (best.size() < limit && sqlite3_step(select.handle) == SQLITE_ROW) {
+  while (best.size() < limit && select.step()) {
     KbHit hit;
-    hit.id = select.column(1);
-    hit.kind = select.column(2);
-    hit.heading = select.column(3);
-    hit.score = sqlite3_column_double(select.handle, 4);
+    hit.id = select.text(1);
+    hit.kind = select.text(2);
+    hit.heading = select.text(3);
+    hit.score = select.real(4);
     if (!kind.empty() && hit.kind != kind) continue;
     if (!seen.insert(hit.kind + "/" + hit.id).second) continue;
-    best.emplace_back(sqlite3_column_int64(select.handle, 0), std::move(hit));
+    best.emplace_back(select.integer(0), std::move(hit));
   }
-  Statement snippet(db_,
-                    "SELECT snippet(sections, 5, '[', ']', ' ... ', 16) FROM sections "
-                    "WHERE sections MATCH ? AND rowid = ?");
+  sqlite::Statement snippet(*db_,
+                            "SELECT snippet(sections, 5, '[', ']', ' ... ', 16) FROM sections "
+                            "WHERE sections MATCH ? AND rowid = ?");
   std::vector<KbHit> hits;
   for (auto& [row, hit] : best) {
-    sqlite3_reset(snippet.handle);
-    snippet.bind(1, expression);
-    sqlite3_bind_int64(snippet.handle, 2, row);
-    if (sqlite3_step(snippet.handle) == SQLITE_ROW) {
+    snippet.reset();
+    snippet.bind(1, expression).bind(2, row);
+    if (snippet.step()) {
       // One line: runs of whitespace (line breaks in the Markdown) as one space.
-      for (char c : snippet.column(0)) {
+      for (char c : snippet.text(0)) {
         const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
         if (!space) {
           hit.snippet += c;

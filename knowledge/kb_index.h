@@ -11,8 +11,7 @@
 #include <vector>
 
 #include "knowledge/kb_page.h"
-
-struct sqlite3;
+#include "simulator/support/sqlite_db.h"
 
 namespace stickler {
 
@@ -55,7 +54,7 @@ class KnowledgeIndex {
 
   KbSources sources_;
   std::mutex mutex_;
-  sqlite3* db_ = nullptr;
+  std::optional<sqlite::Database> db_;  // none until the first use
   std::string signature_;
   std::chrono::steady_clock::time_point checked_;  // when the sources were last looked at
   std::vector<KbPage> pages_;

@@ -10,6 +10,7 @@
 
 #include "server/serve_command.h"
 #include "simulator/support/errors.h"
+#include "tools/exit_status.h"
 #include "tools/operation_table.h"
 
 namespace stickler {
@@ -201,7 +202,7 @@ int runCommandLine(const std::vector<std::string>& arguments) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "stickler: " << e.what() << "\n";
     if (app.get_subcommands().empty()) std::cerr << "Run 'stickler --help' for the commands.\n";
-    return kExitBadInput;
+    return exitCode(ExitStatus::kBadInput);
   }
 
   if (app.got_subcommand(serve_command)) {
@@ -209,7 +210,7 @@ int runCommandLine(const std::vector<std::string>& arguments) {
       return runServe(serve);
     } catch (const UserError& e) {
       std::cerr << "stickler serve: " << e.what() << "\n";
-      return kExitBadInput;
+      return exitCode(ExitStatus::kBadInput);
     }
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -225,16 +226,16 @@ int runCommandLine(const std::vector<std::string>& arguments) {
       } else {
         std::cout << operation.render_text(output);
       }
-      return operation.exit_status ? operation.exit_status(output) : kExitOk;
+      return exitCode(operation.exit_status ? operation.exit_status(output) : ExitStatus::kOk);
     } catch (const UserError& e) {
       std::cerr << "stickler " << operation.cli.command << ": " << e.what() << "\n";
-      return kExitBadInput;
+      return exitCode(ExitStatus::kBadInput);
     } catch (const std::exception& e) {
       std::cerr << "stickler " << operation.cli.command << ": internal error: " << e.what() << "\n";
-      return kExitInternal;
+      return exitCode(ExitStatus::kInternal);
     }
   }
-  return kExitBadInput;
+  return exitCode(ExitStatus::kBadInput);
 }
 
 }  // namespace stickler

@@ -51,7 +51,7 @@ void addSticklerPrompts(McpCatalog& catalog, const Workspace& workspace) {
       throw RpcFailure(rpc_error::kInvalidParams, "bring_up_model needs the argument 'model'");
     }
     const std::string model = arguments["model"];
-    const std::string profile = arguments.value("profile", std::string("spyre-2026"));
+    const std::string profile = arguments.value("profile", std::string(kDefaultProfile));
     const std::string text =
         "Bring the model " + model + " up on the Spyre simulator (profile " + profile +
         ").\n\n"

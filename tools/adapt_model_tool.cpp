@@ -7,6 +7,7 @@
 #include "simulator/run/run_model.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
+#include "tools/run_report.h"
 #include "tools/schema_fields.h"
 
 namespace stickler {
@@ -34,7 +35,7 @@ json run(const json& input, OperationContext& context) {
     const auto runAdapted = [&] {
       if (input.contains("save")) requireSavable(*stack.current());  // before the run, not after
       adapters.publish();
-      report = runModel(request, context.task(), adapters.cache());
+      report = runReport(runModel(request, context.task(), adapters.cache()));
     };
     // The device run goes beside the check of the whole stack; it runs again in the rare case
     // that the check takes adapters off.
@@ -121,7 +122,9 @@ Operation makeAdaptModelOperation() {
   operation.cli = {"adapt", {"model"}, {{"inputs", "input"}, {"timeout_seconds", "timeout"}}};
   operation.run = run;
   operation.render_text = renderText;
-  operation.exit_status = [](const json& report) { return report.value("exit_status", 0); };
+  operation.exit_status = [](const json& report) {
+    return static_cast<ExitStatus>(report.at("exit_status").get<int>());
+  };
   return operation;
 }
 

@@ -153,7 +153,9 @@ Operation makeApplyAdapterOperation() {
   operation.cli = {"apply", {"model", "adapter"}, {{"inputs", "input"}}};
   operation.run = run;
   operation.render_text = renderText;
-  operation.exit_status = [](const json& report) { return report["status"] == "applied" ? 0 : 1; };
+  operation.exit_status = [](const json& report) {
+    return report["status"] == "applied" ? ExitStatus::kOk : ExitStatus::kFailed;
+  };
   return operation;
 }
 

@@ -3,6 +3,7 @@
 #include "tools/list_pages.h"
 #include "tools/lowering_text.h"
 #include "tools/operation_table.h"
+#include "tools/reports/result_json.h"
 #include "tools/schema_fields.h"
 
 namespace stickler {
@@ -44,12 +45,17 @@ json outputSchema() {
 json run(const json& input, OperationContext& context) {
   CheckSupportRequest request;
   request.model = context.resolvePath(requireString(input, "model"));
-  if (input.contains("profile"))
-    request.profile = resolveProfile(requireString(input, "profile"), context);
+  request.profile = resolveProfile(requireString(input, "profile"), context);
   request.inputs = optionalStrings(input, "inputs");
   request.device_modules = optionalStrings(input, "modules");
   const PageRequest blockers = pageRequest(input, "blocker", context);
-  json report = checkSupport(request, context.task(), context.models());
+  const CheckSupportResult result = checkSupport(request, context.task(), context.models());
+  json report{{"schema", "stickler.check"},
+              {"version", 1},
+              {"model", modelIdentityToJson(result.model)},
+              {"profile", profileSummary(result.profile)},
+              {"lowering", compileReportToJson(result.compile)}};
+  addPlacement(report, result.placement, result.host_nodes);
   keepPage(report["lowering"], "blockers", blockers.offset, blockers.limit);
   keepPage(report["lowering"]["fallbacks"], "nodes", 0, context.listLimit());
   return report;

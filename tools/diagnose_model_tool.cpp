@@ -23,9 +23,12 @@
 #include "tools/adapter_support.h"
 #include "tools/knowledge_support.h"
 #include "tools/lowering_text.h"
+#include "tools/next_step.h"
 #include "tools/operation_table.h"
 #include "tools/reports/report_outputs.h"
 #include "tools/reports/report_text.h"
+#include "tools/reports/result_json.h"
+#include "tools/run_report.h"
 #include "tools/schema_fields.h"
 #include "tools/threshold_options.h"
 
@@ -73,7 +76,7 @@ json diagnoseCompile(const LoadedModel& model, const std::shared_ptr<const Loade
                      OperationContext& context) {
   const Placement placement = makePlacement(model.modules, {}, model.path, model.host_modules);
   const LoweringResult lowering = lower(model, profile, placement);
-  json report = loweringToJson(lowering, model, profile);
+  json report = compileReportToJson(describeLowering(lowering, model, profile));
   // Which catalog adapters clear which blockers (rule, op, module).
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<std::string>> clearing;
   if (!lowering.blockers.empty()) {
@@ -165,7 +168,7 @@ json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const DevicePr
   request.loaded = model;
   request.model = model->path;
   request.backend = "spyre-sim:" + profile_name;
-  json report = runModel(request, context.task());
+  json report = runReport(runModel(request, context.task()));
   if (!report.contains("run") || report["run"]["status"] == "completed") return report;
   // The device died: the module it was in, run alone on the device, must die the same way.
   const json& run = report["run"];
@@ -176,9 +179,9 @@ json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const DevicePr
                  {"last_module_entered", run.value("last_module_entered", "")}};
   if (!module.empty() && module != "<root>" && model->modules.find(module) != nullptr) {
     request.device_modules = {module};
-    const json alone = runModel(request, context.task());
-    const std::string status = alone.contains("run") ? alone["run"].value("status", "") : "";
-    pinned["alone_on_device"] = status.empty() ? alone.value("verdict", "") : status;
+    const RunResult alone = runModel(request, context.task());
+    const std::string status = alone.run ? alone.run->status : "";
+    pinned["alone_on_device"] = status.empty() ? runVerdictName(alone.verdict) : status;
     pinned["confirmed"] = status == run.value("status", "");
   } else {
     pinned["confirmed"] = false;
@@ -208,7 +211,9 @@ json diagnoseNumerics(const LoadedModel& model, const std::string& profile_name,
   options.timeout_seconds = input.at("timeout_seconds").get<double>();
   options.control = context.task();
   options.thresholds = thresholdSettings(input);
-  return lockstepNumerics(model, options);
+  json report = lockstepNumerics(model, options);
+  addNextStep(report);
+  return report;
 }
 
 // diagnose --models: the blocker ranking across models (rank_blockers), as a diagnosis report.
@@ -383,13 +388,17 @@ Operation makeDiagnoseModelOperation() {
   operation.run = run;
   operation.render_text = renderText;
   operation.exit_status = [](const json& report) {
-    if (report.value("schema", "") == "stickler.blocker_ranking") return 0;
-    if (report.value("mode", "") == "compile") return report["status"] == "ok" ? 0 : 3;
+    if (report.value("schema", "") == "stickler.blocker_ranking") return ExitStatus::kOk;
+    if (report.value("mode", "") == "compile") {
+      return report["status"] == "ok" ? ExitStatus::kOk : ExitStatus::kBlocked;
+    }
     if (report.value("mode", "") == "numerics") {
       const std::string status = report.value("status", "");
-      return status == "passes" ? 0 : status == "blocked" ? 3 : 1;
+      return status == "passes"    ? ExitStatus::kOk
+             : status == "blocked" ? ExitStatus::kBlocked
+                                   : ExitStatus::kFailed;
     }
-    return report.value("exit_status", 0);
+    return static_cast<ExitStatus>(report.at("exit_status").get<int>());
   };
   return operation;
 }

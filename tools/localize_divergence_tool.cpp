@@ -9,6 +9,7 @@
 #include "simulator/graph/module_table.h"
 #include "simulator/support/errors.h"
 #include "tools/adapter_support.h"
+#include "tools/next_step.h"
 #include "tools/operation_table.h"
 #include "tools/reports/report_outputs.h"
 #include "tools/reports/report_text.h"
@@ -37,6 +38,7 @@ json run(const json& input, OperationContext& context) {
   options.passes = input.value("passes", false);
   options.thresholds = thresholdSettings(input);
   json report = localizeDivergence(*model, options);
+  addNextStep(report);
   if (adapt) report["adapters_applied"] = adapters;
   publishReport(report, input, context);
   return report;
@@ -149,7 +151,9 @@ Operation makeLocalizeDivergenceOperation() {
   operation.cli = {"localize", {"model"}, {{"inputs", "input"}, {"timeout_seconds", "timeout"}}};
   operation.run = run;
   operation.render_text = renderText;
-  operation.exit_status = [](const json& report) { return report["status"] == "blocked" ? 3 : 0; };
+  operation.exit_status = [](const json& report) {
+    return report["status"] == "blocked" ? ExitStatus::kBlocked : ExitStatus::kOk;
+  };
   return operation;
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "simulator/support/task_control.h"
+#include "tools/exit_status.h"
 
 namespace stickler {
 
@@ -70,8 +71,8 @@ struct Operation {
   std::function<nlohmann::json(const nlohmann::json& input, OperationContext& context)> run;
   // The output for people, when the CLI is not asked for --json.
   std::function<std::string(const nlohmann::json& output)> render_text;
-  // The CLI's exit status for a result (0 when absent): `run` exits 1 on a failing verdict.
-  std::function<int(const nlohmann::json& output)> exit_status;
+  // The CLI's exit status for a result (kOk when absent): `run` exits 1 on a failing verdict.
+  std::function<ExitStatus(const nlohmann::json& output)> exit_status;
 };
 
 }  // namespace stickler

@@ -1,10 +1,12 @@
 // run_model: the model on a backend against the CPU reference, end to end, with a verdict.
 #include <cstdio>
 
+#include "simulator/device/device_profile.h"
 #include "simulator/run/run_model.h"
 #include "tools/list_pages.h"
 #include "tools/lowering_text.h"
 #include "tools/operation_table.h"
+#include "tools/run_report.h"
 #include "tools/schema_fields.h"
 
 namespace stickler {
@@ -18,13 +20,13 @@ json inputSchema() {
     "properties": {
       "backend": {
         "type": "string",
-        "default": "spyre-sim:spyre-2026",
         "description": "cpu, cpu64, cpu-emulated:<dl16|fp16|bf16>, or spyre-sim:<profile name or path> (spyre-2026, spyre-2025, spyre-2026-clean, spyre-2025-clean)."
       }
     },
     "required": ["model"],
     "additionalProperties": false
   })");
+  schema["properties"]["backend"]["default"] = std::string("spyre-sim:") + kDefaultProfile;
   schema["properties"]["model"] = modelField();
   schema["properties"]["inputs"] = inputsField();
   schema["properties"]["timeout_seconds"] = timeoutField();
@@ -63,7 +65,7 @@ json run(const json& input, OperationContext& context) {
   request.device_modules = optionalStrings(input, "modules");
   request.timeout_seconds = input.at("timeout_seconds").get<double>();
   const PageRequest blockers = pageRequest(input, "blocker", context);
-  json report = runModel(request, context.task(), context.models());
+  json report = runReport(runModel(request, context.task(), context.models()));
   if (report["compile"].contains("blockers")) {
     keepPage(report["compile"], "blockers", blockers.offset, blockers.limit);
     keepPage(report["compile"]["fallbacks"], "nodes", 0, context.listLimit());
@@ -175,7 +177,9 @@ Operation makeRunModelOperation() {
       .renamed = {{"inputs", "input"}, {"modules", "module"}, {"timeout_seconds", "timeout"}}};
   op.run = run;
   op.render_text = renderText;
-  op.exit_status = [](const json& report) { return report.value("exit_status", 0); };
+  op.exit_status = [](const json& report) {
+    return static_cast<ExitStatus>(report.at("exit_status").get<int>());
+  };
   return op;
 }
 

@@ -1,5 +1,7 @@
 #include "tools/schema_fields.h"
 
+#include "simulator/device/device_profile.h"
+
 namespace stickler {
 
 using nlohmann::json;
@@ -21,7 +23,7 @@ json inputsField() {
 
 json profileField() {
   return {{"type", "string"},
-          {"default", "spyre-2026"},
+          {"default", kDefaultProfile},
           {"description",
            "Device profile: a shipped name (spyre-2026, spyre-2025, spyre-2026-clean, "
            "spyre-2025-clean) or a path to a profile JSON."}};

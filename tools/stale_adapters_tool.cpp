@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 struct Outcome {
-  std::string verdict;
+  RunVerdict verdict = RunVerdict::kFail;
   int64_t fallbacks = 0;  // CPU-fallback operators: an adapter may exist to remove them
 };
 
@@ -25,19 +25,19 @@ struct Outcome {
 Outcome outcomeWith(ModelCache& cache, const std::string& path,
                     const std::shared_ptr<const LoadedModel>& original,
                     const std::vector<const CatalogEntry*>& entries, const DeviceProfile& profile,
-                    const std::string& profile_name, OperationContext& context,
-                    std::vector<std::string>* applied = nullptr) {
+                    const std::string& profile_name, double timeout_seconds,
+                    OperationContext& context, std::vector<std::string>* applied = nullptr) {
   AdapterStack stack(original);
   applyInOrder(stack, entries, profile, 0);
   cache.setAdapted(path, {}, original, stack.applied().empty() ? nullptr : stack.current());
   RunRequest request;
   request.model = path;
   request.backend = "spyre-sim:" + profile_name;
-  const json report = runModel(request, context.task(), &cache);
+  request.timeout_seconds = timeout_seconds;
+  const RunResult result = runModel(request, context.task(), &cache);
   if (applied != nullptr) *applied = stack.names();
-  Outcome outcome{report.value("verdict", ""), 0};
-  const json& fallbacks = report["compile"]["fallbacks"];
-  if (fallbacks.is_object()) outcome.fallbacks = fallbacks.value("count", int64_t{0});
+  Outcome outcome{result.verdict, 0};
+  if (result.compile) outcome.fallbacks = static_cast<int64_t>(result.compile->fallbacks.size());
   return outcome;
 }
 
@@ -46,6 +46,7 @@ json run(const json& input, OperationContext& context) {
   const DeviceProfile profile = loadProfile(profile_name);
   const std::vector<std::string> models = optionalStrings(input, "models");
   if (models.empty()) throw UserError("give at least one model to prove on (models)");
+  const double timeout_seconds = input.at("timeout_seconds").get<double>();
   const auto catalog = adapterCatalog(context);
 
   std::map<std::string, json> proofs;  // adapter -> [{model, with, without}]
@@ -55,19 +56,19 @@ json run(const json& input, OperationContext& context) {
     const auto original = cache.original(path, {});
     const std::vector<const CatalogEntry*> meant = adaptersMeantFor(catalog, *original, nullptr);
     std::vector<std::string> applied;
-    const Outcome with =
-        outcomeWith(cache, path, original, meant, profile, profile_name, context, &applied);
+    const Outcome with = outcomeWith(cache, path, original, meant, profile, profile_name,
+                                     timeout_seconds, context, &applied);
     for (const std::string& name : applied) {
       std::vector<const CatalogEntry*> others;
       for (const CatalogEntry* entry : meant) {
         if (entry->name != name) others.push_back(entry);
       }
-      const Outcome without =
-          outcomeWith(cache, path, original, others, profile, profile_name, context);
+      const Outcome without = outcomeWith(cache, path, original, others, profile, profile_name,
+                                          timeout_seconds, context);
       proofs[name].push_back({{"model", original->card.name},
                               {"path", path},
-                              {"with_all_adapters", with.verdict},
-                              {"without_it", without.verdict},
+                              {"with_all_adapters", runVerdictName(with.verdict)},
+                              {"without_it", runVerdictName(without.verdict)},
                               {"fallbacks_with", with.fallbacks},
                               {"fallbacks_without", without.fallbacks}});
     }
@@ -86,7 +87,7 @@ json run(const json& input, OperationContext& context) {
     bool needed = false;
     // Needed while some model fails without it, or falls back to the CPU more often.
     for (const auto& item : proof->second) {
-      needed = needed || item["without_it"] != "pass" ||
+      needed = needed || item["without_it"] != runVerdictName(RunVerdict::kPass) ||
                item["fallbacks_without"].get<int64_t>() > item["fallbacks_with"].get<int64_t>();
     }
     if (!needed) stale.push_back(entry.name);
@@ -142,6 +143,7 @@ Operation makeStaleAdaptersOperation() {
   json schema = {
       {"type", "object"}, {"required", {"profile", "models"}}, {"additionalProperties", false}};
   schema["properties"]["profile"] = profileField();
+  schema["properties"]["timeout_seconds"] = timeoutField();
   schema["properties"]["models"] = {
       {"type", "array"},
       {"items", {{"type", "string"}}},
@@ -154,7 +156,7 @@ Operation makeStaleAdaptersOperation() {
                                {"stale", {{"type", "array"}}},
                                {"adapters", {{"type", "array"}}}}},
                              {"required", {"schema", "stale", "adapters"}}};
-  operation.cli = {"adapters stale", {}, {{"models", "model"}}};
+  operation.cli = {"adapters stale", {}, {{"models", "model"}, {"timeout_seconds", "timeout"}}};
   operation.run = run;
   operation.render_text = renderText;
   return operation;

@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "adapters/catalog_repo/git_support.h"
 #include "adapters/catalog_repo/workspace_catalog.h"
+#include "simulator/support/git_support.h"
 
 namespace stickler {
 

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <vector>
 
-#include "adapters/catalog_repo/git_support.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/git_support.h"
 
 namespace stickler::catalog {
 namespace {

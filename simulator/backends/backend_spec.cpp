@@ -1,5 +1,6 @@
 #include "simulator/backends/backend_spec.h"
 
+#include "simulator/device/device_profile.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -24,7 +25,7 @@ BackendSpec parseBackendSpec(const std::string& text) {
     spec.format = *format;
   } else if (kind == "spyre-sim") {
     spec.kind = BackendSpec::Kind::kSpyreSim;
-    spec.profile = argument.empty() ? "spyre-2026" : argument;
+    spec.profile = argument.empty() ? kDefaultProfile : argument;
   } else {
     throw UserError("unknown backend '" + text +
                     "' (expected cpu, cpu64, cpu-emulated:<dl16|fp16|bf16> or "

@@ -3,8 +3,7 @@
 #include <vector>
 
 #include <torch/script.h>
-#include <nlohmann/json.hpp>
-
+#include "simulator/compare/output_report.h"
 #include "simulator/graph/model_card.h"
 #include "simulator/numerics/number_format.h"
 
@@ -26,8 +25,8 @@ double logitTolerance(NumberFormat format, const VerdictSettings& settings);
 // not failures) and top-5 error; embeddings and hidden states by cosine similarity; every
 // output also by max/mean absolute error, relative L2 and non-finite values. `passed` is the
 // verdict over the outputs that have one.
-nlohmann::json compareOutputs(const std::vector<at::Tensor>& reference,
-                              const std::vector<at::Tensor>& device, const ModelCard& card,
-                              NumberFormat format, const VerdictSettings& settings, bool* passed);
+OutputComparison compareOutputs(const std::vector<at::Tensor>& reference,
+                                const std::vector<at::Tensor>& device, const ModelCard& card,
+                                NumberFormat format, const VerdictSettings& settings);
 
 }  // namespace stickler

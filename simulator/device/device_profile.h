@@ -74,6 +74,9 @@ struct DeviceProfile {
 };
 
 // The directory of shipped profiles: $STICKLER_PROFILE_DIR, else simulator/profiles.
+// The profile a request names none gets: the newest shipped one (the tools' schemas default to it).
+inline constexpr const char* kDefaultProfile = "spyre-2026";
+
 std::string profileDirectory();
 // Shipped profile names (file names without .json), sorted.
 std::vector<std::string> listProfiles();

@@ -19,7 +19,7 @@ using nlohmann::json;
 
 // One device run: which units were on the device and what the end-to-end verdict was.
 struct Trial {
-  std::string verdict;  // pass, fail, aborted, timed_out, failed (runStatusName), blocked
+  RunVerdict verdict = RunVerdict::kFail;
   std::vector<at::Tensor> outputs;
   const torch::jit::Node* stopped_at = nullptr;  // where an aborted run died
   std::string message;
@@ -38,15 +38,24 @@ bool sameBytes(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& 
   return true;
 }
 
-// "the model fails", "the model aborts": a verdict as a verb, for summaries.
-std::string asVerb(const std::string& verdict) {
-  return runVerdictVerb(parseRunVerdict(verdict).value_or(RunVerdict::kFail));
+// A numerics diagnosis is named by what the model did: "passes", "fails", or the verdict
+// that kept it from finishing ("aborted", "timed_out", "failed", "blocked").
+std::string numericsStatus(RunVerdict verdict) {
+  switch (verdict) {
+    case RunVerdict::kPass:
+      return "passes";
+    case RunVerdict::kFail:
+      return "fails";
+    default:
+      return runVerdictName(verdict);
+  }
 }
 
 class Localizer {
  public:
   Localizer(const LoadedModel& model, const LocalizeOptions& options)
       : model_(model), options_(options), backend_(makeBackend(parseBackendSpec(options.backend))) {
+    if (!(options.timeout_seconds > 0)) throw UserError("timeout_seconds must be positive");
     if (backend_->profile() == nullptr) {
       throw UserError(
           "localize needs a device backend (spyre-sim:<profile> or "
@@ -78,19 +87,20 @@ class Localizer {
     report["numerics"] = deviation_->toJson();
     const Trial second = trial(units_, "whole model (determinism check, 2 of 2)", /*whole=*/true);
     const bool deterministic =
-        first.verdict == second.verdict && (first.verdict == "pass" || first.verdict == "fail"
-                                                ? sameBytes(first.outputs, second.outputs)
-                                                : first.stopped_at == second.stopped_at);
+        first.verdict == second.verdict &&
+        (first.verdict == RunVerdict::kPass || first.verdict == RunVerdict::kFail
+             ? sameBytes(first.outputs, second.outputs)
+             : first.stopped_at == second.stopped_at);
     report["determinism"] = {{"runs", 2}, {"deterministic", deterministic}};
-    report["whole_model_verdict"] = first.verdict;
+    report["whole_model_verdict"] = runVerdictName(first.verdict);
     if (!deterministic) {
       return finish(report, "nondeterministic",
-                    "two identical whole-model runs disagree (" + first.verdict + ", " +
-                        second.verdict +
+                    std::string("two identical whole-model runs disagree (") +
+                        runVerdictName(first.verdict) + ", " + runVerdictName(second.verdict) +
                         "): the device is nondeterministic here, and no layer "
                         "is blamed for it");
     }
-    if (first.verdict == "pass") {
+    if (first.verdict == RunVerdict::kPass) {
       report["absorbed"] = deviation_->absorbed([](const std::string&) { return true; });
       const size_t absorbed = report["absorbed"].size();
       return finish(report, "passes",
@@ -100,7 +110,7 @@ class Localizer {
                                       : std::string()));
     }
 
-    if (options_.passes) return bisectPasses(report, whole->lowering());
+    if (options_.passes) return bisectPasses(report, whole->lowering(), first.verdict);
 
     std::vector<std::string> names;
     for (const std::string& unit : units_) names.push_back(displayPath(unit));
@@ -127,8 +137,8 @@ class Localizer {
     });
     report["culprit"] = unitToJson(finding.culprit);
     report["culprit"]["deviation"] = deviation_->errorsOf(culprit);
-    report["confirmation"] = {{"alone_on_device", finding.alone_verdict},
-                              {"everything_else_on_device", finding.rest_verdict},
+    report["confirmation"] = {{"alone_on_device", runVerdictName(finding.alone_verdict)},
+                              {"everything_else_on_device", runVerdictName(finding.rest_verdict)},
                               {"confirmed", finding.kind == CausalFinding::Kind::kLocalized}};
     switch (finding.kind) {
       case CausalFinding::Kind::kNeedsSeveral: {
@@ -146,7 +156,7 @@ class Localizer {
                       displayPath(culprit) +
                           " fails the model alone on the device, but the "
                           "model still " +
-                          asVerb(finding.rest_verdict) +
+                          runVerdictVerb(finding.rest_verdict) +
                           " without it: another "
                           "module fails as well; run again with this one fixed or adapted");
       case CausalFinding::Kind::kLocalized:
@@ -155,7 +165,7 @@ class Localizer {
     return finish(report, "localized",
                   displayPath(culprit) + " (" + model_.modules.classOf(culprit) +
                       ") flips the end-to-end verdict: alone on the device the model " +
-                      asVerb(finding.alone_verdict) +
+                      runVerdictVerb(finding.alone_verdict) +
                       ", and with only it on the CPU the model passes");
   }
 
@@ -178,9 +188,9 @@ class Localizer {
         trial(units_, "whole model, compared in lockstep", /*whole=*/true, deviation_->comparer());
     deviation_->read();
     report["numerics"] = deviation_->toJson();
-    report["whole_model_verdict"] = first.verdict;
+    report["whole_model_verdict"] = runVerdictName(first.verdict);
     const json onsets = deviation_->absorbed([](const std::string&) { return true; });
-    if (first.verdict == "pass") {
+    if (first.verdict == RunVerdict::kPass) {
       report["absorbed"] = onsets;
       return finish(report, "passes",
                     "the model passes end to end on " + options_.backend +
@@ -189,21 +199,17 @@ class Localizer {
                                               " deviation(s) over threshold absorbed downstream"));
     }
     report["deviations"] = onsets;
-    std::string summary =
-        "the model " + asVerb(first.verdict) + " end to end on " + options_.backend;
+    std::string summary = std::string("the model ") + runVerdictVerb(first.verdict) +
+                          " end to end on " + options_.backend;
     if (!onsets.empty()) {
       const json& onset = onsets.front();
       summary += "; the first module over its threshold is " +
                  displayPath(onset["module"].get<std::string>()) + " (" +
-                 onset["module_class"].get<std::string>() +
-                 "), a clue rather than a verdict: `stickler localize` proves which module "
-                 "flips the end-to-end verdict";
+                 onset["module_class"].get<std::string>() + ")";
     } else {
-      summary +=
-          "; no module is over its threshold before the end: `stickler localize` "
-          "finds which module flips the verdict";
+      summary += "; no module is over its threshold before the end";
     }
-    return finish(report, first.verdict == "fail" ? "fails" : first.verdict, summary);
+    return finish(report, numericsStatus(first.verdict), summary);
   }
 
  private:
@@ -218,7 +224,7 @@ class Localizer {
     return finish(report, "blocked",
                   "the model does not compile on " + options_.backend + " (" +
                       std::to_string(whole.lowering().blockers.size()) + " blockers): " + what +
-                      " needs a model that compiles; see `stickler check` and `stickler adapt`");
+                      " needs a model that compiles");
   }
 
   // The modules whose own nodes run on the device, in the order their first node executes.
@@ -245,7 +251,7 @@ class Localizer {
 
   // The whole model with only the first N pass applications: the smallest N that fails names
   // the application that introduces the failure.
-  json bisectPasses(json& report, const LoweringResult& whole) {
+  json bisectPasses(json& report, const LoweringResult& whole, RunVerdict whole_model_verdict) {
     const size_t count = whole.pass_applications.size();
     report["pass_applications"] = count;
     if (count == 0) {
@@ -254,17 +260,16 @@ class Localizer {
                         " (no fusion): no pass application can be the cause");
     }
     const std::string of = " of " + std::to_string(count) + " pass applications";
-    if (trial(units_, "whole model, none" + of, true, nullptr, 0).verdict != "pass") {
+    if (trial(units_, "whole model, none" + of, true, nullptr, 0).verdict != RunVerdict::kPass) {
       return finish(report, "fails_without_passes",
-                    "the model fails with no pass applied, so no pass introduces the failure: "
-                    "localize the module instead (without --passes)");
+                    "the model fails with no pass applied, so no pass introduces the failure");
     }
     size_t pass = 0, fail = count;  // the first `fail` applications fail; `pass` pass
     while (fail - pass > 1) {
       const size_t middle = pass + (fail - pass) / 2;
       const Trial probe = trial(units_, "whole model, the first " + std::to_string(middle) + of,
                                 true, nullptr, static_cast<int64_t>(middle));
-      (probe.verdict == "pass" ? pass : fail) = middle;
+      (probe.verdict == RunVerdict::kPass ? pass : fail) = middle;
     }
     const PassApplication& culprit = whole.pass_applications[fail - 1];
     const std::string op = culprit.node->kind().toQualString();
@@ -279,7 +284,7 @@ class Localizer {
                       module + " into the kernel of " + into_op + " in " + into_module +
                       ") introduces the failure: with the applications before it "
                       "the model passes, with it the model " +
-                      asVerb(report["whole_model_verdict"].get<std::string>()));
+                      runVerdictVerb(whole_model_verdict));
   }
 
   Trial trial(const std::vector<std::string>& units, const std::string& what, bool whole = false,
@@ -296,7 +301,7 @@ class Localizer {
     Trial result;
     const auto compiled = backend_->compileWithPassLimit(model_, placement, pass_limit);
     if (!compiled->ok()) {
-      result.verdict = runVerdictName(RunVerdict::kBlocked);
+      result.verdict = RunVerdict::kBlocked;
     } else {
       RunOptions run_options;
       run_options.timeout_seconds = options_.timeout_seconds;
@@ -306,18 +311,18 @@ class Localizer {
       options_.control.checkCancelled();
       if (run.status == BackendRun::Status::kCompleted) {
         result.outputs = flattenTensors(run.outputs);
-        bool passed = false;
-        compareOutputs(reference_, result.outputs, model_.card, backend_->format(), {}, &passed);
-        result.verdict = runVerdictName(passed ? RunVerdict::kPass : RunVerdict::kFail);
+        const bool passed =
+            compareOutputs(reference_, result.outputs, model_.card, backend_->format(), {}).passed;
+        result.verdict = passed ? RunVerdict::kPass : RunVerdict::kFail;
       } else {
-        result.verdict = runVerdictName(incompleteRunVerdict(run.status));
+        result.verdict = incompleteRunVerdict(run.status);
         result.stopped_at = run.node;
         result.message = run.message;
       }
     }
     runs_.push_back({{"device", what},
                      {"modules_on_device", whole ? units_.size() : units.size()},
-                     {"verdict", result.verdict}});
+                     {"verdict", runVerdictName(result.verdict)}});
     if (!result.message.empty()) runs_.back()["message"] = result.message;
     return result;
   }

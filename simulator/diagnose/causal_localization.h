@@ -18,8 +18,9 @@ namespace stickler {
 struct LoadedModel;
 
 struct LocalizeOptions {
-  std::string backend;           // "spyre-sim:<profile>"
-  double timeout_seconds = 300;  // per device run
+  std::string backend;  // "spyre-sim:<profile>"
+  // Per device run; no default here: the tools' input schema has it (timeoutField()).
+  double timeout_seconds = 0;
   TaskControl control;           // progress and cancellation
   ThresholdSettings thresholds;  // how per-module thresholds are derived
   // Bisect the lowering\'s pass applications (fusions) instead of the modules.

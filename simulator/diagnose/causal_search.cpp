@@ -20,7 +20,7 @@ CausalFinding causalSearch(const std::vector<std::string>& unit_names, const Cau
   while (fail - pass > 1) {
     const size_t middle = pass + (fail - pass) / 2;
     const bool passed =
-        probe(range(0, middle), "the first " + std::to_string(middle) + of) == "pass";
+        probe(range(0, middle), "the first " + std::to_string(middle) + of) == RunVerdict::kPass;
     (passed ? pass : fail) = middle;
   }
   CausalFinding finding;
@@ -30,9 +30,10 @@ CausalFinding causalSearch(const std::vector<std::string>& unit_names, const Cau
   std::vector<size_t> others = range(0, count);
   others.erase(others.begin() + static_cast<std::ptrdiff_t>(finding.culprit));
   finding.rest_verdict = probe(others, "everything but " + name);
-  if (finding.alone_verdict != "pass") {
-    finding.kind = finding.rest_verdict == "pass" ? CausalFinding::Kind::kLocalized
-                                                  : CausalFinding::Kind::kWithOtherCauses;
+  if (finding.alone_verdict != RunVerdict::kPass) {
+    finding.kind = finding.rest_verdict == RunVerdict::kPass
+                       ? CausalFinding::Kind::kLocalized
+                       : CausalFinding::Kind::kWithOtherCauses;
     return finding;
   }
   // Alone it passes: the shortest run of units ending at the culprit that still fails. Units
@@ -42,7 +43,7 @@ CausalFinding causalSearch(const std::vector<std::string>& unit_names, const Cau
     const size_t middle = failing_start + (passing_start - failing_start) / 2;
     const bool passed = probe(range(middle, finding.culprit + 1),
                               "modules " + std::to_string(middle + 1) + " to " +
-                                  std::to_string(finding.culprit + 1) + of) == "pass";
+                                  std::to_string(finding.culprit + 1) + of) == RunVerdict::kPass;
     (passed ? passing_start : failing_start) = middle;
   }
   finding.kind = CausalFinding::Kind::kNeedsSeveral;

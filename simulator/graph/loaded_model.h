@@ -10,19 +10,12 @@
 #include <torch/script.h>
 
 #include "simulator/graph/model_card.h"
+#include "simulator/graph/model_identity.h"
 #include "simulator/graph/module_table.h"
+#include "simulator/graph/value_desc.h"
 #include "simulator/interpreter/interpreter.h"
 
 namespace stickler {
-
-// The type and, for tensors, the shape and dtype of one value seen in a run.
-struct ValueDesc {
-  std::string kind;  // "Tensor", "int", "float", "bool", "None", "list", "tuple", ...
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;  // tensors: memory layout, which decides the stick dimension
-  std::string dtype;
-  std::string value;  // scalars only, e.g. "-1"
-};
 
 // What one node consumed and produced when the model ran on its example inputs.
 struct NodeRecord {
@@ -43,6 +36,7 @@ struct LoadedModel {
   std::string path;
   std::string sha256;
   ModelCard card;
+  ModelIdentity identity() const { return {path, sha256, card.name}; }
   torch::jit::Module module;
   std::shared_ptr<torch::jit::Graph> graph;
   ModuleTable modules;

@@ -6,13 +6,9 @@
 #include <torch/script.h>
 
 #include "simulator/graph/module_table.h"
+#include "simulator/graph/value_desc.h"
 
 namespace stickler {
-
-struct SourceLine {
-  std::string file;
-  int64_t line = 0;
-};
 
 // Where a node of an inlined graph comes from.
 struct NodeOrigin {

@@ -3,9 +3,11 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "simulator/device/device_profile.h"
 #include "simulator/graph/model_cache.h"
+#include "simulator/graph/model_identity.h"
+#include "simulator/lowering/compile_report.h"
+#include "simulator/lowering/placement.h"
 #include "simulator/support/task_control.h"
 
 namespace stickler {
@@ -13,13 +15,21 @@ namespace stickler {
 struct CheckSupportRequest {
   std::string model;
   std::vector<std::string> inputs;          // --input flags
-  std::string profile = "spyre-2026";       // a shipped profile name or a path
+  std::string profile;                      // a shipped profile name or a path
   std::vector<std::string> device_modules;  // empty: the whole model on the device
+};
+
+struct CheckSupportResult {
+  ModelIdentity model;
+  DeviceProfile profile;
+  Placement placement;
+  int64_t host_nodes = 0;  // nodes an adapter placed on the host
+  CompileReport compile;
 };
 
 // Lowers the model for a device profile and reports every blocker in one pass, the
 // cpu-fallback operators with their transfer cost, and the kernels (docs/check-json.md).
-nlohmann::json checkSupport(const CheckSupportRequest& request, const TaskControl& control = {},
-                            ModelCache* cache = nullptr);
+CheckSupportResult checkSupport(const CheckSupportRequest& request, const TaskControl& control = {},
+                                ModelCache* cache = nullptr);
 
 }  // namespace stickler

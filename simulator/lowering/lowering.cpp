@@ -8,7 +8,6 @@
 
 namespace stickler {
 
-using nlohmann::json;
 using torch::jit::Node;
 
 NodePlace LoweringResult::placeOf(const Node* node) const {
@@ -38,26 +37,6 @@ void checkLayout(const LoweringContext& context, const Node& node, std::vector<B
   checkPointwiseSticks(context, node, found);
   checkCoreSpan(context, node, found);
   checkScratchpad(context, node, found);
-}
-
-json descsToJson(const std::vector<ValueDesc>& descs) {
-  json list = json::array();
-  for (const ValueDesc& desc : descs) {
-    json entry{{"kind", desc.kind}};
-    if (desc.kind == "Tensor") {
-      entry["shape"] = desc.shape;
-      entry["dtype"] = desc.dtype;
-    } else if (!desc.value.empty()) {
-      entry["value"] = desc.value;
-    }
-    list.push_back(entry);
-  }
-  return list;
-}
-
-json lineToJson(const std::optional<SourceLine>& line) {
-  if (!line) return nullptr;
-  return {{"file", line->file}, {"line", line->line}};
 }
 
 }  // namespace
@@ -106,71 +85,55 @@ LoweringResult lower(const LoadedModel& model, const DeviceProfile& profile,
   return result;
 }
 
-json loweringToJson(const LoweringResult& result, const LoadedModel& model,
-                    const DeviceProfile& profile) {
+CompileReport describeLowering(const LoweringResult& result, const LoadedModel& model,
+                               const DeviceProfile& profile) {
   std::map<const Node*, int64_t> aten_index;
   for (const Node* node : allNodes(*model.graph)) {
     if (node->kind().is_aten()) aten_index.emplace(node, static_cast<int64_t>(aten_index.size()));
   }
-  json blockers = json::array();
-  std::map<std::string, int64_t> by_rule, by_op;
+  CompileReport report;
+  report.profile = profile.name;
   for (const Blocker& blocker : result.blockers) {
     const NodeOrigin origin = originOf(*blocker.node, model.modules);
-    const std::string op = blocker.node->kind().toQualString();
-    json entry{
-        {"rule", blocker.rule},
-        {"op", op},
-        {"module", displayPath(origin.module_path)},
-        {"module_class", origin.module_class},
-        {"node_index", aten_index.at(blocker.node)},
-        {"source", {{"code", lineToJson(origin.code)}, {"python", lineToJson(origin.python)}}},
-        {"message", blocker.message}};
-    auto record = model.records.find(blocker.node);
-    entry["inputs"] =
-        record == model.records.end() ? json::array() : descsToJson(record->second.inputs);
-    entry["outputs"] =
-        record == model.records.end() ? json::array() : descsToJson(record->second.outputs);
-    blockers.push_back(std::move(entry));
-    ++by_rule[blocker.rule];
-    if (blocker.rule == "unsupported-op") ++by_op[op];
+    BlockerReport entry;
+    entry.rule = blocker.rule;
+    entry.op = blocker.node->kind().toQualString();
+    entry.module = displayPath(origin.module_path);
+    entry.module_class = origin.module_class;
+    entry.node_index = aten_index.at(blocker.node);
+    entry.code = origin.code;
+    entry.python = origin.python;
+    entry.message = blocker.message;
+    if (auto record = model.records.find(blocker.node); record != model.records.end()) {
+      entry.inputs = record->second.inputs;
+      entry.outputs = record->second.outputs;
+    }
+    ++report.blockers_by_rule[blocker.rule];
+    if (blocker.rule == "unsupported-op") ++report.unsupported_ops[entry.op];
+    report.blockers.push_back(std::move(entry));
   }
-  json fallbacks = json::array();
-  std::map<std::string, int64_t> fallback_ops;
   for (const Fallback& fallback : result.fallbacks) {
-    const std::string op = fallback.node->kind().toQualString();
-    ++fallback_ops[op];
-    fallbacks.push_back({{"op", op},
-                         {"module", displayPath(modulePathOf(*fallback.node))},
-                         {"node_index", aten_index.at(fallback.node)},
-                         {"bytes_to_host", fallback.bytes_to_host},
-                         {"bytes_to_device", fallback.bytes_to_device}});
+    FallbackReport entry;
+    entry.op = fallback.node->kind().toQualString();
+    entry.module = displayPath(modulePathOf(*fallback.node));
+    entry.node_index = aten_index.at(fallback.node);
+    entry.bytes_to_host = fallback.bytes_to_host;
+    entry.bytes_to_device = fallback.bytes_to_device;
+    ++report.fallbacks_by_op[entry.op];
+    report.fallbacks.push_back(std::move(entry));
   }
-  int64_t device_nodes = 0, fused = 0;
+  report.transfers = result.transfers;
+  report.transfer_bytes = result.transfer_bytes;
+  report.transfer_seconds = result.transfer_seconds;
+  report.kernels = static_cast<int64_t>(result.kernels.size());
   for (const auto& kernel : result.kernels) {
-    device_nodes += static_cast<int64_t>(kernel.size());
-    if (kernel.size() > 1) ++fused;
+    report.device_nodes += static_cast<int64_t>(kernel.size());
+    if (kernel.size() > 1) ++report.fused_kernels;
   }
-  std::string status = "ok";
-  if (!result.blockers.empty()) {
-    status = "blocked";
-  } else if (result.compiler_error) {
-    status = "compiler_error";
-  }
-  json report{
-      {"status", status},
-      {"profile", profile.name},
-      {"blockers", blockers},
-      {"blocker_counts", {{"by_rule", by_rule}, {"unsupported_ops", by_op}}},
-      {"fallbacks",
-       {{"count", result.fallbacks.size()},
-        {"by_op", fallback_ops},
-        {"transfers", result.transfers},
-        {"transfer_bytes", result.transfer_bytes},
-        {"transfer_seconds", result.transfer_seconds},
-        {"nodes", fallbacks}}},
-      {"kernels",
-       {{"count", result.kernels.size()}, {"device_nodes", device_nodes}, {"fused", fused}}}};
-  if (result.compiler_error) report["compiler_error"] = *result.compiler_error;
+  report.compiler_error = result.compiler_error;
+  report.status = !result.blockers.empty() ? CompileStatus::kBlocked
+                  : result.compiler_error  ? CompileStatus::kCompilerError
+                                           : CompileStatus::kOk;
   return report;
 }
 

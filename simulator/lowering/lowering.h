@@ -7,11 +7,11 @@
 #include <vector>
 
 #include <torch/script.h>
-#include <nlohmann/json.hpp>
 
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/node_info.h"
+#include "simulator/lowering/compile_report.h"
 #include "simulator/lowering/placement.h"
 
 namespace stickler {
@@ -84,7 +84,6 @@ struct LoweringOptions {
   int64_t pass_limit = -1;
 };
 
-
 // The aten nodes that read `value`, looking through lists, tuples and unpacking; `returned` is
 // set when the value leaves through a block or graph return.
 std::vector<const torch::jit::Node*> atenConsumers(const torch::jit::Value* value,
@@ -93,9 +92,9 @@ std::vector<const torch::jit::Node*> atenConsumers(const torch::jit::Value* valu
 LoweringResult lower(const LoadedModel& model, const DeviceProfile& profile,
                      const Placement& placement, const LoweringOptions& options = {});
 
-// The report as JSON: blockers with op, module, class, shapes, dtypes, source and rule; the
-// fallback summary with transfer cost; kernel counts.
-nlohmann::json loweringToJson(const LoweringResult& result, const LoadedModel& model,
-                              const DeviceProfile& profile);
+// The result as data for reports: blockers resolved to op, module, class, values, source and
+// rule; the fallback summary with transfer cost; kernel counts.
+CompileReport describeLowering(const LoweringResult& result, const LoadedModel& model,
+                               const DeviceProfile& profile);
 
 }  // namespace stickler

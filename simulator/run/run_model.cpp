@@ -7,43 +7,34 @@
 #include "simulator/support/errors.h"
 
 namespace stickler {
-
-using nlohmann::json;
-
 namespace {
 
-json backendToJson(const Backend& backend) {
-  const BackendSpec& spec = backend.spec();
-  json entry{{"spec", spec.text}, {"format", formatName(backend.format())}};
-  if (const DeviceProfile* profile = backend.profile()) entry["profile"] = profileSummary(*profile);
-  return entry;
-}
-
-json runToJson(const BackendRun& run, const LoadedModel& model) {
-  json entry{{"status", runStatusName(run.status)}, {"seconds", run.seconds}};
-  if (run.status == BackendRun::Status::kCompleted) return entry;
-  entry["message"] = run.message;
-  if (!run.device_log.empty()) entry["device_log"] = run.device_log;
-  if (run.signal != 0) entry["signal"] = run.signal;
-  entry["nodes_run"] = run.nodes_run;
+DeviceRunReport describeRun(const BackendRun& run, const LoadedModel& model) {
+  DeviceRunReport report;
+  report.status = runStatusName(run.status);
+  report.seconds = run.seconds;
+  if (run.status == BackendRun::Status::kCompleted) return report;
+  report.message = run.message;
+  report.device_log = run.device_log;
+  report.signal = run.signal;
+  report.nodes_run = run.nodes_run;
   if (run.module) {
-    entry["module"] = run.module->path;
-    entry["module_class"] = run.module->class_name;
+    report.module = run.module->path;
+    report.module_class = run.module->class_name;
   }
-  if (run.last_entered) entry["last_module_entered"] = run.last_entered->path;
+  if (run.last_entered) report.last_module_entered = run.last_entered->path;
   if (run.node) {
     const NodeOrigin origin = originOf(*run.node, model.modules);
-    entry["op"] = run.node->kind().toQualString();
-    if (!run.module) entry["module"] = displayPath(origin.module_path);
-    const auto& where = origin.python ? origin.python : origin.code;
-    if (where) entry["source"] = {{"file", where->file}, {"line", where->line}};
+    report.op = run.node->kind().toQualString();
+    if (!run.module) report.module = displayPath(origin.module_path);
+    report.source = origin.python ? origin.python : origin.code;
   }
-  return entry;
+  return report;
 }
 
 }  // namespace
 
-json runModel(const RunRequest& request, const TaskControl& control, ModelCache* cache) {
+RunResult runModel(const RunRequest& request, const TaskControl& control, ModelCache* cache) {
   const BackendSpec spec = parseBackendSpec(request.backend);
   const auto backend = makeBackend(spec);
   if (!(request.timeout_seconds > 0)) throw UserError("timeout_seconds must be positive");
@@ -51,30 +42,25 @@ json runModel(const RunRequest& request, const TaskControl& control, ModelCache*
   const auto model =
       request.loaded ? request.loaded : obtainModel(request.model, request.inputs, cache);
   control.checkCancelled();
-  const Placement placement =
-      makePlacement(model->modules, request.device_modules, request.model, model->host_modules);
 
-  json report{
-      {"schema", "stickler.run"},
-      {"version", 1},
-      {"model", {{"path", model->path}, {"sha256", model->sha256}, {"name", model->card.name}}},
-      {"backend", backendToJson(*backend)},
-      {"placement", placement.wholeModel() ? json("whole model") : json(placement.device_modules)}};
-  if (!placement.host_modules.empty()) report["host_modules"] = placement.host_modules;
-  if (const int64_t nodes = countPlacedOnHost(*model->graph)) report["host_nodes"] = nodes;
+  RunResult result;
+  result.model = model->identity();
+  result.backend = spec.text;
+  result.format = backend->format();
+  if (const DeviceProfile* profile = backend->profile()) result.profile = *profile;
+  result.placement =
+      makePlacement(model->modules, request.device_modules, request.model, model->host_modules);
+  result.host_nodes = countPlacedOnHost(*model->graph);
 
   control.progress(1, 4, "compiling for " + spec.text);
-  const auto compiled = backend->compile(*model, placement);
+  const auto compiled = backend->compile(*model, result.placement);
   control.checkCancelled();
-  if (const DeviceProfile* profile = backend->profile()) {
-    report["compile"] = loweringToJson(compiled->lowering(), *model, *profile);
-  } else {
-    report["compile"] = {{"status", "ok"}};
+  if (result.profile) {
+    result.compile = describeLowering(compiled->lowering(), *model, *result.profile);
   }
   if (!compiled->ok()) {
-    report["verdict"] = runVerdictName(RunVerdict::kBlocked);
-    report["exit_status"] = kRunBlocked;
-    return report;
+    result.verdict = RunVerdict::kBlocked;
+    return result;
   }
 
   RunOptions run_options;
@@ -84,26 +70,23 @@ json runModel(const RunRequest& request, const TaskControl& control, ModelCache*
   const BackendRun run = compiled->run(model->example_inputs, run_options);
   if (run.status == BackendRun::Status::kCancelled) throw Cancelled();
   control.progress(3, 4, "comparing with the CPU reference");
-  report["run"] = runToJson(run, *model);
+  result.run = describeRun(run, *model);
   if (run.status != BackendRun::Status::kCompleted) {
-    report["verdict"] = runVerdictName(incompleteRunVerdict(run.status));
-    report["exit_status"] = kRunAborted;
-    return report;
+    result.verdict = incompleteRunVerdict(run.status);
+    return result;
   }
 
   // The reference: the CPU run made when the model was loaded, on the same inputs.
   const VerdictSettings settings;
-  bool passed = false;
-  report["comparison"] = {{"reference", "cpu"},
-                          {"settings",
-                           {{"embedding_cosine", settings.embedding_cosine},
-                            {"logit_tolerance", logitTolerance(backend->format(), settings)}}},
-                          {"outputs", compareOutputs(flattenTensors(model->example_outputs),
-                                                     flattenTensors(run.outputs), model->card,
-                                                     backend->format(), settings, &passed)}};
-  report["verdict"] = runVerdictName(passed ? RunVerdict::kPass : RunVerdict::kFail);
-  report["exit_status"] = passed ? kRunPass : kRunFail;
-  return report;
+  RunComparison comparison;
+  comparison.embedding_cosine = settings.embedding_cosine;
+  comparison.logit_tolerance = logitTolerance(backend->format(), settings);
+  comparison.outputs =
+      compareOutputs(flattenTensors(model->example_outputs), flattenTensors(run.outputs),
+                     model->card, backend->format(), settings);
+  result.verdict = comparison.outputs.passed ? RunVerdict::kPass : RunVerdict::kFail;
+  result.comparison = std::move(comparison);
+  return result;
 }
 
 }  // namespace stickler

@@ -188,6 +188,12 @@ TEST(LocalizeCli, ABlockedModelIsReportedWithExitStatusThree) {
   const json report = json::parse(result.out);
   EXPECT_EQ(report["status"], "blocked");
   EXPECT_EQ(report["device_runs"], 0);
+  // The next step, named as both front-ends call it (the tools layer adds it, from the table).
+  EXPECT_NE(report["summary"].get<std::string>().find(
+                "localization needs a model that compiles; see check_support (`stickler check`) "
+                "and adapt_model (`stickler adapt`)"),
+            std::string::npos)
+      << report["summary"];
 }
 
 }  // namespace

@@ -117,6 +117,11 @@ TEST(ReportCli, NumericsModeGivesTheOnsetAsAClueWhenTheModelFails) {
   EXPECT_EQ(report["device_runs"], 1);
   ASSERT_FALSE(report["deviations"].empty());
   EXPECT_EQ(report["deviations"][0]["module"], "model.layers.1.mlp.down_proj");
+  EXPECT_NE(report["summary"].get<std::string>().find(
+                "(Linear), a clue rather than a verdict: localize_divergence (`stickler "
+                "localize`) proves which module flips"),
+            std::string::npos)
+      << report["summary"];
   // Every module call was compared, and the ones before the fault are within threshold.
   const json& modules = report["numerics"]["modules"];
   ASSERT_GT(modules.size(), 10u);
@@ -133,6 +138,8 @@ TEST(ReportCli, NumericsModeReportsAnAbsorbedDeviationWhenTheModelPasses) {
   EXPECT_EQ(result.status, 0) << result.err;
   const json report = json::parse(result.out);
   ASSERT_EQ(report["status"], "passes") << report.dump(2);
+  EXPECT_EQ(report["summary"].get<std::string>().find("localize_divergence"), std::string::npos)
+      << "a passing model needs no next step: " << report["summary"];
   ASSERT_EQ(report["absorbed"].size(), 1u);
   EXPECT_EQ(report["absorbed"][0]["module"], "encoder.layer.0.attention.output.dense");
   EXPECT_FALSE(report.contains("deviations"));

@@ -6,6 +6,7 @@
 #include "tests/cli/cli_runner.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
+#include "tools/exit_status.h"
 
 namespace stickler {
 namespace {
@@ -13,6 +14,16 @@ namespace {
 using testing::Result;
 using testing::stickler;
 using testing::zooPath;
+
+// docs/cli.md's table: one status per verdict, decided in the tools layer alone.
+TEST(ExitStatus, EveryVerdictHasTheDocumentedStatus) {
+  EXPECT_EQ(exitCode(exitStatusOf(RunVerdict::kPass)), 0);
+  EXPECT_EQ(exitCode(exitStatusOf(RunVerdict::kFail)), 1);
+  EXPECT_EQ(exitCode(exitStatusOf(RunVerdict::kBlocked)), 3);
+  for (RunVerdict incomplete : {RunVerdict::kAborted, RunVerdict::kTimedOut, RunVerdict::kFailed}) {
+    EXPECT_EQ(exitCode(exitStatusOf(incomplete)), 4) << runVerdictName(incomplete);
+  }
+}
 
 TEST(RunCli, PassesOnTheCleanDevice) {
   const Result r =

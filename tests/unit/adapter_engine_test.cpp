@@ -649,7 +649,7 @@ TEST(AdapterTools, DraftRevertAndEvidenceCommitsInTheWorkspaceCatalog) {
                                      {"profile", "spyre-2025-clean"}},
                                     context);
   EXPECT_EQ(refused["status"], "refused");
-  EXPECT_EQ(apply.exit_status(refused), 1);
+  EXPECT_EQ(apply.exit_status(refused), ExitStatus::kFailed);
   runOperation(draft,
                {{"name", "cube-as-square"},
                 {"revert", true},

@@ -26,7 +26,8 @@ struct Probe {
   CausalProbe function() {
     return [this](const std::vector<size_t>& units, const std::string&) {
       ++calls;
-      return fails(std::set<size_t>(units.begin(), units.end())) ? "fail" : "pass";
+      return fails(std::set<size_t>(units.begin(), units.end())) ? RunVerdict::kFail
+                                                                 : RunVerdict::kPass;
     };
   }
 };
@@ -42,8 +43,8 @@ TEST(CausalSearch, FindsEverySingleCulpritWithinTheBudget) {
       const CausalFinding finding = causalSearch(names(count), probe.function());
       ASSERT_EQ(finding.kind, CausalFinding::Kind::kLocalized) << count << " " << culprit;
       EXPECT_EQ(finding.culprit, culprit);
-      EXPECT_EQ(finding.alone_verdict, "fail");
-      EXPECT_EQ(finding.rest_verdict, "pass");
+      EXPECT_EQ(finding.alone_verdict, RunVerdict::kFail);
+      EXPECT_EQ(finding.rest_verdict, RunVerdict::kPass);
       EXPECT_LE(probe.calls, singleCulpritBudget(count)) << count << " " << culprit;
     }
   }
@@ -58,7 +59,7 @@ TEST(CausalSearch, ModulesThatFailOnlyTogetherAreNamedAsARun) {
   EXPECT_EQ(finding.kind, CausalFinding::Kind::kNeedsSeveral);
   EXPECT_EQ(finding.culprit, 9u);  // the later one completes the failure
   EXPECT_EQ(finding.first, 5u);    // the shortest failing run is 5..9
-  EXPECT_EQ(finding.alone_verdict, "pass");
+  EXPECT_EQ(finding.alone_verdict, RunVerdict::kPass);
 }
 
 TEST(CausalSearch, ASecondCauseIsReportedNotHidden) {
@@ -70,18 +71,19 @@ TEST(CausalSearch, ASecondCauseIsReportedNotHidden) {
   const CausalFinding finding = causalSearch(names(16), probe.function());
   EXPECT_EQ(finding.kind, CausalFinding::Kind::kWithOtherCauses);
   EXPECT_EQ(finding.culprit, 3u);
-  EXPECT_EQ(finding.rest_verdict, "fail");
+  EXPECT_EQ(finding.rest_verdict, RunVerdict::kFail);
 }
 
 TEST(CausalSearch, AnyVerdictButPassIsAFailure) {
-  // An abort is a failure like a wrong answer: the search treats "aborted" as "fail".
+  // An abort is a failure like a wrong answer: the search treats kAborted as kFail.
   const CausalProbe probe = [](const std::vector<size_t>& units, const std::string&) {
-    return std::find(units.begin(), units.end(), size_t{6}) != units.end() ? "aborted" : "pass";
+    return std::find(units.begin(), units.end(), size_t{6}) != units.end() ? RunVerdict::kAborted
+                                                                           : RunVerdict::kPass;
   };
   const CausalFinding finding = causalSearch(names(10), probe);
   EXPECT_EQ(finding.kind, CausalFinding::Kind::kLocalized);
   EXPECT_EQ(finding.culprit, 6u);
-  EXPECT_EQ(finding.alone_verdict, "aborted");
+  EXPECT_EQ(finding.alone_verdict, RunVerdict::kAborted);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "knowledge/gotcha_store.h"
 #include "knowledge/kb_index.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/sqlite_db.h"
 
 namespace stickler {
 namespace {
@@ -129,6 +130,46 @@ TEST_F(GotchaStoreTest, AFailedCommitLeavesNeitherARowNorAPage) {
   EXPECT_TRUE(store_.list().empty());
   EXPECT_FALSE(
       fs::exists(store_.pagesDirectory() + "/topk-aborts-on-a-partial-stick-of-router-logits.md"));
+}
+
+TEST_F(GotchaStoreTest, CommitsAreSignedAsGitAuthorSays) {
+  ::setenv("GIT_AUTHOR_NAME", "Ada Reviewer", 1);
+  ::setenv("GIT_AUTHOR_EMAIL", "ada@example.org", 1);
+  const GotchaRecorded recorded = store_.record(topk());
+  ::unsetenv("GIT_AUTHOR_NAME");
+  ::unsetenv("GIT_AUTHOR_EMAIL");
+  // As git does, the committer defaults to the author.
+  EXPECT_EQ(output("git -C '" + store_.pagesDirectory() + "' log -1 --format='%an <%ae>|%cn' " +
+                   recorded.commit),
+            "Ada Reviewer <ada@example.org>|Ada Reviewer\n");
+  // The next commit goes on the same branch, after the first.
+  Gotcha other;
+  other.title = "DL16 has no subnormals";
+  other.body = "Values below the smallest normal flush to zero on the device.";
+  store_.record(other);
+  EXPECT_EQ(output("git -C '" + store_.pagesDirectory() + "' rev-list --count HEAD"), "2\n");
+  EXPECT_EQ(output("git -C '" + store_.pagesDirectory() + "' status --porcelain"), "");
+}
+
+TEST_F(GotchaStoreTest, ADamagedRowIsNamedAndTheStoreStaysUsable) {
+  store_.record(topk());
+  const std::string id = "topk-aborts-on-a-partial-stick-of-router-logits";
+  sqlite::Database(store_.databasePath(), "test")
+      .exec("UPDATE gotchas SET tags = '{not json' WHERE id = '" + id + "'");
+  try {
+    store_.list();
+    FAIL() << "a damaged row was read";
+  } catch (const UserError& error) {
+    EXPECT_NE(std::string(error.what()).find("gotcha '" + id + "' has a damaged list"),
+              std::string::npos)
+        << error.what();
+  }
+  // Recording reads every row first: it fails the same way and leaves no transaction open, so
+  // the row can be repaired by hand and the store used again.
+  EXPECT_THROW(store_.record(topk()), UserError);
+  sqlite::Database(store_.databasePath(), "test")
+      .exec("UPDATE gotchas SET tags = '[]' WHERE id = '" + id + "'");
+  EXPECT_EQ(store_.record(topk()).gotcha.occurrences, 2);
 }
 
 TEST(GotchaSimilarity, SameWordsAreOneLessonOthersAreNot) {

@@ -9,6 +9,7 @@
 #include "simulator/graph/module_inliner.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
+#include "tools/reports/result_json.h"
 
 namespace stickler {
 namespace {
@@ -266,7 +267,8 @@ TEST(LoweringPlan, ACompileErrorFaultHidesTheModule) {
 
 TEST(LoweringReport, JsonCarriesWhereAndWhy) {
   const auto lowered = lowerZoo("gpt2-tiny", "spyre-2025");
-  const auto report = loweringToJson(lowered.result, *lowered.model, loadProfile("spyre-2025"));
+  const auto report = compileReportToJson(
+      describeLowering(lowered.result, *lowered.model, loadProfile("spyre-2025")));
   EXPECT_EQ(report.at("status"), "blocked");
   ASSERT_EQ(report.at("blockers").size(), lowered.result.blockers.size());
   for (const auto& blocker : report.at("blockers")) {

@@ -1,5 +1,6 @@
-// libgit2, the way the catalog uses it: owning handles, errors as UserError, and the few
-// object-database operations a commit needs. Private to adapters/catalog_repo/.
+// libgit2, the way Stickler's repositories (the adapter catalog, the gotcha pages) use it:
+// owning handles, errors as UserError, commits signed as GIT_AUTHOR_*/GIT_COMMITTER_* say, and
+// the few object-database operations a commit needs.
 #pragma once
 
 #include <git2.h>
@@ -34,6 +35,7 @@ using Reference = std::unique_ptr<git_reference, FreeWith<git_reference_free>>;
 using Signature = std::unique_ptr<git_signature, FreeWith<git_signature_free>>;
 using Revwalk = std::unique_ptr<git_revwalk, FreeWith<git_revwalk_free>>;
 using Object = std::unique_ptr<git_object, FreeWith<git_object_free>>;
+using Index = std::unique_ptr<git_index, FreeWith<git_index_free>>;
 
 std::string toHex(const git_oid& id);
 // Equal ids, or both absent (a file missing on both sides did not change).

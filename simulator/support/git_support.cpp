@@ -1,4 +1,4 @@
-#include "adapters/catalog_repo/git_support.h"
+#include "simulator/support/git_support.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -217,7 +217,7 @@ void moveBranch(git_repository* repo, const std::string& branch, const git_oid& 
   if (rc == GIT_EMODIFIED || rc == GIT_EEXISTS || rc == GIT_ELOCKED) {
     throw UserError("branch " + branch +
                     " moved while Stickler was committing to it (another process writing the "
-                    "catalog?): try again");
+                    "repository?): try again");
   }
   check(rc, "cannot move branch " + branch);
 }

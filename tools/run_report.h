@@ -1,0 +1,13 @@
+// The stickler.run report (docs/run-json.md) of a run's result, with the exit status its
+// verdict gives. adapt and diagnose's run mode give the same document.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "simulator/run/run_model.h"
+
+namespace stickler {
+
+nlohmann::json runReport(const RunResult& result);
+
+}  // namespace stickler
