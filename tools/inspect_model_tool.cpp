@@ -3,6 +3,7 @@
 
 #include "simulator/inspect/inspect_model.h"
 #include "simulator/inspect/module_tree.h"
+#include "tools/inspect_report.h"
 #include "tools/list_pages.h"
 #include "tools/operation_table.h"
 #include "tools/schema_fields.h"
@@ -59,7 +60,7 @@ json run(const json& input, OperationContext& context) {
   request.inputs = optionalStrings(input, "inputs");
   request.include_nodes = optionalBool(input, "include_nodes", true);
   const PageRequest nodes = pageRequest(input, "node", context);
-  json report = inspectModel(request, context.task(), context.models());
+  json report = inspectReport(inspectModel(request, context.task(), context.models()));
   keepPage(report, "nodes", nodes.offset, nodes.limit);
   return report;
 }

@@ -5,67 +5,38 @@
 
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/node_info.h"
-#include "simulator/inspect/module_tree.h"
 
 namespace stickler {
 namespace {
-
-using nlohmann::json;
-
-constexpr int kInspectVersion = 1;
-
-json valueDescToJson(const ValueDesc& desc) {
-  json entry{{"kind", desc.kind}};
-  if (desc.kind == "Tensor") {
-    entry["shape"] = desc.shape;
-    entry["dtype"] = desc.dtype;
-  } else if (desc.kind == "list" || desc.kind == "tuple") {
-    entry["length"] = desc.shape.at(0);
-  } else if (!desc.value.empty()) {
-    entry["value"] = desc.value;
-  }
-  return entry;
-}
-
-json sourceLineToJson(const std::optional<SourceLine>& line) {
-  if (!line) return nullptr;
-  return {{"file", line->file}, {"line", line->line}};
-}
 
 bool isAten(const torch::jit::Node& node) {
   return node.kind().is_aten();
 }
 
-json nodesToJson(const LoadedModel& model) {
-  json nodes = json::array();
+std::vector<NodeSummary> describeNodes(const LoadedModel& model) {
+  std::vector<NodeSummary> nodes;
   int64_t index = 0;
   for (const torch::jit::Node* node : allNodes(*model.graph)) {
     if (!isAten(*node)) continue;
     const NodeOrigin origin = originOf(*node, model.modules);
-    json entry{
-        {"index", index++},
-        {"op", node->kind().toQualString()},
-        {"module", displayPath(origin.module_path)},
-        {"module_class", origin.module_class},
-        {"source",
-         {{"code", sourceLineToJson(origin.code)}, {"python", sourceLineToJson(origin.python)}}}};
-    json inputs = json::array(), outputs = json::array();
-    auto record = model.records.find(node);
-    if (record != model.records.end()) {
-      for (const auto& desc : record->second.inputs) inputs.push_back(valueDescToJson(desc));
-      for (const auto& desc : record->second.outputs) outputs.push_back(valueDescToJson(desc));
-      entry["executions"] = record->second.executions;
-    } else {
-      entry["executions"] = 0;  // on a branch the example inputs did not take
+    NodeSummary entry;
+    entry.index = index++;
+    entry.op = node->kind().toQualString();
+    entry.module = displayPath(origin.module_path);
+    entry.module_class = origin.module_class;
+    entry.code = origin.code;
+    entry.python = origin.python;
+    if (auto record = model.records.find(node); record != model.records.end()) {
+      entry.inputs = record->second.inputs;
+      entry.outputs = record->second.outputs;
+      entry.executions = record->second.executions;
     }
-    entry["inputs"] = inputs;
-    entry["outputs"] = outputs;
     nodes.push_back(std::move(entry));
   }
   return nodes;
 }
 
-json operatorHistogram(const LoadedModel& model) {
+std::vector<std::pair<std::string, int64_t>> operatorHistogram(const LoadedModel& model) {
   std::map<std::string, int64_t> counts;
   for (const torch::jit::Node* node : allNodes(*model.graph)) {
     if (isAten(*node)) ++counts[node->kind().toQualString()];
@@ -73,40 +44,38 @@ json operatorHistogram(const LoadedModel& model) {
   std::vector<std::pair<std::string, int64_t>> sorted(counts.begin(), counts.end());
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
-  json histogram = json::array();
-  for (const auto& [op, count] : sorted) histogram.push_back({{"op", op}, {"count", count}});
-  return histogram;
+  return sorted;
 }
 
-json summarizeOutput(const at::Tensor& tensor, OutputKind kind) {
-  json summary{{"shape", tensor.sizes().vec()}, {"dtype", dtypeName(tensor.scalar_type())}};
-  if (!tensor.is_floating_point() || tensor.numel() == 0) return summary;
+void summarizeValues(const at::Tensor& tensor, OutputSummary& summary) {
+  if (!tensor.is_floating_point() || tensor.numel() == 0) return;
   const auto values = tensor.to(c10::kDouble);
   const auto finite = at::isfinite(values);
-  summary["non_finite"] = values.numel() - finite.sum().item<int64_t>();
-  summary["min"] = values.min().item<double>();
-  summary["max"] = values.max().item<double>();
-  summary["mean"] = values.mean().item<double>();
-  if (kind == OutputKind::kLogits && tensor.dim() >= 2) {
+  summary.non_finite = values.numel() - finite.sum().item<int64_t>();
+  summary.min = values.min().item<double>();
+  summary.max = values.max().item<double>();
+  summary.mean = values.mean().item<double>();
+  if (summary.kind == OutputKind::kLogits && tensor.dim() >= 2) {
     // The prediction at the last position of each sequence.
     auto last = tensor.dim() >= 3 ? tensor.select(-2, -1) : tensor;
-    summary["top1_last_position"] =
+    summary.top1_last_position =
         last.argmax(-1).reshape({-1}).to(c10::kLong).contiguous().data_ptr<int64_t>()[0];
-  } else if (kind == OutputKind::kEmbeddings) {
-    summary["l2_norm_first"] = values.reshape({values.size(0), -1})[0].norm().item<double>();
+  } else if (summary.kind == OutputKind::kEmbeddings) {
+    summary.l2_norm_first = values.reshape({values.size(0), -1})[0].norm().item<double>();
   }
-  return summary;
 }
 
-json outputsToJson(const LoadedModel& model) {
+std::vector<OutputSummary> describeOutputs(const LoadedModel& model) {
   const std::vector<at::Tensor> tensors = flattenTensors(model.example_outputs);
-  json outputs = json::array();
+  std::vector<OutputSummary> outputs;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const bool named = i < model.card.outputs.size();
-    const OutputKind kind = named ? model.card.outputs[i].kind : OutputKind::kOther;
-    json entry{{"name", named ? model.card.outputs[i].name : "output." + std::to_string(i)},
-               {"kind", outputKindName(kind)}};
-    entry.update(summarizeOutput(tensors[i], kind));
+    OutputSummary entry;
+    entry.kind = named ? model.card.outputs[i].kind : OutputKind::kOther;
+    entry.name = named ? model.card.outputs[i].name : "output." + std::to_string(i);
+    entry.shape = tensors[i].sizes().vec();
+    entry.dtype = dtypeName(tensors[i].scalar_type());
+    summarizeValues(tensors[i], entry);
     outputs.push_back(std::move(entry));
   }
   return outputs;
@@ -114,65 +83,42 @@ json outputsToJson(const LoadedModel& model) {
 
 }  // namespace
 
-json inspectModel(const InspectRequest& request, const TaskControl& control, ModelCache* cache) {
+InspectResult inspectModel(const InspectRequest& request, const TaskControl& control,
+                           ModelCache* cache) {
   control.progress(0, 2, "loading " + request.model);
   const auto model = obtainModel(request.model, request.inputs, cache);
   control.checkCancelled();
   control.progress(1, 2, "running it on the CPU");
 
+  InspectResult result;
   // Time a second run: the first one recorded shapes through an observer.
   const auto start = std::chrono::steady_clock::now();
   model->interpreter->run(model->example_inputs);
-  const double seconds =
+  result.run_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  const ModuleTreeNode tree = buildModuleTree(model->modules);
-  int64_t buffers = 0;
-  for (const auto& entry : model->modules.entries()) buffers += entry.own_buffers;
-  json modules = json::array();
+  result.model = model->identity();
+  result.family = model->card.family;
+  result.card = model->card;
+  result.tree = buildModuleTree(model->modules);
+  result.unique_parameters = model->unique_parameters;
   for (const auto& entry : model->modules.entries()) {
-    modules.push_back({{"path", displayPath(entry.path)},
-                       {"class", entry.class_name},
-                       {"qualified_class", entry.qualified_class},
-                       {"parameters", entry.own_parameters},
-                       {"total_parameters", model->modules.totalParameters(entry.path)}});
+    result.buffers += entry.own_buffers;
+    result.modules.push_back({displayPath(entry.path), entry.class_name, entry.qualified_class,
+                              entry.own_parameters, model->modules.totalParameters(entry.path)});
   }
-  int64_t aten_nodes = 0, control_flow = 0;
   for (const torch::jit::Node* node : allNodes(*model->graph)) {
-    if (isAten(*node)) ++aten_nodes;
+    if (isAten(*node)) ++result.aten_nodes;
     if (node->kind() == torch::jit::prim::If || node->kind() == torch::jit::prim::Loop) {
-      ++control_flow;
+      ++result.control_flow_nodes;
     }
   }
-  const json card = modelCardToJson(model->card);
-  json report{
-      {"schema", "stickler.inspect"},
-      {"version", kInspectVersion},
-      {"model",
-       {{"path", model->path},
-        {"sha256", model->sha256},
-        {"name", model->card.name},
-        {"family", model->card.family},
-        {"class", tree.class_name}}},
-      {"card", card},
-      {"parameters",
-       {{"total", model->unique_parameters},
-        {"tied", tree.parameters - model->unique_parameters},
-        {"buffers", buffers}}},
-      {"module_tree", moduleTreeToJson(tree)},
-      {"modules", modules},
-      {"graph",
-       {{"aten_nodes", aten_nodes},
-        {"control_flow_nodes", control_flow},
-        {"executable_nodes", model->interpreter->stepCount()},
-        {"module_calls", model->interpreter->moduleCalls().size()}}},
-      {"operators", operatorHistogram(*model)},
-      {"inputs", card["inputs"]},
-      {"outputs", outputsToJson(*model)},
-      {"run", {{"backend", "cpu"}, {"seconds", seconds}, {"seed", 0}}},
-  };
-  if (request.include_nodes) report["nodes"] = nodesToJson(*model);
-  return report;
+  result.executable_nodes = model->interpreter->stepCount();
+  result.module_calls = static_cast<int64_t>(model->interpreter->moduleCalls().size());
+  result.operators = operatorHistogram(*model);
+  result.outputs = describeOutputs(*model);
+  if (request.include_nodes) result.nodes = describeNodes(*model);
+  return result;
 }
 
 }  // namespace stickler

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "tests/unit/zoo.h"
+#include "tools/inspect_report.h"
 #include "tools/operation_table.h"
 
 namespace stickler {
@@ -26,7 +27,7 @@ const json* findTreeNode(const json& node, const std::string& name) {
 class ZooInspect : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ZooInspect, ReportListsEveryAtenNodeWithModuleAndShapes) {
-  const json report = inspectModel({.model = zooPath(GetParam() + ".pt")});
+  const json report = inspectReport(inspectModel({.model = zooPath(GetParam() + ".pt")}));
   EXPECT_EQ(report.at("schema"), "stickler.inspect");
   EXPECT_EQ(report.at("version"), 1);
   EXPECT_EQ(report.at("model").at("sha256").get<std::string>().size(), 64u);
@@ -63,27 +64,30 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ZooInspect, ::testing::ValuesIn(testing::zooModelN
                          [](const auto& info) { return testing::testName(info.param); });
 
 TEST(InspectTree, RepeatedLayersCollapse) {
-  const json llama =
-      inspectModel({.model = zooPath("llama-4layer-outliers.pt"), .include_nodes = false});
+  const json llama = inspectReport(
+      inspectModel({.model = zooPath("llama-4layer-outliers.pt"), .include_nodes = false}));
   EXPECT_FALSE(llama.contains("nodes"));
   const json* layers = findTreeNode(llama.at("module_tree"), "layers.0-3");
   ASSERT_NE(layers, nullptr) << llama.at("module_tree").dump(1);
   EXPECT_EQ(layers->at("class"), "LlamaDecoderLayer");
   EXPECT_EQ(layers->at("count"), 4);
 
-  const json bert = inspectModel({.model = zooPath("bert-tiny.pt"), .include_nodes = false});
+  const json bert =
+      inspectReport(inspectModel({.model = zooPath("bert-tiny.pt"), .include_nodes = false}));
   const json* bert_layers = findTreeNode(bert.at("module_tree"), "layer.0-1");
   ASSERT_NE(bert_layers, nullptr);
   EXPECT_EQ(bert_layers->at("class"), "BertLayer");
 
   // Bamba's mamba and attention layers differ, so they must not collapse.
-  const json bamba = inspectModel({.model = zooPath("bamba-3layer.pt"), .include_nodes = false});
+  const json bamba =
+      inspectReport(inspectModel({.model = zooPath("bamba-3layer.pt"), .include_nodes = false}));
   EXPECT_NE(findTreeNode(bamba.at("module_tree"), "layers.1"), nullptr);
   EXPECT_EQ(findTreeNode(bamba.at("module_tree"), "layers.0-2"), nullptr);
 }
 
 TEST(InspectOutputs, LogitsSummaryNamesTheTopToken) {
-  const json report = inspectModel({.model = zooPath("gpt2-tiny.pt"), .include_nodes = false});
+  const json report =
+      inspectReport(inspectModel({.model = zooPath("gpt2-tiny.pt"), .include_nodes = false}));
   const auto& logits = report.at("outputs").at(0);
   EXPECT_EQ(logits.at("kind"), "logits");
   EXPECT_EQ(logits.at("non_finite"), 0);
