@@ -1,4 +1,5 @@
 #include "tools/adapter_support.h"
+#include "tools/adapter_json.h"
 
 #include <atomic>
 #include <filesystem>

@@ -3,6 +3,7 @@
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
+#include "tools/adapter_json.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
 #include "tools/schema_fields.h"

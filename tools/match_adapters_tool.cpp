@@ -2,6 +2,7 @@
 #include "adapters/engine/adapter_matching.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/loaded_model.h"
+#include "tools/adapter_json.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
 #include "tools/schema_fields.h"

@@ -110,26 +110,4 @@ std::vector<AdapterMatch> matchAdapters(const std::vector<CatalogEntry>& catalog
   return matches;
 }
 
-nlohmann::json adapterMatchToJson(const AdapterMatch& match) {
-  auto counts = [](const std::vector<BlockerCount>& list) {
-    nlohmann::json array = nlohmann::json::array();
-    for (const auto& count : list) {
-      array.push_back({{"rule", count.rule},
-                       {"op", count.op},
-                       {"module", count.module},
-                       {"count", count.count}});
-    }
-    return array;
-  };
-  return {{"name", match.name},
-          {"origin", match.origin},
-          {"applies", match.applies},
-          {"for_profile", match.for_profile},
-          {"for_model", match.for_model},
-          {"rewrites", match.rewrites},
-          {"reason", match.reason},
-          {"clears", counts(match.clears)},
-          {"introduces", counts(match.introduces)}};
-}
-
 }  // namespace stickler

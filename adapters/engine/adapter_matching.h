@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "adapters/engine/adapter_catalog.h"
 
 namespace stickler {
@@ -38,8 +36,6 @@ struct AdapterMatch {
 std::vector<AdapterMatch> matchAdapters(const std::vector<CatalogEntry>& catalog,
                                         std::shared_ptr<const LoadedModel> model,
                                         const DeviceProfile& profile);
-
-nlohmann::json adapterMatchToJson(const AdapterMatch& match);
 
 // The blockers of `model` on `profile` (whole model on the device), counted by rule, op and
 // module.

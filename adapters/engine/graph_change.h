@@ -5,8 +5,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace stickler {
 
 struct ChangedNode {
@@ -24,9 +22,5 @@ struct GraphChange {
 
   bool empty() const { return rewrites == 0; }
 };
-
-// {"rewrites": N, "removed": [{"op", "module", "count"}...], "added": [...]}, nodes of the
-// same op in the same module counted together, at most `limit` entries per list (0: all).
-nlohmann::json graphChangeToJson(const GraphChange& change, size_t limit = 0);
 
 }  // namespace stickler

@@ -213,11 +213,4 @@ ReproBundle writeRunFailureRepro(const LoadedModel& model, const Node& node,
                          timeout_seconds);
 }
 
-nlohmann::json reproToJson(const ReproBundle& bundle) {
-  return {{"directory", bundle.directory}, {"archive", bundle.archive},
-          {"command", bundle.command},     {"reproduces", bundle.reproduces},
-          {"observed", bundle.observed},   {"scope", bundle.scope},
-          {"grown", bundle.grown},         {"seconds", bundle.seconds}};
-}
-
 }  // namespace stickler

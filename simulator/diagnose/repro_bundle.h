@@ -6,8 +6,6 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 namespace torch::jit {
 struct Node;
 }  // namespace torch::jit
@@ -46,7 +44,5 @@ inline constexpr const char* kCompilerErrorRule = "compiler_error";
 ReproBundle writeRunFailureRepro(const LoadedModel& model, const torch::jit::Node& node,
                                  const std::string& status, const DeviceProfile& profile,
                                  const std::string& directory, double timeout_seconds);
-
-nlohmann::json reproToJson(const ReproBundle& bundle);
 
 }  // namespace stickler

@@ -87,6 +87,13 @@ json finiteOrNull(const std::optional<double>& value) {
 
 }  // namespace
 
+nlohmann::json reproToJson(const ReproBundle& bundle) {
+  return {{"directory", bundle.directory}, {"archive", bundle.archive},
+          {"command", bundle.command},     {"reproduces", bundle.reproduces},
+          {"observed", bundle.observed},   {"scope", bundle.scope},
+          {"grown", bundle.grown},         {"seconds", bundle.seconds}};
+}
+
 json outputComparisonToJson(const OutputComparison& comparison) {
   json outputs = json::array();
   for (const OutputReport& output : comparison.outputs) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "simulator/compare/output_report.h"
+#include "simulator/diagnose/repro_bundle.h"
 #include "simulator/graph/model_identity.h"
 #include "simulator/lowering/compile_report.h"
 #include "simulator/lowering/placement.h"
@@ -30,5 +31,8 @@ nlohmann::json sourceLineToJson(const std::optional<SourceLine>& line);
 
 // `comparison.outputs` of a run report: one entry per output (docs/run-json.md).
 nlohmann::json outputComparisonToJson(const OutputComparison& comparison);
+
+// A repro bundle as diagnose reports list it.
+nlohmann::json reproToJson(const ReproBundle& bundle);
 
 }  // namespace stickler

@@ -131,20 +131,6 @@ EquivalenceResult judged(AgreementSummary agreement) {
   return result;
 }
 
-const char* verdictName(EquivalenceResult::Verdict verdict) {
-  switch (verdict) {
-    case EquivalenceResult::Verdict::kUnchanged:
-      return "unchanged";
-    case EquivalenceResult::Verdict::kEquivalent:
-      return "equivalent";
-    case EquivalenceResult::Verdict::kDifferentMath:
-      return "different_math";
-    case EquivalenceResult::Verdict::kWorseInFloat32:
-      return "worse_in_float32";
-  }
-  return "unchanged";
-}
-
 }  // namespace
 
 int equivalenceDraws(const LoadedModel& model) {
@@ -213,36 +199,6 @@ EquivalenceResult checkWholeModel(const LoadedModel& original, const LoadedModel
   result.scope = "whole model";
   result.inputs_checked = draws;
   return result;
-}
-
-nlohmann::json equivalenceToJson(const EquivalenceResult& result) {
-  const AgreementSummary& agreement = result.agreement;
-  nlohmann::json json = {
-      {"verdict", verdictName(result.verdict)},
-      {"accepted", result.accepted()},
-      {"reference", "the model before this change, in float64 (the truth) and in float32"},
-      {"scope", result.scope},
-      {"inputs_checked", result.inputs_checked},
-      {"outputs_compared", agreement.outputs_compared}};
-  if (!result.modules.empty()) json["modules"] = result.modules;
-  if (!result.why_whole.empty()) json["why_whole_model"] = result.why_whole;
-  if (!result.region_problem.empty()) json["region_problem"] = result.region_problem;
-  if (result.verdict != EquivalenceResult::Verdict::kUnchanged) {
-    json["float64"] = {{"max_ratio_to_tolerance", agreement.float64_ratio},
-                       {"difference", agreement.float64_difference},
-                       {"tolerance", agreement.float64_tolerance},
-                       {"margin", kFloat64Margin}};
-    json["float32"] = {{"error_original", agreement.float32_error_original},
-                       {"error_adapted", agreement.float32_error_adapted},
-                       {"factor", agreement.float32_factor},
-                       {"allowed_factor", kFloat32Factor}};
-  }
-  json["bitwise_equal"] = agreement.bitwise;
-  json["max_ulps"] = agreement.max_ulps;
-  json["stated_max_ulps"] = result.stated_max_ulps;
-  json["blas"] = blasLibrary();
-  if (!agreement.problem.empty()) json["problem"] = agreement.problem;
-  return json;
 }
 
 std::string blasLibrary() {

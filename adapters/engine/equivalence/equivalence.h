@@ -14,8 +14,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "adapters/engine/equivalence/agreement_summary.h"
 
 namespace stickler {
@@ -71,8 +69,6 @@ std::shared_ptr<const Float64Truth> computeFloat64Truth(
 EquivalenceResult checkWholeModel(const LoadedModel& original, const LoadedModel& adapted,
                                   int draws = 1, const Float64Truth* truth = nullptr,
                                   const std::atomic<bool>* cancelled = nullptr);
-
-nlohmann::json equivalenceToJson(const EquivalenceResult& result);
 
 // The BLAS library LibTorch's float32 matrix products run on (the file it was loaded from): the
 // bitwise and ULP information depends on it.
