@@ -3,7 +3,7 @@
 #include "adapters/engine/adapted_archive.h"
 #include "adapters/engine/adapter_matching.h"
 #include "simulator/device/device_profile.h"
-#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/model_facts.h"
 #include "simulator/run/run_model.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
@@ -47,10 +47,10 @@ json run(const json& input, OperationContext& context) {
       const CatalogEntry& entry = findCatalogEntry(catalog, application.adapter.metadata.name);
       recordEvidence(context, entry.name, entry.origin,
                      "End to end on " + profile.name + ": " + report.value("verdict", "") +
-                         " for " + original.card.name,
+                         " for " + cardOf(original).name,
                      {{"Evidence", "stickler adapt: verdict " + report.value("verdict", "") +
                                        ", equivalence " + equivalenceText(application.equivalence)},
-                      {"Model", original.card.name},
+                      {"Model", cardOf(original).name},
                       {"Profile", profile.name}});
     }
     if (input.contains("save")) {

@@ -9,7 +9,7 @@
 #include "adapters/catalog_repo/workspace_catalog.h"
 #include "adapters/engine/adapter_matching.h"
 #include "simulator/device/device_profile.h"
-#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/model_facts.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/task_control.h"
 #include "tools/operation_table.h"
@@ -77,7 +77,7 @@ std::vector<const CatalogEntry*> adaptersMeantFor(const std::vector<CatalogEntry
     if (!entry.file) continue;
     const AdapterMetadata& metadata = entry.file->metadata;
     if ((profile == nullptr || adapterTargetsProfile(metadata, profile->lineage)) &&
-        adapterTargetsModel(metadata, model.card.family, model.card.name)) {
+        adapterTargetsModel(metadata, cardOf(model).family, cardOf(model).name)) {
       meant.push_back(&entry);
     }
   }

@@ -1,7 +1,7 @@
 // apply_adapter: one catalog adapter on a model, checked for equivalence, kept in the session.
 #include "adapters/engine/adapted_archive.h"
 #include "simulator/device/device_profile.h"
-#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/model_facts.h"
 #include "simulator/support/errors.h"
 #include "tools/adapter_json.h"
 #include "tools/adapter_support.h"
@@ -59,7 +59,7 @@ json run(const json& input, OperationContext& context) {
   AdapterApplication application = applyAdapter(*entry.file, stack.current(), profile);
   json report = {{"schema", "stickler.adapt"},
                  {"version", 2},
-                 {"model", {{"path", model_path}, {"name", stack.original()->card.name}}},
+                 {"model", {{"path", model_path}, {"name", cardOf(*stack.original()).name}}},
                  {"application", applicationToJson(application, context.listLimit())}};
   // Once at the end of the stack this adapter would make: the whole model.
   std::optional<EquivalenceResult> whole;
@@ -85,9 +85,9 @@ json run(const json& input, OperationContext& context) {
     report["status"] = "applied";
     const std::string evidence = recordEvidence(
         context, name, entry.origin,
-        "Applied to " + stack.original()->card.name + " for " + profile.name,
+        "Applied to " + cardOf(*stack.original()).name + " for " + profile.name,
         {{"Evidence", "equivalence on the CPU: " + equivalenceText(application.equivalence)},
-         {"Model", stack.original()->card.name},
+         {"Model", cardOf(*stack.original()).name},
          {"Profile", profile.name}});
     if (!evidence.empty()) report["evidence_commit"] = evidence;
     stack.push(std::move(application));

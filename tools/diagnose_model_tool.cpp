@@ -10,20 +10,18 @@
 
 #include "adapters/engine/adapter_matching.h"
 #include "knowledge/kb_index.h"
-#include "simulator/backends/backend.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/causal_localization.h"
 #include "simulator/diagnose/repro_bundle.h"
-#include "simulator/graph/loaded_model.h"
-#include "simulator/graph/module_inliner.h"
+#include "simulator/graph/model_facts.h"
 #include "simulator/graph/module_table.h"
-#include "simulator/lowering/lowering.h"
+#include "simulator/lowering/check_support.h"
 #include "simulator/run/run_model.h"
 #include "simulator/support/errors.h"
 #include "tools/adapter_support.h"
 #include "tools/knowledge_support.h"
+#include "tools/localize_report.h"
 #include "tools/lowering_text.h"
-#include "tools/next_step.h"
 #include "tools/operation_table.h"
 #include "tools/reports/report_outputs.h"
 #include "tools/reports/report_text.h"
@@ -71,16 +69,14 @@ json knowledgeHints(const std::string& rule, const std::string& op, const std::s
   return hints;
 }
 
-json diagnoseCompile(const LoadedModel& model, const std::shared_ptr<const LoadedModel>& shared,
-                     const DeviceProfile& profile, const std::string& bundle_dir,
-                     OperationContext& context) {
-  const Placement placement = makePlacement(model.modules, {}, model.path, model.host_modules);
-  const LoweringResult lowering = lower(model, profile, placement);
-  json report = compileReportToJson(describeLowering(lowering, model, profile));
+json diagnoseCompile(const std::shared_ptr<const LoadedModel>& model, const DeviceProfile& profile,
+                     const std::string& bundle_dir, OperationContext& context) {
+  const CompileReport compile = compileLoaded(*model, profile);
+  json report = compileReportToJson(compile);
   // Which catalog adapters clear which blockers (rule, op, module).
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<std::string>> clearing;
-  if (!lowering.blockers.empty()) {
-    for (const AdapterMatch& match : matchAdapters(adapterCatalog(context), shared, profile)) {
+  if (!compile.blockers.empty()) {
+    for (const AdapterMatch& match : matchAdapters(adapterCatalog(context), model, profile)) {
       if (!match.applies) continue;
       for (const BlockerCount& cleared : match.clears) {
         clearing[{cleared.rule, cleared.op, cleared.module}].push_back(match.name);
@@ -88,21 +84,21 @@ json diagnoseCompile(const LoadedModel& model, const std::shared_ptr<const Loade
     }
   }
   std::map<std::tuple<std::string, std::string, std::string>, json> bundles;
-  for (size_t i = 0; i < lowering.blockers.size(); ++i) {
+  for (size_t i = 0; i < compile.blockers.size(); ++i) {
     context.task().checkCancelled();
-    const Blocker& blocker = lowering.blockers[i];
-    const std::string op = blocker.node->kind().toQualString();
-    const std::string module = modulePathOf(*blocker.node);
-    const auto key = std::make_tuple(blocker.rule, op, module);
+    const BlockerReport& blocker = compile.blockers[i];
+    const auto key = std::make_tuple(blocker.rule, blocker.op, blocker.module_path);
     json& entry = report["blockers"][i];
     entry["adapters"] = clearing.count(key) ? json(clearing[key]) : json::array();
-    entry["hints"] = knowledgeHints(blocker.rule, op, model.modules.classOf(module), context);
+    entry["hints"] = knowledgeHints(blocker.rule, blocker.op, blocker.module_class, context);
     if (!bundles.count(key)) {
       const std::string directory =
-          (fs::path(bundle_dir) / bundleName(bundles.size(), blocker.rule, op, module)).string();
+          (fs::path(bundle_dir) /
+           bundleName(bundles.size(), blocker.rule, blocker.op, blocker.module_path))
+              .string();
       try {
-        bundles[key] =
-            reproToJson(writeBlockerRepro(model, *blocker.node, blocker.rule, profile, directory));
+        bundles[key] = reproToJson(
+            writeBlockerRepro(*model, blocker.node_index, blocker.rule, profile, directory));
       } catch (const std::exception& e) {
         // One bundle that cannot be made (an operator without activations, an archive LibTorch
         // cannot write) is reported in its place; the diagnosis goes on.
@@ -113,21 +109,19 @@ json diagnoseCompile(const LoadedModel& model, const std::shared_ptr<const Loade
   }
   // The device compiler itself failing (no blocker names it): where, and a bundle that makes
   // it fail the same way.
-  if (lowering.compiler_error && lowering.compiler_error_node != nullptr) {
-    const torch::jit::Node& node = *lowering.compiler_error_node;
-    const std::string op = node.kind().toQualString();
-    const std::string module = modulePathOf(node);
-    json failure = {{"op", op},
-                    {"module", displayPath(module)},
-                    {"module_class", model.modules.classOf(module)},
-                    {"message", *lowering.compiler_error}};
+  if (const auto& site = compile.compiler_error_site) {
+    json failure = {{"op", site->op},
+                    {"module", displayPath(site->module_path)},
+                    {"module_class", site->module_class},
+                    {"message", compile.compiler_error.value_or("")}};
     const std::string directory =
-        (fs::path(bundle_dir) / bundleName(bundles.size(), kCompilerErrorRule, op, module))
+        (fs::path(bundle_dir) /
+         bundleName(bundles.size(), kCompilerErrorRule, site->op, site->module_path))
             .string();
     try {
-      failure["repro"] =
-          reproToJson(writeBlockerRepro(model, node, kCompilerErrorRule, profile, directory));
-      bundles[{kCompilerErrorRule, op, module}] = failure["repro"];
+      failure["repro"] = reproToJson(
+          writeBlockerRepro(*model, site->node_index, kCompilerErrorRule, profile, directory));
+      bundles[{kCompilerErrorRule, site->op, site->module_path}] = failure["repro"];
     } catch (const std::exception& e) {
       failure["repro"] = {{"error", std::string(e.what()).substr(0, 500)}};
     }
@@ -143,21 +137,10 @@ std::string bundleDirectory(const json& input, const LoadedModel& model,
   if (input.contains("bundle_dir")) return context.resolvePath(requireString(input, "bundle_dir"));
   // Made first: the workspace resolves a path through its existing parent directory.
   const fs::path directory =
-      fs::path(context.workspaceRoot()) / "stickler-repros" / model.card.name;
+      fs::path(context.workspaceRoot()) / "stickler-repros" / cardOf(model).name;
   std::error_code ec;
   fs::create_directories(directory, ec);
   return context.resolvePath(directory.string());
-}
-
-// The first node of `op` in `module` (as run reports name it), in execution order.
-const torch::jit::Node* nodeOf(const LoadedModel& model, const std::string& module,
-                               const std::string& op) {
-  for (const torch::jit::Node* node : allNodes(*model.graph)) {
-    if (node->kind().toQualString() == op && displayPath(modulePathOf(*node)) == module) {
-      return node;
-    }
-  }
-  return nullptr;
 }
 
 json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const DeviceProfile& profile,
@@ -166,7 +149,7 @@ json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const DevicePr
   RunRequest request;
   request.timeout_seconds = timeout_seconds;
   request.loaded = model;
-  request.model = model->path;
+  request.model = identityOf(*model).path;
   request.backend = "spyre-sim:" + profile_name;
   json report = runReport(runModel(request, context.task()));
   if (!report.contains("run") || report["run"]["status"] == "completed") return report;
@@ -177,7 +160,7 @@ json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const DevicePr
                  {"module_class", run.value("module_class", "")},
                  {"op", run.value("op", "")},
                  {"last_module_entered", run.value("last_module_entered", "")}};
-  if (!module.empty() && module != "<root>" && model->modules.find(module) != nullptr) {
+  if (!module.empty() && module != "<root>" && modulesOf(*model).find(module) != nullptr) {
     request.device_modules = {module};
     const RunResult alone = runModel(request, context.task());
     const std::string status = alone.run ? alone.run->status : "";
@@ -190,15 +173,15 @@ json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const DevicePr
   // it does.
   const std::string status = run.value("status", "");
   const std::string op = run.value("op", "");
-  if (const torch::jit::Node* failing = nodeOf(*model, module, op)) {
-    const std::string directory =
-        (fs::path(bundle_dir) / bundleName(0, "run-" + status, op, module)).string();
-    try {
-      pinned["repro"] = reproToJson(
-          writeRunFailureRepro(*model, *failing, status, profile, directory, timeout_seconds));
-    } catch (const std::exception& e) {
-      pinned["repro"] = {{"error", std::string(e.what()).substr(0, 500)}};
+  const std::string directory =
+      (fs::path(bundle_dir) / bundleName(0, "run-" + status, op, module)).string();
+  try {
+    if (const auto bundle =
+            writeRunFailureRepro(*model, module, op, status, profile, directory, timeout_seconds)) {
+      pinned["repro"] = reproToJson(*bundle);
     }
+  } catch (const std::exception& e) {
+    pinned["repro"] = {{"error", std::string(e.what()).substr(0, 500)}};
   }
   report["failing_module"] = pinned;
   return report;
@@ -211,9 +194,7 @@ json diagnoseNumerics(const LoadedModel& model, const std::string& profile_name,
   options.timeout_seconds = input.at("timeout_seconds").get<double>();
   options.control = context.task();
   options.thresholds = thresholdSettings(input);
-  json report = lockstepNumerics(model, options);
-  addNextStep(report);
-  return report;
+  return localizeReport(lockstepNumerics(model, options));
 }
 
 // diagnose --models: the blocker ranking across models (rank_blockers), as a diagnosis report.
@@ -246,8 +227,7 @@ json run(const json& input, OperationContext& context) {
                                      input.value("adapt", false) ? &profile : nullptr, &adapters);
   json report;
   if (mode == "compile") {
-    report =
-        diagnoseCompile(*model, model, profile, bundleDirectory(input, *model, context), context);
+    report = diagnoseCompile(model, profile, bundleDirectory(input, *model, context), context);
   } else if (mode == "run") {
     report = diagnoseRun(model, profile, profile_name, input.at("timeout_seconds").get<double>(),
                          bundleDirectory(input, *model, context), context);
@@ -257,7 +237,7 @@ json run(const json& input, OperationContext& context) {
   report["schema"] = "stickler.diagnose";
   report["version"] = 1;
   report["mode"] = mode;
-  report["model"] = {{"path", model->path}, {"sha256", model->sha256}, {"name", model->card.name}};
+  report["model"] = modelIdentityToJson(identityOf(*model));
   if (input.value("adapt", false)) report["adapters_applied"] = adapters;
   publishReport(report, input, context);
   return report;

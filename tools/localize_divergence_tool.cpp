@@ -5,11 +5,11 @@
 
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/causal_localization.h"
-#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/model_facts.h"
 #include "simulator/graph/module_table.h"
 #include "simulator/support/errors.h"
 #include "tools/adapter_support.h"
-#include "tools/next_step.h"
+#include "tools/localize_report.h"
 #include "tools/operation_table.h"
 #include "tools/reports/report_outputs.h"
 #include "tools/reports/report_text.h"
@@ -37,8 +37,7 @@ json run(const json& input, OperationContext& context) {
   options.control = context.task();
   options.passes = input.value("passes", false);
   options.thresholds = thresholdSettings(input);
-  json report = localizeDivergence(*model, options);
-  addNextStep(report);
+  json report = localizeReport(localizeDivergence(*model, options));
   if (adapt) report["adapters_applied"] = adapters;
   publishReport(report, input, context);
   return report;

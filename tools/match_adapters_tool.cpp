@@ -1,7 +1,7 @@
 // match_adapters: which catalog adapters change a model, and which blockers each one clears.
 #include "adapters/engine/adapter_matching.h"
 #include "simulator/device/device_profile.h"
-#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/model_facts.h"
 #include "tools/adapter_json.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
@@ -25,7 +25,7 @@ json run(const json& input, OperationContext& context) {
   }
   return {{"schema", "stickler.match"},
           {"version", 1},
-          {"model", {{"path", model_path}, {"name", model->card.name}}},
+          {"model", {{"path", model_path}, {"name", cardOf(*model).name}}},
           {"profile", profile.name},
           {"blockers", blockersLeftToJson(*model, profile, context.listLimit())},
           {"matches", matches},

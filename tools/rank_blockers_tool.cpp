@@ -4,10 +4,8 @@
 #include <set>
 
 #include "simulator/device/device_profile.h"
-#include "simulator/graph/loaded_model.h"
 #include "simulator/graph/model_cache.h"
-#include "simulator/graph/module_inliner.h"
-#include "simulator/lowering/lowering.h"
+#include "simulator/lowering/check_support.h"
 #include "simulator/support/errors.h"
 #include "tools/operation_table.h"
 #include "tools/schema_fields.h"
@@ -37,19 +35,20 @@ json run(const json& input, OperationContext& context) {
     context.task().progress(static_cast<double>(i), static_cast<double>(models.size()),
                             "lowering " + models[i]);
     const std::string path = context.resolvePath(models[i]);
-    const auto model = cache->get(path, {});
-    const Placement placement = makePlacement(model->modules, {}, path, model->host_modules);
-    const LoweringResult lowering = lower(*model, profile, placement);
-    for (const Blocker& blocker : lowering.blockers) {
-      Tally& tally = tallies[{blocker.rule, blocker.node->kind().toQualString()}];
-      tally.models.insert(model->card.name);
+    CheckSupportRequest request;
+    request.model = path;
+    request.profile = profile_name;
+    const CheckSupportResult result = checkSupport(request, {}, cache);
+    for (const BlockerReport& blocker : result.compile.blockers) {
+      Tally& tally = tallies[{blocker.rule, blocker.op}];
+      tally.models.insert(result.model.name);
       ++tally.occurrences;
-      tally.module_classes.insert(model->modules.classOf(modulePathOf(*blocker.node)));
+      tally.module_classes.insert(blocker.module_class);
     }
-    per_model.push_back({{"model", model->card.name},
+    per_model.push_back({{"model", result.model.name},
                          {"path", path},
-                         {"blockers", lowering.blockers.size()},
-                         {"compiles", lowering.ok()}});
+                         {"blockers", result.compile.blockers.size()},
+                         {"compiles", result.compile.status == CompileStatus::kOk}});
   }
   json ranking = json::array();
   for (const auto& [key, tally] : tallies) {

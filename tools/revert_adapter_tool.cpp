@@ -1,6 +1,6 @@
 // revert_adapter: takes an adapter off a model in the session, restoring the graph before it.
 #include "simulator/device/device_profile.h"
-#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/model_facts.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
 #include "tools/schema_fields.h"
@@ -20,9 +20,9 @@ json run(const json& input, OperationContext& context) {
   adapters.publish();
   return {{"schema", "stickler.revert"},
           {"version", 1},
-          {"model", {{"path", model_path}, {"name", stack.original()->card.name}}},
+          {"model", {{"path", model_path}, {"name", cardOf(*stack.original()).name}}},
           {"reverted", removed.adapter.metadata.name},
-          {"restored_identity", stack.current()->sha256},
+          {"restored_identity", identityOf(*stack.current()).sha256},
           {"graph_restored", stack.current() == removed.before},
           {"applied", stack.names()},
           {"blockers_left", blockersLeftToJson(*stack.current(), profile, context.listLimit())}};

@@ -1,5 +1,5 @@
 // show_applied: the adapters applied to a model in this session, with what each one changed.
-#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/model_facts.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
 #include "tools/schema_fields.h"
@@ -20,8 +20,8 @@ json run(const json& input, OperationContext& context) {
           {"version", 1},
           {"model",
            {{"path", model_path},
-            {"name", adapters.stack().original()->card.name},
-            {"sha256", adapters.stack().original()->sha256}}},
+            {"name", cardOf(*adapters.stack().original()).name},
+            {"sha256", identityOf(*adapters.stack().original()).sha256}}},
           {"applied", applied}};
 }
 

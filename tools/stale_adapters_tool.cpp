@@ -3,7 +3,7 @@
 #include <set>
 
 #include "simulator/device/device_profile.h"
-#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/model_facts.h"
 #include "simulator/run/run_model.h"
 #include "simulator/support/errors.h"
 #include "tools/adapter_support.h"
@@ -65,7 +65,7 @@ json run(const json& input, OperationContext& context) {
       }
       const Outcome without = outcomeWith(cache, path, original, others, profile, profile_name,
                                           timeout_seconds, context);
-      proofs[name].push_back({{"model", original->card.name},
+      proofs[name].push_back({{"model", cardOf(*original).name},
                               {"path", path},
                               {"with_all_adapters", runVerdictName(with.verdict)},
                               {"without_it", runVerdictName(without.verdict)},

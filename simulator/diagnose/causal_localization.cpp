@@ -15,8 +15,6 @@
 namespace stickler {
 namespace {
 
-using nlohmann::json;
-
 // One device run: which units were on the device and what the end-to-end verdict was.
 struct Trial {
   RunVerdict verdict = RunVerdict::kFail;
@@ -38,17 +36,24 @@ bool sameBytes(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& 
   return true;
 }
 
-// A numerics diagnosis is named by what the model did: "passes", "fails", or the verdict
-// that kept it from finishing ("aborted", "timed_out", "failed", "blocked").
-std::string numericsStatus(RunVerdict verdict) {
+// A numerics diagnosis is named by what the model did: it passes, fails, or the verdict that
+// kept it from finishing.
+LocalizeStatus numericsStatus(RunVerdict verdict) {
   switch (verdict) {
     case RunVerdict::kPass:
-      return "passes";
+      return LocalizeStatus::kPasses;
     case RunVerdict::kFail:
-      return "fails";
-    default:
-      return runVerdictName(verdict);
+      return LocalizeStatus::kFails;
+    case RunVerdict::kBlocked:
+      return LocalizeStatus::kBlocked;
+    case RunVerdict::kAborted:
+      return LocalizeStatus::kAborted;
+    case RunVerdict::kTimedOut:
+      return LocalizeStatus::kTimedOut;
+    case RunVerdict::kFailed:
+      return LocalizeStatus::kFailed;
   }
+  return LocalizeStatus::kFails;
 }
 
 class Localizer {
@@ -63,20 +68,17 @@ class Localizer {
           options.backend);
     }
     reference_ = flattenTensors(model.example_outputs);
+    result_.model = model.identity();
+    result_.backend = options.backend;
   }
 
-  json run() {
-    json report{
-        {"schema", "stickler.localize"},
-        {"version", 1},
-        {"model", {{"path", model_.path}, {"sha256", model_.sha256}, {"name", model_.card.name}}},
-        {"backend", options_.backend}};
+  LocalizationResult run() {
     const auto whole = compileWhole();
-    if (!whole->ok()) return blocked(report, *whole, "localization");
+    if (!whole->ok()) return blocked(*whole);
     collectUnits(whole->lowering());
-    report["units"] = units_.size();
+    result_.units = static_cast<int64_t>(units_.size());
     const size_t applications = whole->lowering().pass_applications.size();
-    report["device_run_target"] = options_.passes ? passTarget(applications) : target();
+    result_.device_run_target = options_.passes ? passTarget(applications) : target();
 
     // Determinism first: the same whole-model run twice, the first compared with the reference
     // module by module.
@@ -84,33 +86,25 @@ class Localizer {
     const Trial first = trial(units_, "whole model (determinism check, 1 of 2)", /*whole=*/true,
                               deviation_->comparer());
     deviation_->read();
-    report["numerics"] = deviation_->toJson();
+    result_.numerics = deviation_->report();
     const Trial second = trial(units_, "whole model (determinism check, 2 of 2)", /*whole=*/true);
     const bool deterministic =
         first.verdict == second.verdict &&
         (first.verdict == RunVerdict::kPass || first.verdict == RunVerdict::kFail
              ? sameBytes(first.outputs, second.outputs)
              : first.stopped_at == second.stopped_at);
-    report["determinism"] = {{"runs", 2}, {"deterministic", deterministic}};
-    report["whole_model_verdict"] = runVerdictName(first.verdict);
+    result_.deterministic = deterministic;
+    result_.whole_model_verdict = first.verdict;
     if (!deterministic) {
-      return finish(report, "nondeterministic",
-                    std::string("two identical whole-model runs disagree (") +
-                        runVerdictName(first.verdict) + ", " + runVerdictName(second.verdict) +
-                        "): the device is nondeterministic here, and no layer "
-                        "is blamed for it");
+      result_.second_verdict = second.verdict;
+      return finish(LocalizeStatus::kNondeterministic);
     }
     if (first.verdict == RunVerdict::kPass) {
-      report["absorbed"] = deviation_->absorbed([](const std::string&) { return true; });
-      const size_t absorbed = report["absorbed"].size();
-      return finish(report, "passes",
-                    "the model passes end to end on " + options_.backend + ": nothing to localize" +
-                        (absorbed > 0 ? " (" + std::to_string(absorbed) +
-                                            " deviation(s) over threshold absorbed downstream)"
-                                      : std::string()));
+      result_.absorbed = deviation_->absorbed([](const std::string&) { return true; });
+      return finish(LocalizeStatus::kPasses);
     }
 
-    if (options_.passes) return bisectPasses(report, whole->lowering(), first.verdict);
+    if (options_.passes) return bisectPasses(whole->lowering());
 
     std::vector<std::string> names;
     for (const std::string& unit : units_) names.push_back(displayPath(unit));
@@ -126,7 +120,7 @@ class Localizer {
     // bisection's last passing prefix): what deviates among them is absorbed downstream.
     const size_t clean =
         finding.kind == CausalFinding::Kind::kNeedsSeveral ? finding.first : finding.culprit;
-    report["absorbed"] = deviation_->absorbed([&](const std::string& path) {
+    result_.absorbed = deviation_->absorbed([&](const std::string& path) {
       bool holds_a_unit = false;
       for (size_t i = 0; i < units_.size(); ++i) {
         if (!isWithin(units_[i], path)) continue;
@@ -135,81 +129,48 @@ class Localizer {
       }
       return holds_a_unit;
     });
-    report["culprit"] = unitToJson(finding.culprit);
-    report["culprit"]["deviation"] = deviation_->errorsOf(culprit);
-    report["confirmation"] = {{"alone_on_device", runVerdictName(finding.alone_verdict)},
-                              {"everything_else_on_device", runVerdictName(finding.rest_verdict)},
-                              {"confirmed", finding.kind == CausalFinding::Kind::kLocalized}};
+    result_.culprit = unitAt(finding.culprit);
+    result_.culprit->deviation = deviation_->errorsOf(culprit);
+    result_.alone_verdict = finding.alone_verdict;
+    result_.rest_verdict = finding.rest_verdict;
     switch (finding.kind) {
       case CausalFinding::Kind::kNeedsSeveral: {
-        json modules = json::array();
-        for (size_t i = finding.first; i <= finding.culprit; ++i) modules.push_back(unitToJson(i));
-        report["together"] = modules;
-        return finish(report, "needs_several",
-                      displayPath(culprit) + " fails the model only together with the " +
-                          std::to_string(finding.culprit - finding.first) +
-                          " module(s) before it, from " + displayPath(units_[finding.first]) +
-                          ": no single module is the cause");
+        std::vector<LocalizationUnit> together;
+        for (size_t i = finding.first; i <= finding.culprit; ++i) together.push_back(unitAt(i));
+        result_.together = std::move(together);
+        return finish(LocalizeStatus::kNeedsSeveral);
       }
       case CausalFinding::Kind::kWithOtherCauses:
-        return finish(report, "localized_with_other_causes",
-                      displayPath(culprit) +
-                          " fails the model alone on the device, but the "
-                          "model still " +
-                          runVerdictVerb(finding.rest_verdict) +
-                          " without it: another "
-                          "module fails as well; run again with this one fixed or adapted");
+        return finish(LocalizeStatus::kLocalizedWithOtherCauses);
       case CausalFinding::Kind::kLocalized:
         break;
     }
-    return finish(report, "localized",
-                  displayPath(culprit) + " (" + model_.modules.classOf(culprit) +
-                      ") flips the end-to-end verdict: alone on the device the model " +
-                      runVerdictVerb(finding.alone_verdict) +
-                      ", and with only it on the CPU the model passes");
+    return finish(LocalizeStatus::kLocalized);
   }
 
   // One whole-model device run compared with the reference in lockstep: every module call's
   // error against its threshold, and the onsets of the deviations (absorbed when the model
   // passes, clues when it fails).
-  json numerics() {
-    json report{
-        {"schema", "stickler.diagnose"},
-        {"version", 1},
-        {"mode", "numerics"},
-        {"model", {{"path", model_.path}, {"sha256", model_.sha256}, {"name", model_.card.name}}},
-        {"backend", options_.backend}};
+  LocalizationResult numerics() {
+    result_.numerics_mode = true;
     const auto whole = compileWhole();
-    if (!whole->ok()) return blocked(report, *whole, "the numerics mode");
+    if (!whole->ok()) return blocked(*whole);
     collectUnits(whole->lowering());
-    report["units"] = units_.size();
+    result_.units = static_cast<int64_t>(units_.size());
     deviation_ = std::make_unique<ModuleDeviation>(model_, backend_->format(), options_.thresholds);
     const Trial first =
         trial(units_, "whole model, compared in lockstep", /*whole=*/true, deviation_->comparer());
     deviation_->read();
-    report["numerics"] = deviation_->toJson();
-    report["whole_model_verdict"] = runVerdictName(first.verdict);
-    const json onsets = deviation_->absorbed([](const std::string&) { return true; });
+    result_.numerics = deviation_->report();
+    result_.whole_model_verdict = first.verdict;
+    std::vector<DeviationOnset> onsets =
+        deviation_->absorbed([](const std::string&) { return true; });
     if (first.verdict == RunVerdict::kPass) {
-      report["absorbed"] = onsets;
-      return finish(report, "passes",
-                    "the model passes end to end on " + options_.backend +
-                        (onsets.empty() ? std::string("; no module is over its threshold")
-                                        : "; " + std::to_string(onsets.size()) +
-                                              " deviation(s) over threshold absorbed downstream"));
-    }
-    report["deviations"] = onsets;
-    std::string summary = std::string("the model ") + runVerdictVerb(first.verdict) +
-                          " end to end on " + options_.backend;
-    if (!onsets.empty()) {
-      const json& onset = onsets.front();
-      summary += "; the first module over its threshold is " +
-                 displayPath(onset["module"].get<std::string>()) + " (" +
-                 onset["module_class"].get<std::string>() + ")";
+      result_.absorbed = std::move(onsets);
     } else {
-      summary += "; no module is over its threshold before the end";
+      result_.deviations = std::move(onsets);
     }
-    return finish(report, numericsStatus(first.verdict), summary);
+    return finish(numericsStatus(first.verdict));
   }
 
  private:
@@ -220,11 +181,9 @@ class Localizer {
     return backend_->compile(model_, everything);
   }
 
-  json blocked(json& report, const CompiledModel& whole, const std::string& what) {
-    return finish(report, "blocked",
-                  "the model does not compile on " + options_.backend + " (" +
-                      std::to_string(whole.lowering().blockers.size()) + " blockers): " + what +
-                      " needs a model that compiles");
+  LocalizationResult blocked(const CompiledModel& whole) {
+    result_.blockers = static_cast<int64_t>(whole.lowering().blockers.size());
+    return finish(LocalizeStatus::kBlocked);
   }
 
   // The modules whose own nodes run on the device, in the order their first node executes.
@@ -251,18 +210,13 @@ class Localizer {
 
   // The whole model with only the first N pass applications: the smallest N that fails names
   // the application that introduces the failure.
-  json bisectPasses(json& report, const LoweringResult& whole, RunVerdict whole_model_verdict) {
+  LocalizationResult bisectPasses(const LoweringResult& whole) {
     const size_t count = whole.pass_applications.size();
-    report["pass_applications"] = count;
-    if (count == 0) {
-      return finish(report, "no_pass_applications",
-                    "the lowering applies no passes to this model on " + options_.backend +
-                        " (no fusion): no pass application can be the cause");
-    }
+    result_.pass_applications = static_cast<int64_t>(count);
+    if (count == 0) return finish(LocalizeStatus::kNoPassApplications);
     const std::string of = " of " + std::to_string(count) + " pass applications";
     if (trial(units_, "whole model, none" + of, true, nullptr, 0).verdict != RunVerdict::kPass) {
-      return finish(report, "fails_without_passes",
-                    "the model fails with no pass applied, so no pass introduces the failure");
+      return finish(LocalizeStatus::kFailsWithoutPasses);
     }
     size_t pass = 0, fail = count;  // the first `fail` applications fail; `pass` pass
     while (fail - pass > 1) {
@@ -272,26 +226,18 @@ class Localizer {
       (probe.verdict == RunVerdict::kPass ? pass : fail) = middle;
     }
     const PassApplication& culprit = whole.pass_applications[fail - 1];
-    const std::string op = culprit.node->kind().toQualString();
-    const std::string module = displayPath(modulePathOf(*culprit.node));
-    const std::string into_op = culprit.into->kind().toQualString();
-    const std::string into_module = displayPath(modulePathOf(*culprit.into));
-    report["pass_culprit"] = {
-        {"application", fail}, {"pass", culprit.pass}, {"op", op},
-        {"module", module},    {"into_op", into_op},   {"into_module", into_module}};
-    return finish(report, "pass_localized",
-                  culprit.pass + " application " + std::to_string(fail) + of + " (" + op + " in " +
-                      module + " into the kernel of " + into_op + " in " + into_module +
-                      ") introduces the failure: with the applications before it "
-                      "the model passes, with it the model " +
-                      runVerdictVerb(whole_model_verdict));
+    result_.pass_culprit =
+        PassCulprit{static_cast<int64_t>(fail),          culprit.pass,
+                    culprit.node->kind().toQualString(), displayPath(modulePathOf(*culprit.node)),
+                    culprit.into->kind().toQualString(), displayPath(modulePathOf(*culprit.into))};
+    return finish(LocalizeStatus::kPassLocalized);
   }
 
   Trial trial(const std::vector<std::string>& units, const std::string& what, bool whole = false,
               ExecutionObserver* observer = nullptr, int64_t pass_limit = -1) {
     options_.control.checkCancelled();
-    options_.control.progress(static_cast<double>(runs_.size()), static_cast<double>(target()),
-                              "device run: " + what);
+    options_.control.progress(static_cast<double>(result_.runs.size()),
+                              static_cast<double>(target()), "device run: " + what);
     Placement placement;
     if (!whole) {
       placement.device_modules = units;
@@ -320,27 +266,24 @@ class Localizer {
         result.message = run.message;
       }
     }
-    runs_.push_back({{"device", what},
-                     {"modules_on_device", whole ? units_.size() : units.size()},
-                     {"verdict", runVerdictName(result.verdict)}});
-    if (!result.message.empty()) runs_.back()["message"] = result.message;
+    result_.runs.push_back({what, static_cast<int64_t>(whole ? units_.size() : units.size()),
+                            result.verdict, result.message});
     return result;
   }
 
-  json unitToJson(size_t index) const {
+  LocalizationUnit unitAt(size_t index) const {
     const std::string& path = units_[index];
-    return {{"module", displayPath(path)},
-            {"module_class", model_.modules.classOf(path)},
-            {"position", index + 1},
-            {"ops", unit_ops_.at(path)}};
+    LocalizationUnit unit;
+    unit.module = displayPath(path);
+    unit.module_class = model_.modules.classOf(path);
+    unit.position = static_cast<int64_t>(index + 1);
+    unit.ops = unit_ops_.at(path);
+    return unit;
   }
 
-  json finish(json& report, const std::string& status, const std::string& summary) {
-    report["status"] = status;
-    report["summary"] = summary;
-    report["runs"] = runs_;
-    report["device_runs"] = runs_.size();
-    return report;
+  LocalizationResult finish(LocalizeStatus status) {
+    result_.status = status;
+    return std::move(result_);
   }
 
   const LoadedModel& model_;
@@ -349,17 +292,17 @@ class Localizer {
   std::vector<at::Tensor> reference_;
   std::vector<std::string> units_;
   std::map<std::string, std::map<std::string, int64_t>> unit_ops_;
-  json runs_ = json::array();
   std::unique_ptr<ModuleDeviation> deviation_;
+  LocalizationResult result_;
 };
 
 }  // namespace
 
-json localizeDivergence(const LoadedModel& model, const LocalizeOptions& options) {
+LocalizationResult localizeDivergence(const LoadedModel& model, const LocalizeOptions& options) {
   return Localizer(model, options).run();
 }
 
-json lockstepNumerics(const LoadedModel& model, const LocalizeOptions& options) {
+LocalizationResult lockstepNumerics(const LoadedModel& model, const LocalizeOptions& options) {
   return Localizer(model, options).numerics();
 }
 

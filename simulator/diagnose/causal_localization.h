@@ -8,8 +8,7 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "simulator/diagnose/localization_result.h"
 #include "simulator/diagnose/module_thresholds.h"
 #include "simulator/support/task_control.h"
 
@@ -27,14 +26,14 @@ struct LocalizeOptions {
   bool passes = false;
 };
 
-// The localization report (schema stickler.localize). Throws UserError for a backend that is
-// not a device backend.
-nlohmann::json localizeDivergence(const LoadedModel& model, const LocalizeOptions& options);
+// What localization found (tools/localize_report writes it as stickler.localize). Throws
+// UserError for a backend that is not a device backend.
+LocalizationResult localizeDivergence(const LoadedModel& model, const LocalizeOptions& options);
 
 // `stickler diagnose --mode numerics`: one whole-model device run compared with the reference
 // module by module in lockstep, each module call's error set against its derived threshold,
 // and the onsets of the deviations (schema stickler.diagnose, mode numerics). It names no
 // culprit: that takes the hybrid runs of localizeDivergence.
-nlohmann::json lockstepNumerics(const LoadedModel& model, const LocalizeOptions& options);
+LocalizationResult lockstepNumerics(const LoadedModel& model, const LocalizeOptions& options);
 
 }  // namespace stickler

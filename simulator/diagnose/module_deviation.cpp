@@ -13,10 +13,8 @@ namespace stickler {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
-
-json finiteOrNull(double value) {
-  return std::isfinite(value) ? json(value) : json(nullptr);
+std::optional<double> finiteOrNone(double value) {
+  return std::isfinite(value) ? std::optional<double>(value) : std::nullopt;
 }
 
 }  // namespace
@@ -56,45 +54,44 @@ bool ModuleDeviation::over(const ModuleErrors& errors) const {
          errors.rel_l2 > thresholds_.threshold[static_cast<size_t>(errors.call)];
 }
 
-json ModuleDeviation::toJson() const {
+NumericsReport ModuleDeviation::report() const {
   const auto& calls = model_.interpreter->moduleCalls();
-  json modules = json::array();
+  NumericsReport report;
   for (const ModuleErrors& errors : errors_) {
     const auto index = static_cast<size_t>(errors.call);
-    const double emulated = thresholds_.emulated[index];
-    modules.push_back({{"module", calls[index].path},
-                       {"module_class", calls[index].class_name},
-                       {"max_abs", finiteOrNull(errors.max_abs)},
-                       {"mean_abs", finiteOrNull(errors.mean_abs)},
-                       {"cosine", finiteOrNull(errors.cosine)},
-                       {"rel_l2", finiteOrNull(errors.rel_l2)},
-                       {"sqnr_db", finiteOrNull(errors.sqnr_db)},
-                       {"non_finite", errors.non_finite},
-                       {"emulated_rel_l2", emulated},
-                       {"threshold", thresholds_.threshold[index]},
-                       {"ratio_to_emulated", ratio(errors)},
-                       {"over_threshold", over(errors)}});
+    ModuleCallDeviation call;
+    call.module = calls[index].path;
+    call.module_class = calls[index].class_name;
+    call.max_abs = finiteOrNone(errors.max_abs);
+    call.mean_abs = finiteOrNone(errors.mean_abs);
+    call.cosine = finiteOrNone(errors.cosine);
+    call.rel_l2 = finiteOrNone(errors.rel_l2);
+    call.sqnr_db = finiteOrNone(errors.sqnr_db);
+    call.non_finite = errors.non_finite;
+    call.emulated_rel_l2 = thresholds_.emulated[index];
+    call.threshold = thresholds_.threshold[index];
+    call.ratio_to_emulated = ratio(errors);
+    call.over_threshold = over(errors);
+    report.modules.push_back(std::move(call));
   }
-  return {{"thresholds",
-           {{"metric", "rel_l2"},
-            {"reference", "cpu"},
-            {"emulated", "cpu-emulated:" + formatName(format_)},
-            {"input_sets", settings_.inputs},
-            {"percentile", settings_.percentile},
-            {"margin", settings_.margin},
-            {"floor", unitRoundoff(format_)},
-            {"cache_key", thresholds_.cache_key},
-            {"from_cache", thresholds_.from_cache}}},
-          {"modules", modules}};
+  report.thresholds = {"cpu-emulated:" + formatName(format_),
+                       settings_.inputs,
+                       settings_.percentile,
+                       settings_.margin,
+                       unitRoundoff(format_),
+                       thresholds_.cache_key,
+                       thresholds_.from_cache};
+  return report;
 }
 
-json ModuleDeviation::absorbed(const std::function<bool(const std::string& path)>& passes) const {
+std::vector<DeviationOnset> ModuleDeviation::absorbed(
+    const std::function<bool(const std::string& path)>& passes) const {
   // A deviation flows on: once a module is far off, every module after it is too. Each entry
   // is an onset (the first module over its threshold, or one whose error jumps an order of
   // magnitude past everything before it), with how many modules downstream carry it.
   constexpr double kOnsetJump = 10.0;
   const auto& calls = model_.interpreter->moduleCalls();
-  json list = json::array();
+  std::vector<DeviationOnset> list;
   double largest_before = 0.0;
   for (const ModuleErrors& errors : errors_) {
     const double error =
@@ -104,35 +101,29 @@ json ModuleDeviation::absorbed(const std::function<bool(const std::string& path)
     const ModuleCall& call = calls[static_cast<size_t>(errors.call)];
     if (!over(errors) || !passes(call.path)) continue;
     if (!onset) {
-      list.back()["downstream_over_threshold"] =
-          list.back()["downstream_over_threshold"].get<int64_t>() + 1;
+      ++list.back().downstream_over_threshold;
       continue;
     }
-    list.push_back({{"module", call.path},
-                    {"module_class", call.class_name},
-                    {"rel_l2", finiteOrNull(errors.rel_l2)},
-                    {"threshold", thresholds_.threshold[static_cast<size_t>(errors.call)]},
-                    {"ratio_to_emulated", ratio(errors)},
-                    {"downstream_over_threshold", 0}});
+    list.push_back({call.path, call.class_name, finiteOrNone(errors.rel_l2),
+                    thresholds_.threshold[static_cast<size_t>(errors.call)], ratio(errors), 0});
   }
   return list;
 }
 
-json ModuleDeviation::errorsOf(const std::string& path) const {
+std::optional<UnitDeviation> ModuleDeviation::errorsOf(const std::string& path) const {
   const auto& calls = model_.interpreter->moduleCalls();
   for (const ModuleErrors& errors : errors_) {
     if (calls[static_cast<size_t>(errors.call)].path != path) continue;
-    return {{"rel_l2", finiteOrNull(errors.rel_l2)},
-            {"threshold", thresholds_.threshold[static_cast<size_t>(errors.call)]},
-            {"ratio_to_emulated", ratio(errors)},
-            {"over_threshold", over(errors)}};
+    return UnitDeviation{finiteOrNone(errors.rel_l2),
+                         thresholds_.threshold[static_cast<size_t>(errors.call)], ratio(errors),
+                         over(errors)};
   }
-  return nullptr;
+  return std::nullopt;
 }
 
-json ModuleDeviation::ratio(const ModuleErrors& errors) const {
+std::optional<double> ModuleDeviation::ratio(const ModuleErrors& errors) const {
   const double emulated = thresholds_.emulated[static_cast<size_t>(errors.call)];
-  return emulated > 0 ? finiteOrNull(errors.rel_l2 / emulated) : json(nullptr);
+  return emulated > 0 ? finiteOrNone(errors.rel_l2 / emulated) : std::nullopt;
 }
 
 }  // namespace stickler

@@ -7,12 +7,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "simulator/compare/module_errors.h"
+#include "simulator/diagnose/localization_result.h"
 #include "simulator/diagnose/module_thresholds.h"
 
 namespace stickler {
@@ -30,19 +30,20 @@ class ModuleDeviation {
   ExecutionObserver* comparer();
   void read();
 
-  // {"thresholds": {...}, "modules": [...]}: every compared module call, in execution order.
-  nlohmann::json toJson() const;
+  // The thresholds' basis and every compared module call, in execution order.
+  NumericsReport report() const;
   // Deviations absorbed downstream: module calls over their threshold for which `passes(path)`
   // says the end-to-end verdict passes with the module on the device, as onsets (the first
   // such module, or one whose error jumps tenfold past all before it) with the number of
   // modules downstream that carry each.
-  nlohmann::json absorbed(const std::function<bool(const std::string& path)>& passes) const;
-  // The first call of `path`: its error, threshold and ratio; null when not compared.
-  nlohmann::json errorsOf(const std::string& path) const;
+  std::vector<DeviationOnset> absorbed(
+      const std::function<bool(const std::string& path)>& passes) const;
+  // The first call of `path`: its error, threshold and ratio; none when not compared.
+  std::optional<UnitDeviation> errorsOf(const std::string& path) const;
 
  private:
   bool over(const ModuleErrors& errors) const;
-  nlohmann::json ratio(const ModuleErrors& errors) const;
+  std::optional<double> ratio(const ModuleErrors& errors) const;
 
   const LoadedModel& model_;
   NumberFormat format_;

@@ -200,17 +200,30 @@ ReproBundle writeGrownRepro(const LoadedModel& model, const Node& node, const Ex
 
 }  // namespace
 
-ReproBundle writeBlockerRepro(const LoadedModel& model, const Node& node, const std::string& rule,
+ReproBundle writeBlockerRepro(const LoadedModel& model, int64_t node_index, const std::string& rule,
                               const DeviceProfile& profile, const std::string& directory) {
-  return writeGrownRepro(model, node, {rule, "", node.kind().toQualString()}, profile, directory,
-                         60);
+  int64_t index = 0;
+  for (const Node* node : allNodes(*model.graph)) {
+    if (!node->kind().is_aten()) continue;
+    if (index++ == node_index) {
+      return writeGrownRepro(model, *node, {rule, "", node->kind().toQualString()}, profile,
+                             directory, 60);
+    }
+  }
+  throw UserError("no aten node " + std::to_string(node_index) + " in " + model.path);
 }
 
-ReproBundle writeRunFailureRepro(const LoadedModel& model, const Node& node,
-                                 const std::string& status, const DeviceProfile& profile,
-                                 const std::string& directory, double timeout_seconds) {
-  return writeGrownRepro(model, node, {"", status, node.kind().toQualString()}, profile, directory,
-                         timeout_seconds);
+std::optional<ReproBundle> writeRunFailureRepro(const LoadedModel& model, const std::string& module,
+                                                const std::string& op, const std::string& status,
+                                                const DeviceProfile& profile,
+                                                const std::string& directory,
+                                                double timeout_seconds) {
+  for (const Node* node : allNodes(*model.graph)) {
+    if (node->kind().toQualString() == op && displayPath(modulePathOf(*node)) == module) {
+      return writeGrownRepro(model, *node, {"", status, op}, profile, directory, timeout_seconds);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace stickler

@@ -4,11 +4,9 @@
 // failure. A bundle is checked to fail the same way before it is handed over.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
-
-namespace torch::jit {
-struct Node;
-}  // namespace torch::jit
 
 namespace stickler {
 
@@ -26,23 +24,26 @@ struct ReproBundle {
   double seconds = 0.0;  // how long writing and checking it took
 };
 
-// Writes the bundle for `node` (a node of `model`'s graph) that the profile blocks with `rule`,
+// Writes the bundle for the aten node at `node_index` (in execution order among the graph's aten
+// nodes, as compile reports number them) that the profile blocks with `rule`,
 // checked: the archive alone must be blocked by the same rule on the same operator. When the
 // operator alone is not, the bundle grows: the operator nested under its module path (for what
 // the device does by path), then its module, then each enclosing module, until one is.
-ReproBundle writeBlockerRepro(const LoadedModel& model, const torch::jit::Node& node,
-                              const std::string& rule, const DeviceProfile& profile,
-                              const std::string& directory);
+ReproBundle writeBlockerRepro(const LoadedModel& model, int64_t node_index, const std::string& rule,
+                              const DeviceProfile& profile, const std::string& directory);
 
 // The rule to pass writeBlockerRepro for the device compiler's own failure (a fault of kind
 // compile_error): the archive alone must make the compiler fail in the same operator.
 inline constexpr const char* kCompilerErrorRule = "compiler_error";
 
-// The same for a run-time failure: the device run stopped in `node` with `status` (aborted,
-// timed_out, failed); the archive alone on the device must stop the same way in the same
-// operator, grown as above until it does.
-ReproBundle writeRunFailureRepro(const LoadedModel& model, const torch::jit::Node& node,
-                                 const std::string& status, const DeviceProfile& profile,
-                                 const std::string& directory, double timeout_seconds);
+// The same for a run-time failure: the device run stopped in the first `op` of `module` (its
+// display path, as run reports name it) with `status` (aborted, timed_out, failed); the archive
+// alone on the device must stop the same way in the same operator, grown as above until it
+// does. None when the module has no such operator.
+std::optional<ReproBundle> writeRunFailureRepro(const LoadedModel& model, const std::string& module,
+                                                const std::string& op, const std::string& status,
+                                                const DeviceProfile& profile,
+                                                const std::string& directory,
+                                                double timeout_seconds);
 
 }  // namespace stickler

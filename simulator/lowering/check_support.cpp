@@ -22,4 +22,9 @@ CheckSupportResult checkSupport(const CheckSupportRequest& request, const TaskCo
   return result;
 }
 
+CompileReport compileLoaded(const LoadedModel& model, const DeviceProfile& profile) {
+  const Placement placement = makePlacement(model.modules, {}, model.path, model.host_modules);
+  return describeLowering(lower(model, profile, placement), model, profile);
+}
+
 }  // namespace stickler

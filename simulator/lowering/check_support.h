@@ -32,4 +32,8 @@ struct CheckSupportResult {
 CheckSupportResult checkSupport(const CheckSupportRequest& request, const TaskControl& control = {},
                                 ModelCache* cache = nullptr);
 
+// The compile report of a model already in hand (adapted or not): the whole model on the device
+// but what its adapters keep on the host.
+CompileReport compileLoaded(const LoadedModel& model, const DeviceProfile& profile);
+
 }  // namespace stickler

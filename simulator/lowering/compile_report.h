@@ -24,9 +24,10 @@ enum class CompileStatus {
 const char* compileStatusName(CompileStatus status);
 
 struct BlockerReport {
-  std::string rule;    // unsupported-op, zero-length, weight-stick-alignment, ...
-  std::string op;      // aten::topk
-  std::string module;  // display path ("<root>" for the forward's own operators)
+  std::string rule;         // unsupported-op, zero-length, weight-stick-alignment, ...
+  std::string op;           // aten::topk
+  std::string module;       // display path ("<root>" for the forward's own operators)
+  std::string module_path;  // the path itself ("" for the root), for keys and file names
   std::string module_class;
   int64_t node_index = 0;            // among the graph's aten nodes, in execution order
   std::optional<SourceLine> code;    // the archive's TorchScript
@@ -34,6 +35,14 @@ struct BlockerReport {
   std::string message;
   std::vector<ValueDesc> inputs;  // as seen when the model ran on its example inputs
   std::vector<ValueDesc> outputs;
+};
+
+// Where the device compiler itself failed (a compile_error fault), which no blocker names.
+struct CompilerFailureSite {
+  std::string op;
+  std::string module_path;  // "" for the root
+  std::string module_class;
+  int64_t node_index = 0;
 };
 
 struct FallbackReport {
@@ -59,6 +68,7 @@ struct CompileReport {
   int64_t device_nodes = 0;
   int64_t fused_kernels = 0;  // kernels of more than one node
   std::optional<std::string> compiler_error;
+  std::optional<CompilerFailureSite> compiler_error_site;
 };
 
 }  // namespace stickler

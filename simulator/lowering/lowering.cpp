@@ -99,6 +99,7 @@ CompileReport describeLowering(const LoweringResult& result, const LoadedModel& 
     entry.rule = blocker.rule;
     entry.op = blocker.node->kind().toQualString();
     entry.module = displayPath(origin.module_path);
+    entry.module_path = origin.module_path;
     entry.module_class = origin.module_class;
     entry.node_index = aten_index.at(blocker.node);
     entry.code = origin.code;
@@ -131,6 +132,12 @@ CompileReport describeLowering(const LoweringResult& result, const LoadedModel& 
     if (kernel.size() > 1) ++report.fused_kernels;
   }
   report.compiler_error = result.compiler_error;
+  if (const Node* node = result.compiler_error_node; node != nullptr && result.compiler_error) {
+    const auto index = aten_index.find(node);
+    report.compiler_error_site = CompilerFailureSite{
+        node->kind().toQualString(), modulePathOf(*node),
+        model.modules.classOf(modulePathOf(*node)), index == aten_index.end() ? -1 : index->second};
+  }
   report.status = !result.blockers.empty() ? CompileStatus::kBlocked
                   : result.compiler_error  ? CompileStatus::kCompilerError
                                            : CompileStatus::kOk;

@@ -59,7 +59,7 @@ struct LoweringResult {
   std::vector<Blocker> blockers;
   // A compile_error fault: the backend's own message, which does not name the model's module.
   std::optional<std::string> compiler_error;
-  const torch::jit::Node* compiler_error_node = nullptr;  // for tests; never reported
+  const torch::jit::Node* compiler_error_node = nullptr;  // where the compiler failed
   std::vector<Fallback> fallbacks;
   int64_t transfers = 0;
   int64_t transfer_bytes = 0;

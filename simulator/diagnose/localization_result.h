@@ -1,0 +1,131 @@
+// What causal localization and the lockstep numerics found, as plain data (LibTorch-free):
+// filled by simulator/diagnose/causal_localization.cpp, written as the stickler.localize and
+// stickler.diagnose (mode numerics) documents, with their summaries, by tools/localize_report.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "simulator/graph/model_identity.h"
+#include "simulator/run/run_verdict.h"
+
+namespace stickler {
+
+enum class LocalizeStatus {
+  kLocalized,                 // alone on the device it fails; everything else there passes
+  kLocalizedWithOtherCauses,  // alone it fails, but the model fails without it as well
+  kNeedsSeveral,              // only together with the modules before it
+  kPasses,                    // nothing to localize
+  kNondeterministic,          // two identical whole-model runs disagree
+  kBlocked,                   // the model does not compile
+  kPassLocalized,             // --passes: the pass application that introduces the failure
+  kFailsWithoutPasses,        // --passes: it fails with no pass applied
+  kNoPassApplications,        // --passes: the lowering applies none
+  // Lockstep numerics only: the model did not pass end to end (its verdict says how).
+  kFails,
+  kAborted,
+  kTimedOut,
+  kFailed,
+};
+
+// "localized", "localized_with_other_causes", ..., "fails", "aborted": the reports' spelling.
+const char* localizeStatusName(LocalizeStatus status);
+
+// One module call of a device run compared with the reference in lockstep.
+struct ModuleCallDeviation {
+  std::string module;  // its path
+  std::string module_class;
+  std::optional<double> max_abs, mean_abs, cosine, rel_l2, sqnr_db;  // none when not finite
+  bool non_finite = false;     // NaN or inf where the reference is finite
+  double emulated_rel_l2 = 0;  // the error of the emulated format alone
+  double threshold = 0;
+  std::optional<double> ratio_to_emulated;
+  bool over_threshold = false;
+};
+
+// How the per-module thresholds were derived (module_thresholds.h).
+struct ThresholdBasis {
+  std::string emulated;  // cpu-emulated:<format>
+  int64_t input_sets = 0;
+  double percentile = 0;
+  double margin = 0;
+  double floor = 0;  // the format's unit roundoff
+  std::string cache_key;
+  bool from_cache = false;
+};
+
+struct NumericsReport {
+  ThresholdBasis thresholds;
+  std::vector<ModuleCallDeviation> modules;  // every compared call, in execution order
+};
+
+// The first module over its threshold (or one whose error jumps tenfold), with how many
+// modules after it carry the deviation.
+struct DeviationOnset {
+  std::string module;
+  std::string module_class;
+  std::optional<double> rel_l2;
+  double threshold = 0;
+  std::optional<double> ratio_to_emulated;
+  int64_t downstream_over_threshold = 0;
+};
+
+// A module's own error in the whole-model run.
+struct UnitDeviation {
+  std::optional<double> rel_l2;
+  double threshold = 0;
+  std::optional<double> ratio_to_emulated;
+  bool over_threshold = false;
+};
+
+// A unit of localization: a module whose own operators run on the device.
+struct LocalizationUnit {
+  std::string module;  // display path
+  std::string module_class;
+  int64_t position = 0;  // 1-based, in execution order
+  std::map<std::string, int64_t> ops;
+  // The culprit only: its error in the whole-model run; none when it never finished.
+  std::optional<UnitDeviation> deviation;
+};
+
+// One device run and what it concluded.
+struct DeviceTrial {
+  std::string device;  // what was on the device
+  int64_t modules_on_device = 0;
+  RunVerdict verdict = RunVerdict::kFail;
+  std::string message;  // when it did not complete
+};
+
+struct PassCulprit {
+  int64_t application = 0;  // 1-based
+  std::string pass;         // fusion
+  std::string op, module, into_op, into_module;
+};
+
+struct LocalizationResult {
+  bool numerics_mode = false;  // lockstepNumerics, not localizeDivergence
+  ModelIdentity model;
+  std::string backend;
+  LocalizeStatus status = LocalizeStatus::kPasses;
+  int64_t blockers = 0;  // kBlocked: how many
+  std::optional<int64_t> units;
+  std::optional<int64_t> device_run_target;
+  std::optional<bool> deterministic;
+  std::optional<RunVerdict> whole_model_verdict;
+  std::optional<RunVerdict> second_verdict;  // kNondeterministic: the other run's
+  std::optional<NumericsReport> numerics;
+  std::optional<std::vector<DeviationOnset>> absorbed;
+  std::optional<std::vector<DeviationOnset>> deviations;  // numerics, when it does not pass
+  std::optional<LocalizationUnit> culprit;
+  std::optional<RunVerdict> alone_verdict;  // the confirmation runs
+  std::optional<RunVerdict> rest_verdict;
+  std::optional<std::vector<LocalizationUnit>> together;  // kNeedsSeveral
+  std::optional<int64_t> pass_applications;
+  std::optional<PassCulprit> pass_culprit;
+  std::vector<DeviceTrial> runs;
+};
+
+}  // namespace stickler
