@@ -370,13 +370,14 @@ Operation makeDiagnoseModelOperation() {
   operation.exit_status = [](const json& report) {
     if (report.value("schema", "") == "stickler.blocker_ranking") return ExitStatus::kOk;
     if (report.value("mode", "") == "compile") {
-      return report["status"] == "ok" ? ExitStatus::kOk : ExitStatus::kBlocked;
+      return report["status"] == compileStatusName(CompileStatus::kOk) ? ExitStatus::kOk
+                                                                       : ExitStatus::kBlocked;
     }
     if (report.value("mode", "") == "numerics") {
       const std::string status = report.value("status", "");
-      return status == "passes"    ? ExitStatus::kOk
-             : status == "blocked" ? ExitStatus::kBlocked
-                                   : ExitStatus::kFailed;
+      return status == localizeStatusName(LocalizeStatus::kPasses)    ? ExitStatus::kOk
+             : status == localizeStatusName(LocalizeStatus::kBlocked) ? ExitStatus::kBlocked
+                                                                      : ExitStatus::kFailed;
     }
     return static_cast<ExitStatus>(report.at("exit_status").get<int>());
   };

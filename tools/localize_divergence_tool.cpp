@@ -151,7 +151,8 @@ Operation makeLocalizeDivergenceOperation() {
   operation.run = run;
   operation.render_text = renderText;
   operation.exit_status = [](const json& report) {
-    return report["status"] == "blocked" ? ExitStatus::kBlocked : ExitStatus::kOk;
+    return report["status"] == localizeStatusName(LocalizeStatus::kBlocked) ? ExitStatus::kBlocked
+                                                                            : ExitStatus::kOk;
   };
   return operation;
 }
