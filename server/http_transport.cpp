@@ -13,6 +13,7 @@
 
 #include "server/json_rpc.h"
 #include "server/task_pool.h"
+#include "simulator/support/untrusted_json.h"
 
 namespace stickler {
 
@@ -282,8 +283,8 @@ class HttpTransport {
     }
     json message;
     try {
-      message = json::parse(body);
-    } catch (const json::parse_error& e) {
+      message = parseUntrustedJson(body);
+    } catch (const JsonInputError& e) {
       jsonError(response, 400, rpc_error::kParseError, std::string("parse error: ") + e.what());
       return;
     }

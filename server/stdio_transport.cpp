@@ -1,6 +1,7 @@
 #include "server/stdio_transport.h"
 
 #include "server/task_pool.h"
+#include "simulator/support/untrusted_json.h"
 
 #include <atomic>
 #include <memory>
@@ -69,8 +70,8 @@ int serveStdio(McpServer& server, std::FILE* in, std::FILE* out, size_t max_mess
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     json message;
     try {
-      message = json::parse(line);
-    } catch (const json::parse_error& e) {
+      message = parseUntrustedJson(line);
+    } catch (const JsonInputError& e) {
       channel.send(
           rpcError(nullptr, rpc_error::kParseError, std::string("parse error: ") + e.what()));
       continue;

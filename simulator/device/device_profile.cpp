@@ -8,6 +8,8 @@
 
 #include "simulator/support/errors.h"
 #include "simulator/support/resource_dirs.h"
+#include "simulator/support/text_files.h"
+#include "simulator/support/untrusted_json.h"
 
 namespace stickler {
 namespace {
@@ -53,11 +55,11 @@ OpEntry parseOpEntry(const json& entry, const std::string& where) {
 }
 
 json readJson(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UserError(path + ": no such profile file");
+  const std::optional<std::string> text = readTextFileIfPresent(path);
+  if (!text) throw UserError(path + ": no such profile file");
   try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
+    return parseUntrustedJson(*text);
+  } catch (const JsonInputError& e) {
     throw UserError(path + ": not valid JSON: " + e.what());
   }
 }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "simulator/support/errors.h"
+#include "simulator/support/untrusted_json.h"
 
 namespace stickler {
 namespace {
@@ -228,8 +229,8 @@ std::string shapeString(const std::vector<int64_t>& shape) {
 ModelCard parseModelCard(const std::string& json_text, const std::string& origin) {
   json doc;
   try {
-    doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+    doc = parseUntrustedJson(json_text);
+  } catch (const JsonInputError& e) {
     fail(origin, std::string("model card is not valid JSON: ") + e.what());
   }
   if (!doc.is_object()) fail(origin, "model card must be a JSON object");

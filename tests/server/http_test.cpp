@@ -94,6 +94,26 @@ TEST_F(HttpTest, DnsRebindingIsRefused) {
       200);
 }
 
+TEST_F(HttpTest, DeeplyNestedOrBadlyEncodedBodiesAreParseErrors) {
+  auto c = client();
+  // Without a session: the body is parsed before anything else is looked at, and 100,000 levels
+  // killed the process before the depth was bounded.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto nested = c.Post("/mcp", deep, "application/json");
+  ASSERT_TRUE(nested) << httplib::to_string(nested.error());
+  EXPECT_EQ(nested->status, 400);
+  EXPECT_EQ(json::parse(nested->body).at("error").at("code"), -32700);
+  // Invalid UTF-8 was an HTTP 500 with an empty body: the error quoted the bytes.
+  auto bad_utf8 =
+      c.Post("/mcp", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}", "application/json");
+  ASSERT_TRUE(bad_utf8) << httplib::to_string(bad_utf8.error());
+  EXPECT_EQ(bad_utf8->status, 400);
+  EXPECT_EQ(json::parse(bad_utf8->body).at("error").at("code"), -32700);
+  const std::string id = startSession();
+  EXPECT_EQ(rpc(id, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}})->status, 200);
+  EXPECT_TRUE(served_->alive());
+}
+
 TEST_F(HttpTest, BadRequestsGetPreciseAnswersAndTheServerGoesOn) {
   const std::string id = startSession();
   auto c = client();

@@ -70,6 +70,26 @@ TEST_F(StdioTest, MalformedMessagesGetJsonRpcErrors) {
   expectServing(7);
 }
 
+TEST_F(StdioTest, DeeplyNestedJsonIsAParseErrorEvenBeforeInitialize) {
+  // 100,000 levels overflowed the parser's stack (SIGSEGV) before the depth was bounded.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  served_.writeLine(deep);
+  json answer = next();
+  EXPECT_EQ(answer.at("error").at("code"), -32700);
+  EXPECT_NE(answer.at("error").at("message").get<std::string>().find("nested deeper than 256"),
+            std::string::npos)
+      << answer.dump();
+  std::string objects;
+  for (int i = 0; i < 70000; ++i) objects += "{\"a\":";
+  served_.writeLine(objects + "1" + std::string(70000, '}'));
+  EXPECT_EQ(next().at("error").at("code"), -32700);
+  // Invalid UTF-8: the parser quotes the bad bytes; the reply is still valid JSON.
+  served_.writeLine("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\xfe\"}");
+  EXPECT_EQ(next().at("error").at("code"), -32700);
+  initialize();
+  expectServing(9);
+}
+
 TEST_F(StdioTest, AHundredMegabyteMessageIsRefusedWithoutBeingHeld) {
   initialize();
   const long peak_before = served_.peakMemoryKb();

@@ -13,6 +13,7 @@
 
 #include "simulator/support/errors.h"
 #include "simulator/support/text_files.h"
+#include "simulator/support/untrusted_json.h"
 
 namespace stickler {
 namespace {
@@ -126,8 +127,8 @@ json ReportStore::load(const std::string& id) const {
                     (known.empty() ? " (none saved yet)" : " (the most recent: " + known + ")"));
   }
   try {
-    return json::parse(readTextFile(*path));
-  } catch (const json::exception& e) {
+    return parseUntrustedJson(readTextFile(*path));
+  } catch (const JsonInputError& e) {
     throw UserError("report " + *path + " is not valid JSON: " + e.what());
   }
 }
