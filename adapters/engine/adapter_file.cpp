@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "adapters/engine/adapter_name.h"
@@ -69,6 +70,76 @@ void collectTokens(TSNode node, std::vector<TSNode>& tokens) {
     return;
   }
   for (uint32_t i = 0; i < count; ++i) collectTokens(ts_node_child(node, i), tokens);
+}
+
+// Where brackets first nest deeper than `limit`, by a scan of the text that skips strings and
+// comments: tree-sitter's error recovery on thousands of unclosed brackets takes seconds, so
+// the text is measured before it is parsed.
+std::optional<SourcePosition> firstBracketDeeperThan(const std::string& text, uint32_t limit) {
+  uint32_t depth = 0;
+  SourcePosition position{1, 1};
+  char quote = 0;  // the open string's quote character
+  bool triple = false, comment = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const SourcePosition here = position;
+    if (c == '\n') {
+      ++position.line, position.column = 1;
+    } else {
+      ++position.column;
+    }
+    if (comment) {
+      comment = c != '\n';
+    } else if (quote != 0) {
+      if (c == '\\') {
+        if (i + 1 < text.size() && text[i + 1] != '\n') ++i, ++position.column;
+      } else if (c == quote && (!triple || text.compare(i, 3, std::string(3, quote)) == 0)) {
+        if (triple) i += 2, position.column += 2;
+        quote = 0;
+      } else if (c == '\n' && !triple) {
+        quote = 0;  // an unterminated string ends at the line; the parser reports it
+      }
+    } else if (c == '#') {
+      comment = true;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+      triple = text.compare(i, 3, std::string(3, c)) == 0;
+      if (triple) i += 2, position.column += 2;
+    } else if (c == '(' || c == '[' || c == '{') {
+      if (++depth > limit) return here;
+    } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
+// The first node nested deeper than `limit`, found with a cursor (no recursion: the tree of a
+// 50,000-term sum is 50,000 deep).
+std::optional<TSNode> firstNodeDeeperThan(TSNode root, uint32_t limit) {
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  std::optional<TSNode> found;
+  uint32_t depth = 0;
+  bool walking = true;
+  while (walking) {
+    if (depth > limit) {
+      found = ts_tree_cursor_current_node(&cursor);
+      break;
+    }
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+      ++depth;
+      continue;
+    }
+    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+      if (!ts_tree_cursor_goto_parent(&cursor)) {
+        walking = false;
+        break;
+      }
+      --depth;
+    }
+  }
+  ts_tree_cursor_delete(&cursor);
+  return found;
 }
 
 // Where the parser lost track (an ERROR node): at a bracket never closed, as Python says it,
@@ -362,13 +433,25 @@ SourcePosition AdapterFile::positionOf(const std::string& field_name) const {
 }
 
 AdapterFile parseAdapterFile(const std::string& text, const std::string& path) {
+  if (text.size() > kMaxAdapterFileBytes) {
+    throw UserError(path + ": " + std::to_string(text.size()) + " bytes; an adapter file is at most " +
+                    std::to_string(kMaxAdapterFileBytes));
+  }
   const FileErrors errors(path, text);
+  if (const auto deep = firstBracketDeeperThan(text, kMaxAdapterSyntaxDepth)) {
+    errors.at(*deep, "brackets nested more than " + std::to_string(kMaxAdapterSyntaxDepth) +
+                         " levels deep here; write the expression in steps");
+  }
   std::unique_ptr<TSParser, ParserDeleter> parser(ts_parser_new());
   ts_parser_set_language(parser.get(), tree_sitter_python());
   std::unique_ptr<TSTree, TreeDeleter> tree(ts_parser_parse_string(
       parser.get(), nullptr, text.data(), static_cast<uint32_t>(text.size())));
   if (!tree) throw UserError(path + ": could not be parsed");
   const TSNode root = ts_tree_root_node(tree.get());
+  if (const auto deep = firstNodeDeeperThan(root, kMaxAdapterSyntaxDepth)) {
+    errors.at(*deep, "nested more than " + std::to_string(kMaxAdapterSyntaxDepth) +
+                         " levels deep here; write the expression in steps");
+  }
   if (ts_node_has_error(root)) {
     reportFirstSyntaxError(root, errors);
     errors.at(root, "syntax error");
@@ -482,6 +565,11 @@ AdapterFile parseAdapterFile(const std::string& text, const std::string& path) {
 }
 
 AdapterFile readAdapterFile(const std::string& path) {
+  std::error_code ec;
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxAdapterFileBytes) {
+    throw UserError(path + ": " + std::to_string(size) + " bytes; an adapter file is at most " +
+                    std::to_string(kMaxAdapterFileBytes));
+  }
   const std::optional<std::string> text = readTextFileIfPresent(path);
   if (!text) throw UserError(path + ": no such adapter file");
   return parseAdapterFile(*text, path);

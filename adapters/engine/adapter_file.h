@@ -67,6 +67,12 @@ struct AdapterFile {
 // Parses `text` (the content of `path`). Throws UserError "path:line:column: message" on a
 // syntax error, an unknown or mistyped field, a missing required field, a statement the format
 // does not allow, or neither (or both) of a rewrite and a transform.
+// Bounds on what an adapter file may be, checked before anything walks its syntax tree or hands
+// its functions to TorchScript (both recurse once per level): the shipped adapters are under
+// 2 KiB and 30 levels deep.
+inline constexpr size_t kMaxAdapterFileBytes = 64 * 1024;
+inline constexpr uint32_t kMaxAdapterSyntaxDepth = 100;
+
 AdapterFile parseAdapterFile(const std::string& text, const std::string& path);
 AdapterFile readAdapterFile(const std::string& path);
 

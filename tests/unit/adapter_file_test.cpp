@@ -112,6 +112,45 @@ TEST(AdapterFile, SyntaxErrorsHaveLineAndColumn) {
             "adapters/pow-cube.py:1:8: syntax error: unterminated string");
 }
 
+TEST(AdapterFile, HostileSizeAndDepthAreRefusedBeforeAnythingRecurses) {
+  // 20,000 nested parentheses and a 5,000-term sum crashed the server (a recursion per level);
+  // both are refused at the first node too deep, with its position.
+  std::string parens = kPowRewrite;
+  parens.replace(parens.find("return x * x * x"), 16,
+                 "return " + std::string(20000, '(') + "x" + std::string(20000, ')'));
+  const std::string deep = errorOf(parens);
+  EXPECT_NE(deep.find("adapters/pow-cube.py:23:"), std::string::npos) << deep;
+  EXPECT_NE(deep.find("brackets nested more than 100 levels deep here"), std::string::npos)
+      << deep;
+
+  std::string sum = "return x";
+  for (int i = 0; i < 5000; ++i) sum += " + x";
+  std::string chain = kPowRewrite;
+  chain.replace(chain.find("return x * x * x"), 16, sum);
+  EXPECT_NE(errorOf(chain).find("nested more than 100 levels deep here"), std::string::npos);
+
+  // Unclosed brackets deep enough to break the syntax-error report's recursion.
+  EXPECT_NE(errorOf("name = " + std::string(30000, '[')).find("nested more than 100 levels"),
+            std::string::npos);
+
+  std::string large = kPowRewrite;
+  large += "\n# " + std::string(kMaxAdapterFileBytes, 'x') + "\n";
+  EXPECT_EQ(errorOf(large), "adapters/pow-cube.py: " + std::to_string(large.size()) +
+                                " bytes; an adapter file is at most 65536");
+
+  // Brackets in strings and comments are text, not nesting.
+  std::string quoted = kPowRewrite;
+  quoted.replace(quoted.find("gap = \"aten::pow cannot be lowered\""), 35,
+                 "# " + std::string(500, '(') + "\ngap = \"" + std::string(500, '[') + "\"");
+  EXPECT_EQ(errorOf(quoted), "(parsed)");
+
+  // What real adapters nest, with room: 60 levels of parentheses parse.
+  std::string moderate = kPowRewrite;
+  moderate.replace(moderate.find("return x * x * x"), 16,
+                   "return " + std::string(60, '(') + "x * x * x" + std::string(60, ')'));
+  EXPECT_EQ(errorOf(moderate), "(parsed)");
+}
+
 TEST(AdapterFile, FieldsAreCheckedWithTheirPosition) {
   std::string text = kPowRewrite;
   text.replace(text.find("max_ulps = 2"), 12, "max_ulps = -1");
