@@ -53,12 +53,21 @@ std::string Workspace::resolve(const std::string& path) const {
   }
   std::string resolved;
   if (!realPath(absolute.string(), resolved)) {
-    // Not there (yet): resolve the parent, so that a symlinked parent cannot lead outside.
+    // Not there (yet). A dangling symbolic link is where a write would land: follow it (as
+    // open() would) to the file it names, then resolve that file's parent, so that neither a
+    // link nor a symlinked parent can lead outside.
+    fs::path target = absolute;
+    std::error_code ec;
+    for (int hops = 0; fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {
+      if (hops == 40) throw UserError("path '" + path + "': too many levels of symbolic links");
+      const fs::path link = fs::read_symlink(target, ec);
+      target = link.is_absolute() ? link : target.parent_path() / link;
+    }
     std::string parent;
-    if (!realPath(absolute.parent_path().string(), parent)) {
+    if (!realPath(target.parent_path().string(), parent)) {
       throw UserError("path '" + path + "': no such file or directory");
     }
-    resolved = (fs::path(parent) / absolute.filename()).string();
+    resolved = (fs::path(parent) / target.filename()).string();
   }
   for (const auto& root : roots_) {
     if (within(resolved, root)) return resolved;

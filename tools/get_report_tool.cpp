@@ -22,7 +22,15 @@ json run(const json& input, OperationContext& context) {
     const size_t limit =
         context.listLimit() == 0 ? ids.size() : std::min(ids.size(), context.listLimit());
     for (size_t i = 0; i < limit; ++i) {
-      const ReportOutcome outcome = reportOutcome(store.load(ids[i]));
+      json report;
+      try {
+        report = store.load(ids[i]);
+      } catch (const UserError& e) {
+        // One unreadable file (not JSON, say) is listed with why; the others still are.
+        reports.push_back({{"id", ids[i]}, {"error", e.what()}});
+        continue;
+      }
+      const ReportOutcome outcome = reportOutcome(report);
       reports.push_back({{"id", ids[i]},
                          {"kind", outcome.kind},
                          {"model", outcome.model},
@@ -58,7 +66,10 @@ std::string renderText(const json& output) {
   if (output["format"] == "list") {
     std::string text;
     for (const auto& entry : output["reports"]) {
-      text += entry["id"].get<std::string>() + "  " + entry["status"].get<std::string>() + "\n";
+      text += entry["id"].get<std::string>() + "  " +
+              (entry.contains("error") ? "unreadable: " + entry["error"].get<std::string>()
+                                       : entry["status"].get<std::string>()) +
+              "\n";
     }
     return text.empty() ? "no reports in " + output["directory"].get<std::string>() + "\n" : text;
   }

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/server/workspace_server.h"
+#include "tools/reports/report_store.h"
 
 namespace stickler {
 namespace {
@@ -49,6 +51,65 @@ TEST_F(HostileInput, DeeplyNestedAdapterSourceIsAToolErrorAndNothingIsDrafted) {
   }
   EXPECT_FALSE(std::filesystem::exists(workspace_ + "/stickler-adapters"));
   EXPECT_EQ(request("ping", json::object()).at("result"), json::object());
+}
+
+// A file outside the workspace, with a secret in it, removed at the end.
+class OutsideFile {
+ public:
+  explicit OutsideFile(const std::string& name)
+      : path_(::testing::TempDir() + name + "-" + std::to_string(::getpid())) {
+    std::ofstream(path_) << "root:x:0:0:the-secret-line\n";
+  }
+  ~OutsideFile() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST_F(HostileInput, AReportLinkedOutsideTheWorkspaceIsNeverRead) {
+  const ReportStore store(workspace_);
+  const std::string saved =
+      store.save({{"schema", "stickler.run"}, {"model", {{"name", "m"}}}, {"verdict", "pass"}});
+  const OutsideFile secret("passwd-like");
+  std::filesystem::create_symlink(secret.path(), workspace_ + "/stickler-reports/leak.json");
+  std::ofstream(workspace_ + "/stickler-reports/junk.json") << "not json at all";
+
+  const json direct = call("get_report", {{"id", "leak"}});
+  EXPECT_TRUE(direct.value("isError", false));
+  EXPECT_EQ(direct.dump().find("the-secret-line"), std::string::npos) << direct.dump();
+  const json resource = read("stickler://reports/leak.json");
+  ASSERT_TRUE(resource.contains("error")) << resource.dump().substr(0, 300);
+  EXPECT_EQ(resource.dump().find("the-secret-line"), std::string::npos) << resource.dump();
+
+  // The list leaves the link out, names the unreadable file, and still lists the real report.
+  const json list = call("get_report", {{"format", "list"}});
+  ASSERT_FALSE(list.value("isError", false)) << list.dump().substr(0, 300);
+  const json& reports = list.at("structuredContent").at("reports");
+  ASSERT_EQ(reports.size(), 2u) << reports.dump();
+  bool junk_named = false, saved_listed = false;
+  for (const json& entry : reports) {
+    EXPECT_NE(entry.at("id"), "leak");
+    junk_named = junk_named || (entry.at("id") == "junk" && entry.contains("error"));
+    saved_listed = saved_listed || (entry.at("id") == saved && entry.at("status").is_string());
+  }
+  EXPECT_TRUE(junk_named) << reports.dump();
+  EXPECT_TRUE(saved_listed) << reports.dump();
+  EXPECT_EQ(request("ping", json::object()).at("result"), json::object());
+}
+
+TEST_F(HostileInput, AReportDirectoryLinkedOutsideTheWorkspaceIsRefused) {
+  const std::string outside =
+      ::testing::TempDir() + "outside-reports-" + std::to_string(::getpid());
+  std::filesystem::create_directories(outside);
+  std::ofstream(outside + "/x.json")
+      << R"({"schema": "stickler.run", "secret": "the-secret-line"})";
+  std::filesystem::create_symlink(outside, workspace_ + "/stickler-reports");
+  const json result = call("get_report", {{"id", "x"}});
+  EXPECT_TRUE(result.value("isError", false));
+  EXPECT_NE(result.dump().find("leads out of the workspace"), std::string::npos) << result.dump();
+  EXPECT_EQ(result.dump().find("the-secret-line"), std::string::npos);
+  std::filesystem::remove_all(outside);
 }
 
 }  // namespace

@@ -154,6 +154,34 @@ TEST_F(WorkspaceTest, EscapesAreRefused) {
   EXPECT_THROW(Workspace({(base_ / "missing").string()}), UserError);
 }
 
+TEST_F(WorkspaceTest, ADanglingLinkIsResolvedWhereAWriteWouldLand) {
+  // adapt_model's save through a dangling link inside the root wrote the archive outside.
+  Workspace workspace({(base_ / "root").string()});
+  const std::string root = fs::canonical(base_ / "root").string();
+  fs::create_symlink(base_ / "outside" / "planted.pt", base_ / "root" / "models" / "out.pt");
+  fs::create_symlink("chained.pt", base_ / "root" / "models" / "hop.pt");
+  fs::create_symlink(base_ / "outside" / "deeper.pt", base_ / "root" / "models" / "chained.pt");
+  fs::create_symlink("new-inside.pt", base_ / "root" / "models" / "inside-link.pt");
+  fs::create_symlink("loop-b.pt", base_ / "root" / "models" / "loop-a.pt");
+  fs::create_symlink("loop-a.pt", base_ / "root" / "models" / "loop-b.pt");
+  for (const char* path : {"models/out.pt", "models/hop.pt"}) {
+    try {
+      workspace.resolve(path);
+      ADD_FAILURE() << path << " was allowed";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("outside the workspace"), std::string::npos) << e.what();
+    }
+  }
+  // A dangling link to a new file inside the root resolves to that file.
+  EXPECT_EQ(workspace.resolve("models/inside-link.pt"), root + "/models/new-inside.pt");
+  try {
+    workspace.resolve("models/loop-a.pt");
+    ADD_FAILURE() << "a link loop was allowed";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("too many levels of symbolic links"), std::string::npos);
+  }
+}
+
 TEST_F(WorkspaceTest, SeveralRoots) {
   Workspace workspace({(base_ / "root").string(), (base_ / "outside").string()});
   EXPECT_EQ(workspace.resolve((base_ / "outside" / "secret.pt").string()),

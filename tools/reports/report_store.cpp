@@ -67,11 +67,24 @@ std::string reportKind(const json& report) {
 
 ReportStore::ReportStore(std::string workspace_root) : root_(std::move(workspace_root)) {}
 
+void ReportStore::checkDirectoryInRoot() const {
+  std::error_code ec;
+  if (!fs::exists(directory(), ec)) return;
+  const fs::path real = fs::canonical(directory(), ec);
+  const fs::path root = fs::canonical(root_, ec);
+  const auto [end, ignored] = std::mismatch(root.begin(), root.end(), real.begin(), real.end());
+  if (ec || end != root.end()) {
+    throw UserError(directory() + " leads out of the workspace (to " + real.string() +
+                    "): reports are read and written only inside it");
+  }
+}
+
 std::string ReportStore::directory() const {
   return (fs::path(root_) / kDirectory).string();
 }
 
 std::string ReportStore::save(const json& report) const {
+  checkDirectoryInRoot();
   std::error_code ec;
   fs::create_directories(directory(), ec);
   if (ec) throw UserError("cannot create " + directory() + ": " + ec.message());
@@ -118,8 +131,11 @@ std::optional<std::string> ReportStore::pathOf(const std::string& id) const {
 }
 
 json ReportStore::load(const std::string& id) const {
+  checkDirectoryInRoot();
   const auto path = pathOf(id);
-  if (!path || !fs::is_regular_file(*path)) {
+  std::error_code ec;
+  // symlink_status: a link is not followed, so a link to a file outside is "no report".
+  if (!path || !fs::is_regular_file(fs::symlink_status(*path, ec))) {
     std::string known;
     const auto all = ids();
     for (size_t i = 0; i < all.size() && i < 5; ++i) known += (i ? ", " : "") + all[i];
@@ -139,7 +155,10 @@ std::vector<std::string> ReportStore::ids() const {
   for (const auto& entry : fs::directory_iterator(directory(), ec)) {
     const fs::path& path = entry.path();
     const std::string id = path.stem().string();
-    if (path.extension() != ".json" || !wellFormed(id)) continue;
+    if (path.extension() != ".json" || !wellFormed(id) || !entry.is_regular_file(ec) ||
+        entry.is_symlink(ec)) {
+      continue;
+    }
     found.emplace_back(entry.last_write_time(ec), id);
   }
   // Newest first; the id (which ends in its time) breaks ties within one clock tick.

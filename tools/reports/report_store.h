@@ -27,13 +27,17 @@ class ReportStore {
   // the most recent ones).
   nlohmann::json load(const std::string& id) const;
 
-  // Every report id, most recent first.
+  // Every report id, most recent first. Only regular files count: a symbolic link in the
+  // directory is never a report (it may lead out of the workspace).
   std::vector<std::string> ids() const;
 
   // The path of a report's JSON file; nullopt when `id` is not a well-formed id.
   std::optional<std::string> pathOf(const std::string& id) const;
 
  private:
+  // Throws UserError when stickler-reports/ is, or leads through, a link out of the workspace.
+  void checkDirectoryInRoot() const;
+
   std::string root_;
 };
 
