@@ -102,9 +102,18 @@ OutputKind outputKindFromName(const std::string& name, const std::string& origin
 }
 
 void validateInput(const InputSpec& input, const std::string& where) {
+  int64_t elements = 1;
   for (int64_t dim : input.shape) {
     if (dim < 0)
       throw UserError(where + ": negative dimension in shape " + shapeString(input.shape));
+    // Checked at every step, so that [100000, 100000, 100000] cannot overflow past the limit.
+    if (dim != 0 && elements > kMaxInputElements / dim) elements = kMaxInputElements + 1;
+    if (elements <= kMaxInputElements) elements *= dim;
+  }
+  if (elements > kMaxInputElements) {
+    throw UserError(where + ": shape " + shapeString(input.shape) + " holds more than " +
+                    std::to_string(kMaxInputElements) +
+                    " elements, the most an example input may hold (docs/model-card.md)");
   }
   if (input.kind == InputKind::kTokenIds) {
     if (!isIntegral(input.dtype)) {

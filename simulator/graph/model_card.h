@@ -23,6 +23,10 @@ enum class InputKind {
 // The element types Stickler accepts for inputs, by their canonical names.
 enum class DType { kFloat32, kFloat16, kBFloat16, kFloat64, kInt64, kInt32, kInt8, kUInt8, kBool };
 
+// The most elements one example input may hold (1 GiB of float32): a card asking for more is an
+// error before anything is allocated (a [1000000000] input made inspect grow to 24 GB).
+inline constexpr int64_t kMaxInputElements = int64_t{1} << 28;
+
 struct InputSpec {
   std::string name;
   std::vector<int64_t> shape;

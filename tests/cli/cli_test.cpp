@@ -65,6 +65,15 @@ TEST(Cli, BadFlagsExitTwo) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("unknown dtype 'float8'"), std::string::npos) << r.err;
 
+  // A billion float32 values grew inspect to 24 GB before the kernel killed it; a shape whose
+  // product overflows was an internal error (exit 70).
+  for (const char* huge : {"input_ids:1000000000:int64:tokens=1000",
+                           "input_ids:100000x100000x100000:int64:tokens=1000"}) {
+    r = stickler({"inspect", model, "--input", huge});
+    EXPECT_EQ(r.status, 2) << huge;
+    EXPECT_NE(r.err.find("holds more than 268435456 elements"), std::string::npos) << r.err;
+  }
+
   r = stickler({"inspect", model, "--input", "tokens:1x16:int64"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("the model's argument is 'input_ids'"), std::string::npos) << r.err;

@@ -117,5 +117,22 @@ TEST(InputFlag, RejectsMalformedFlags) {
             std::string::npos);
 }
 
+TEST(InputFlag, HugeShapesAreRefusedBeforeAnythingIsAllocated) {
+  // [1000000000] float32 grew inspect to 24 GB; [100000, 100000, 100000] overflowed into an
+  // internal error.
+  for (const char* flag : {"x:1000000000:float32", "x:100000x100000x100000:float32",
+                           "x:4611686018427387904x4:int64", "x:268435457:int8"}) {
+    EXPECT_NE(errorOf([&] { parseInputFlag(flag); }).find("holds more than 268435456 elements"),
+              std::string::npos)
+        << flag;
+  }
+  EXPECT_EQ(parseInputFlag("x:16384x16384:float32").shape, (std::vector<int64_t>{16384, 16384}));
+  EXPECT_EQ(parseInputFlag("x:0x1000000000000:float32").shape.size(), 2u);  // empty is small
+  const std::string card =
+      R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [1000000000]}]})";
+  EXPECT_NE(errorOf([&] { parseModelCard(card, "card.json"); }).find("holds more than"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace stickler
