@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "simulator/graph/model_card.h"
+#include "simulator/graph/zip_directory.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/sha256.h"
 
@@ -43,6 +44,20 @@ ArchiveSummary inspectArchive(const std::string& path) {
     throw UserError(path +
                     ": not a TorchScript archive (not a zip file; legacy torch.save pickles are "
                     "not supported: save the model with torch.jit.save)");
+  }
+
+  // What each entry says it holds, before LibTorch inflates any of it into memory.
+  const std::vector<ZipEntry> entries = readZipDirectory(path);
+  checkZipSizes(entries, path);
+  const std::string card_suffix = std::string("/extra/") + ModelCard::kArchivePath;
+  for (const ZipEntry& entry : entries) {
+    if (entry.name.size() > card_suffix.size() &&
+        entry.name.compare(entry.name.size() - card_suffix.size(), card_suffix.size(),
+                           card_suffix) == 0 &&
+        entry.uncompressed > ModelCard::kMaxBytes) {
+      throw UserError(path + ": the model card is " + std::to_string(entry.uncompressed) +
+                      " bytes; a card is at most " + std::to_string(ModelCard::kMaxBytes));
+    }
   }
 
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> reader;

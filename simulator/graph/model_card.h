@@ -48,6 +48,8 @@ struct OutputSpec {
 struct ModelCard {
   static constexpr int kVersion = 1;
   static constexpr const char* kArchivePath = "stickler/model.json";
+  // The most a card may hold: cards are a few hundred bytes; the cap bounds what is read.
+  static constexpr uint64_t kMaxBytes = uint64_t{1} << 20;
   static constexpr const char* kCapturedInputsPath = "stickler/inputs.pkl";
 
   std::string name;

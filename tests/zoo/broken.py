@@ -60,6 +60,22 @@ def write_broken(out_dir):
             dst.writestr(item, content)
     add("too-new-version.pt", "newer than this LibTorch")
 
+    # Zip bombs: a small archive whose card or constants inflate to 64 MB (deflate reaches about
+    # 1000x; torch.jit.save stores every entry uncompressed).
+    for name, target in (("card-bomb.pt", "extra/stickler/model.json"), ("constants-bomb.pt", "constants.pkl")):
+        with zipfile.ZipFile(f"{out_dir}/good.pt") as src, zipfile.ZipFile(f"{out_dir}/{name}", "w") as dst:
+            for item in src.infolist():
+                if item.filename.endswith("/" + target):
+                    bomb = zipfile.ZipInfo(item.filename)
+                    bomb.compress_type = zipfile.ZIP_DEFLATED
+                    dst.writestr(bomb, b" " * (64 << 20))
+                else:
+                    dst.writestr(item, src.read(item.filename))
+        add(name, "refused as a zip bomb")
+
+    _save(model, f"{out_dir}/card-too-large.pt", _card("input_ids")[:-1] + ', "padding": "' + "x" * (2 << 20) + '"}')
+    add("card-too-large.pt", "model card is 2097")
+
     _save(model, f"{out_dir}/card-mismatch.pt", _card("tokens"))
     add("card-mismatch.pt", "named 'tokens' but the model's argument is 'input_ids'")
 

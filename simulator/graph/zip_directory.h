@@ -1,0 +1,32 @@
+// The central directory of a zip file (a TorchScript archive is one), read without inflating
+// anything: what each entry says it holds, so that an entry which would inflate to gigabytes is
+// refused before LibTorch reads it into memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stickler {
+
+struct ZipEntry {
+  std::string name;
+  uint16_t method = 0;  // 0: stored (what torch.jit.save writes), 8: deflated
+  uint64_t compressed = 0;
+  uint64_t uncompressed = 0;
+};
+
+// Throws UserError naming `path` when the directory cannot be read (truncated, not a zip).
+std::vector<ZipEntry> readZipDirectory(const std::string& path);
+
+// An entry may inflate to at most this many times its compressed size (and at least 1 MiB):
+// torch.jit.save stores entries uncompressed, and deflate's own limit is about 1000x, which only
+// a zip bomb reaches.
+inline constexpr uint64_t kMaxInflation = 16;
+inline constexpr uint64_t kInflationFloor = uint64_t{1} << 20;
+
+// Throws UserError naming the entry when one says it holds more than it can: a stored entry
+// whose sizes differ, or an entry that would inflate past the bound above.
+void checkZipSizes(const std::vector<ZipEntry>& entries, const std::string& path);
+
+}  // namespace stickler
