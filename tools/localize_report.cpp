@@ -178,7 +178,7 @@ json localizeReport(const LocalizationResult& result) {
               {"model", modelIdentityToJson(result.model)},
               {"backend", result.backend},
               {"status", localizeStatusName(result.status)},
-              {"summary", summaryOf(result)},
+              {"summary", summaryOf(result) + nextStepFor(result)},
               {"runs", runsToJson(result.runs)},
               {"device_runs", result.runs.size()}};
   if (result.numerics_mode) report["mode"] = "numerics";
@@ -216,7 +216,6 @@ json localizeReport(const LocalizationResult& result) {
                               {"into_op", pass->into_op},
                               {"into_module", pass->into_module}};
   }
-  addNextStep(report);
   return report;
 }
 

@@ -1,7 +1,5 @@
 #include "tools/next_step.h"
 
-#include <string>
-
 #include "tools/operation_table.h"
 
 namespace stickler {
@@ -13,30 +11,27 @@ std::string call(std::string_view operation) {
   return named.name + " (`stickler " + named.cli.command + "`)";
 }
 
-std::string nextStepFor(const nlohmann::json& report) {
-  const std::string status = report.value("status", "");
-  if (status == "blocked") {
-    return "; see " + call("check_support") + " and " + call("adapt_model");
-  }
-  if (status == "fails_without_passes") {
-    return "; localize the module instead: " + call("localize_divergence") +
-           " without passes (--passes)";
-  }
-  const bool numerics =
-      report.value("schema", "") == "stickler.diagnose" && report.value("mode", "") == "numerics";
-  if (!numerics || status == "passes") return "";
-  if (report.contains("deviations") && !report["deviations"].empty()) {
-    return ", a clue rather than a verdict: " + call("localize_divergence") +
-           " proves which module flips the end-to-end verdict";
-  }
-  return ": " + call("localize_divergence") + " finds which module flips the verdict";
-}
-
 }  // namespace
 
-void addNextStep(nlohmann::json& report) {
-  const std::string step = nextStepFor(report);
-  if (!step.empty()) report["summary"] = report.value("summary", "") + step;
+std::string nextStepFor(const LocalizationResult& result) {
+  switch (result.status) {
+    case LocalizeStatus::kBlocked:
+      return "; see " + call("check_support") + " and " + call("adapt_model");
+    case LocalizeStatus::kFailsWithoutPasses:
+      return "; localize the module instead: " + call("localize_divergence") +
+             " without passes (--passes)";
+    case LocalizeStatus::kFails:
+    case LocalizeStatus::kAborted:
+    case LocalizeStatus::kTimedOut:
+    case LocalizeStatus::kFailed:
+      if (result.deviations && !result.deviations->empty()) {
+        return ", a clue rather than a verdict: " + call("localize_divergence") +
+               " proves which module flips the end-to-end verdict";
+      }
+      return ": " + call("localize_divergence") + " finds which module flips the verdict";
+    default:
+      return "";
+  }
 }
 
 }  // namespace stickler
