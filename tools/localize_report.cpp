@@ -12,24 +12,20 @@ using nlohmann::json;
 
 namespace {
 
-json orNull(const std::optional<double>& value) {
-  return value ? json(*value) : json(nullptr);
-}
-
 json numericsToJson(const NumericsReport& numerics) {
   json modules = json::array();
   for (const ModuleCallDeviation& call : numerics.modules) {
     modules.push_back({{"module", call.module},
                        {"module_class", call.module_class},
-                       {"max_abs", orNull(call.max_abs)},
-                       {"mean_abs", orNull(call.mean_abs)},
-                       {"cosine", orNull(call.cosine)},
-                       {"rel_l2", orNull(call.rel_l2)},
-                       {"sqnr_db", orNull(call.sqnr_db)},
+                       {"max_abs", numberOrNull(call.max_abs)},
+                       {"mean_abs", numberOrNull(call.mean_abs)},
+                       {"cosine", numberOrNull(call.cosine)},
+                       {"rel_l2", numberOrNull(call.rel_l2)},
+                       {"sqnr_db", numberOrNull(call.sqnr_db)},
                        {"non_finite", call.non_finite},
                        {"emulated_rel_l2", call.emulated_rel_l2},
                        {"threshold", call.threshold},
-                       {"ratio_to_emulated", orNull(call.ratio_to_emulated)},
+                       {"ratio_to_emulated", numberOrNull(call.ratio_to_emulated)},
                        {"over_threshold", call.over_threshold}});
   }
   const ThresholdBasis& basis = numerics.thresholds;
@@ -51,9 +47,9 @@ json onsetsToJson(const std::vector<DeviationOnset>& onsets) {
   for (const DeviationOnset& onset : onsets) {
     list.push_back({{"module", onset.module},
                     {"module_class", onset.module_class},
-                    {"rel_l2", orNull(onset.rel_l2)},
+                    {"rel_l2", numberOrNull(onset.rel_l2)},
                     {"threshold", onset.threshold},
-                    {"ratio_to_emulated", orNull(onset.ratio_to_emulated)},
+                    {"ratio_to_emulated", numberOrNull(onset.ratio_to_emulated)},
                     {"downstream_over_threshold", onset.downstream_over_threshold}});
   }
   return list;
@@ -68,9 +64,9 @@ json unitToJson(const LocalizationUnit& unit) {
 
 json deviationToJson(const std::optional<UnitDeviation>& deviation) {
   if (!deviation) return nullptr;
-  return {{"rel_l2", orNull(deviation->rel_l2)},
+  return {{"rel_l2", numberOrNull(deviation->rel_l2)},
           {"threshold", deviation->threshold},
-          {"ratio_to_emulated", orNull(deviation->ratio_to_emulated)},
+          {"ratio_to_emulated", numberOrNull(deviation->ratio_to_emulated)},
           {"over_threshold", deviation->over_threshold}};
 }
 

@@ -4,6 +4,10 @@ namespace stickler {
 
 using nlohmann::json;
 
+json numberOrNull(const std::optional<double>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
 json modelIdentityToJson(const ModelIdentity& model) {
   return {{"path", model.path}, {"sha256", model.sha256}, {"name", model.name}};
 }
@@ -79,14 +83,6 @@ json compileReportToJson(const CompileReport& report) {
   return document;
 }
 
-namespace {
-
-json finiteOrNull(const std::optional<double>& value) {
-  return value ? json(*value) : json(nullptr);
-}
-
-}  // namespace
-
 nlohmann::json reproToJson(const ReproBundle& bundle) {
   return {{"directory", bundle.directory}, {"archive", bundle.archive},
           {"command", bundle.command},     {"reproduces", bundle.reproduces},
@@ -104,17 +100,17 @@ json outputComparisonToJson(const OutputComparison& comparison) {
     if (output.equal) entry["equal"] = *output.equal;
     if (const auto& metrics = output.metrics) {
       entry["non_finite"] = metrics->non_finite;
-      entry["max_abs_error"] = finiteOrNull(metrics->max_abs_error);
-      entry["mean_abs_error"] = finiteOrNull(metrics->mean_abs_error);
-      entry["relative_l2"] = finiteOrNull(metrics->relative_l2);
-      entry["cosine"] = finiteOrNull(metrics->cosine);
+      entry["max_abs_error"] = numberOrNull(metrics->max_abs_error);
+      entry["mean_abs_error"] = numberOrNull(metrics->mean_abs_error);
+      entry["relative_l2"] = numberOrNull(metrics->relative_l2);
+      entry["cosine"] = numberOrNull(metrics->cosine);
     }
     if (const auto& logits = output.logits) {
       entry["logits"] = {{"positions", logits->positions},
                          {"top1_agree", logits->top1_agree},
                          {"top1_ambiguous", logits->top1_ambiguous},
                          {"top1_disagree", logits->top1_disagree},
-                         {"top5_relative_error", finiteOrNull(logits->top5_relative_error)},
+                         {"top5_relative_error", numberOrNull(logits->top5_relative_error)},
                          {"tolerance", logits->tolerance}};
     }
     outputs.push_back(std::move(entry));

@@ -2,6 +2,8 @@
 // report documents (docs/check-json.md, docs/run-json.md).
 #pragma once
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "simulator/compare/output_report.h"
@@ -11,6 +13,9 @@
 #include "simulator/lowering/placement.h"
 
 namespace stickler {
+
+// A measurement that may be missing (not finite): the number, or null.
+nlohmann::json numberOrNull(const std::optional<double>& value);
 
 // {"path", "sha256", "name"}
 nlohmann::json modelIdentityToJson(const ModelIdentity& model);
