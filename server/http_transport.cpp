@@ -186,9 +186,54 @@ class HttpTransport {
     response.set_content(rpcError(id, code, message).dump(), "application/json");
   }
 
-  // Before any handler: authentication, Host and Origin (DNS rebinding).
+  // What a request says about itself must be one thing, said once: one Host and one Origin
+  // without control characters (a second one, or a NUL, could make two readers see two hosts),
+  // and a body length that is a plain decimal within the limit, never beside a chunked body.
+  // Answered at once, before any body is read, and the connection closed.
+  bool framingRefused(const httplib::Request& request, httplib::Response& response) const {
+    auto refuse = [&](int status, const std::string& message) {
+      response.set_header("Connection", "close");
+      jsonError(response, status, rpc_error::kInvalidRequest, message);
+      return true;
+    };
+    for (const char* name :
+         {"Host", "Origin", "Content-Length", "Authorization", kSessionHeader, kVersionHeader}) {
+      if (request.headers.count(name) > 1) {
+        return refuse(400, std::string("more than one ") + name + " header");
+      }
+    }
+    // From the header table itself: get_header_value() goes through a C string and would stop
+    // at a NUL, showing "localhost" for "localhost\0.evil.example".
+    for (const auto& [name, value] : request.headers) {
+      const bool control = std::any_of(value.begin(), value.end(), [](unsigned char c) {
+        return (c < 0x20 && c != '\t') || c == 0x7f;
+      });
+      if (control) return refuse(400, "header " + name + " holds a control character");
+    }
+    if (!request.has_header("Content-Length")) return false;
+    if (request.has_header("Transfer-Encoding")) {
+      return refuse(400, "both Content-Length and Transfer-Encoding: the body's end is ambiguous");
+    }
+    const std::string length = request.get_header_value("Content-Length");
+    const bool decimal = !length.empty() && length.size() <= 19 &&
+                         std::all_of(length.begin(), length.end(),
+                                     [](unsigned char c) { return c >= '0' && c <= '9'; });
+    if (!decimal) {
+      return refuse(400, "Content-Length '" + length.substr(0, 40) +
+                             "' is not a non-negative decimal number");
+    }
+    if (std::stoull(length) > options_.max_request_bytes) {
+      return refuse(413, "request body of " + length + " bytes is larger than the limit of " +
+                             std::to_string(options_.max_request_bytes) + " bytes");
+    }
+    return false;
+  }
+
+  // Before any handler: the request's framing, then authentication, Host and Origin (DNS
+  // rebinding).
   httplib::Server::HandlerResponse guard(const httplib::Request& request,
                                          httplib::Response& response) {
+    if (framingRefused(request, response)) return httplib::Server::HandlerResponse::Handled;
     if (request.path != "/mcp") return httplib::Server::HandlerResponse::Unhandled;
     const std::string host = lower(hostWithoutPort(request.get_header_value("Host")));
     if (std::find(allowed_hosts_.begin(), allowed_hosts_.end(), host) == allowed_hosts_.end()) {

@@ -11,6 +11,7 @@
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/model_facts.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/execution_limit.h"
 #include "simulator/support/task_control.h"
 #include "tools/operation_table.h"
 
@@ -113,7 +114,9 @@ StackingResult applyInOrder(AdapterStack& stack, const std::vector<const Catalog
   std::atomic<bool> truth_unneeded{false};
   std::future<std::shared_ptr<const Float64Truth>> truth;
   if (!entries.empty()) {
-    truth = std::async(std::launch::async, [original = stack.original(), &truth_unneeded] {
+    truth = std::async(std::launch::async, [original = stack.original(), &truth_unneeded,
+                                            limit = currentExecutionLimit()] {
+      const ExecutionLimitScope scope(limit);
       return computeFloat64Truth(*original, &truth_unneeded);
     });
   }
@@ -160,13 +163,16 @@ StackingResult applyInOrder(AdapterStack& stack, const std::vector<const Catalog
     std::atomic<bool> stop{false};
     std::future<std::optional<EquivalenceResult>> check;
     if (pushed > 0 && computes_differently) {
-      check = std::async(std::launch::async, [&]() -> std::optional<EquivalenceResult> {
-        try {
-          return checkWhole(&stop);
-        } catch (const Cancelled&) {
-          return std::nullopt;
-        }
-      });
+      check =
+          std::async(std::launch::async,
+                     [&, limit = currentExecutionLimit()]() -> std::optional<EquivalenceResult> {
+                       const ExecutionLimitScope scope(limit);
+                       try {
+                         return checkWhole(&stop);
+                       } catch (const Cancelled&) {
+                         return std::nullopt;
+                       }
+                     });
     }
     try {
       beside();

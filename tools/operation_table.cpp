@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "simulator/support/errors.h"
+#include "simulator/support/execution_limit.h"
 #include "tools/input_validation.h"
 
 namespace stickler {
@@ -59,6 +60,12 @@ nlohmann::json runOperation(const Operation& operation, const nlohmann::json& in
       completed[name] = property["default"];
     }
   }
+  // User code run in this process (a model's example run, an adapter's replacement) gets the
+  // call's device-run timeout as its budget per run, and stops when the call is cancelled.
+  const double seconds = completed.contains("timeout_seconds")
+                             ? completed["timeout_seconds"].get<double>()
+                             : kDefaultExecutionSeconds;
+  const ExecutionLimitScope limit({seconds, context.task().cancelled});
   return operation.run(completed, context);
 }
 

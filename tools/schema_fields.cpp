@@ -1,6 +1,7 @@
 #include "tools/schema_fields.h"
 
 #include "simulator/device/device_profile.h"
+#include "simulator/support/execution_limit.h"
 
 namespace stickler {
 
@@ -35,8 +36,11 @@ json modulesField(const char* description) {
 
 nlohmann::json timeoutField() {
   return {{"type", "number"},
-          {"default", 300},
-          {"description", "A device run that takes longer is killed and reported as timed out."}};
+          {"default", kDefaultExecutionSeconds},
+          {"description",
+           "A device run that takes longer is killed and reported as timed out. Each run of "
+           "model or adapter code in the server's process (the example run when a model is "
+           "loaded, equivalence checks) is stopped with an error after as long."}};
 }
 
 nlohmann::json adaptField() {

@@ -1,6 +1,13 @@
 // Creating a workspace catalog from the shipped one, recognizing an existing one, and keeping
 // its work dir in step with main.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include "adapters/catalog_repo/catalog_internal.h"
@@ -118,14 +125,39 @@ git::Repository seedRepository(const fs::path& dir, const std::vector<ShippedAda
   return repo;
 }
 
-// Undoes a failed seeding so that a retried `stickler init` starts from the same empty place.
-void removeFailedSeed(const fs::path& dir, bool created_dir) {
-  std::error_code ignored;
-  fs::remove_all(dir / ".git", ignored);
-  if (created_dir) {
-    fs::remove(dir, ignored);
-  }
+// A sibling of `dir` to build the catalog in, unique to this process and call.
+fs::path stagingDirFor(const fs::path& dir) {
+  static std::atomic<unsigned> counter{0};
+  fs::path staging = dir;
+  staging.replace_filename("." + dir.filename().string() + ".creating-" +
+                           std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  return staging;
 }
+
+// An exclusive flock on the directory that will hold the catalog, held while it is created.
+// flock excludes other open descriptions, so other threads of this process wait as other
+// processes do; the kernel releases it when a holder dies; and no lock file is left behind.
+class InitLock {
+ public:
+  explicit InitLock(const fs::path& dir) {
+    const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+    std::error_code ignored;
+    fs::create_directories(parent, ignored);
+    fd_ = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0) {
+      throw UserError("cannot create the adapter catalog at " + dir.string() + ": cannot open " +
+                      parent.string() + ": " + std::strerror(errno));
+    }
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~InitLock() { ::close(fd_); }  // closing releases the lock
+  InitLock(const InitLock&) = delete;
+  InitLock& operator=(const InitLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 size_t adaptersOnMain(git_commit* main) {
   const git::Tree tree = git::treeOf(main);
@@ -207,8 +239,14 @@ void syncWorkdirWithMain(git_repository* repo, const git_oid& previous_main_tree
 
 }  // namespace catalog
 
-CatalogInitResult WorkspaceCatalog::init(const fs::path& dir, const fs::path& shipped_catalog_dir) {
+CatalogInitResult WorkspaceCatalog::init(const fs::path& requested,
+                                         const fs::path& shipped_catalog_dir) {
   git::ensureInitialized();
+  fs::path dir = requested.lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "ws/stickler-adapters/"
+  // Concurrent first users (four agents drafting at once in a fresh workspace, a CLI beside a
+  // server) take turns; the others find the catalog the first one made.
+  const InitLock lock(dir);
   std::error_code error;
   const bool dir_exists = fs::exists(dir, error);
   if (dir_exists && !fs::is_directory(dir, error)) {
@@ -226,16 +264,25 @@ CatalogInitResult WorkspaceCatalog::init(const fs::path& dir, const fs::path& sh
   }
 
   const std::vector<ShippedAdapter> adapters = readShippedCatalog(shipped_catalog_dir);
-  git::Repository repo;
+  // Made whole beside its place and renamed into it: whoever looks (a process that does not
+  // take the lock) sees no catalog or all of it, and a crash leaves only a stray sibling.
+  const fs::path staging = stagingDirFor(dir);
+  std::string main_tip;
   try {
-    repo = seedRepository(dir, adapters);
+    git::Repository repo = seedRepository(staging, adapters);
+    catalog::syncWorkdirWithMain(repo.get(), git::writeEmptyTree(repo.get()));
+    main_tip = git::toHex(*git::branchTip(repo.get(), catalog::kMainBranch));
   } catch (...) {
-    removeFailedSeed(dir, !dir_exists);
+    fs::remove_all(staging, error);
     throw;
   }
-  // From here main exists and the catalog is whole: a failure only leaves the work dir stale.
-  catalog::syncWorkdirWithMain(repo.get(), git::writeEmptyTree(repo.get()));
-  return {false, git::toHex(*git::branchTip(repo.get(), catalog::kMainBranch)), adapters.size()};
+  fs::rename(staging, dir, error);  // over an empty directory too
+  if (error) {
+    fs::remove_all(staging, error);
+    throw UserError("cannot create the adapter catalog at " + dir.string() + ": " +
+                    error.message());
+  }
+  return {false, main_tip, adapters.size()};
 }
 
 }  // namespace stickler

@@ -9,6 +9,7 @@
 #include "adapters/engine/transforms/builtin_transform.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/execution_limit.h"
 #include "simulator/support/sha256.h"
 
 namespace stickler {
@@ -70,9 +71,11 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
   const int draws = equivalenceDraws(*model);
   std::future<CapturedDraws> others;
   if (capture && !region.captured_before.empty()) {
-    others = std::async(std::launch::async, [&model, &region, draws] {
-      return captureDraws(*model, region.captured_before, 1, draws);
-    });
+    others =
+        std::async(std::launch::async, [&model, &region, draws, limit = currentExecutionLimit()] {
+          const ExecutionLimitScope scope(limit);
+          return captureDraws(*model, region.captured_before, 1, draws);
+        });
   }
   ValueCapture first(region.captured);
   first.captureInputs(model->example_inputs);

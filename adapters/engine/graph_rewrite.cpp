@@ -5,6 +5,7 @@
 
 #include <torch/csrc/jit/ir/subgraph_matcher.h>
 
+#include "adapters/engine/condition_sandbox.h"
 #include "simulator/graph/example_inputs.h"
 #include "simulator/support/errors.h"
 
@@ -33,23 +34,32 @@ std::optional<c10::IValue> conditionArgument(const GraphEdit& edit, const Value*
   return std::nullopt;
 }
 
-bool conditionHolds(const CompiledRewrite& rewrite, const GraphEdit& edit,
-                    const std::vector<Value*>& inputs, const std::string& adapter_path) {
-  if (rewrite.condition == nullptr) return true;
-  std::vector<c10::IValue> stack;
-  for (const Value* input : inputs) {
-    auto argument = conditionArgument(edit, input);
-    if (!argument) return false;  // nothing known about the value: do not guess
-    stack.push_back(*argument);
+// The condition's verdict on every match, decided before anything changes and in a worker:
+// adapter code never runs in the server's process.
+std::vector<ConditionVerdict> conditionVerdicts(const CompiledRewrite& rewrite,
+                                                const GraphEdit& edit,
+                                                const std::vector<std::vector<Value*>>& inputs,
+                                                const std::string& adapter_path) {
+  if (rewrite.condition == nullptr) {
+    return std::vector<ConditionVerdict>(inputs.size(), {ConditionVerdict::Kind::kHolds, ""});
   }
-  try {
-    const c10::IValue holds = (*rewrite.condition)(std::move(stack));
-    return holds.toBool();
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    throw UserError(adapter_path +
-                    ": condition failed on a match: " + what.substr(0, what.find('\n')));
+  std::vector<std::optional<std::vector<c10::IValue>>> arguments;
+  for (const auto& values : inputs) {
+    std::optional<std::vector<c10::IValue>> stack;
+    if (std::find(values.begin(), values.end(), nullptr) == values.end()) {
+      stack.emplace();
+      for (const Value* value : values) {
+        auto argument = conditionArgument(edit, value);
+        if (!argument) {  // nothing known about the value: do not guess
+          stack.reset();
+          break;
+        }
+        stack->push_back(*argument);
+      }
+    }
+    arguments.push_back(std::move(stack));
   }
+  return runConditionSandboxed(*rewrite.condition, arguments, adapter_path);
 }
 
 // Values that the replacement will read and that the pattern reads too: the matched inputs.
@@ -71,17 +81,26 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
   torch::jit::Graph& graph = edit.graph();
   giveEachUseItsOwnConstant(graph);
   const auto matches = torch::jit::findPatternMatches(*rewrite.pattern, graph);
+  std::vector<std::vector<Value*>> inputs_of;
+  for (const auto& match : matches) inputs_of.push_back(matchedInputs(*rewrite.pattern, match));
+  const std::vector<ConditionVerdict> verdicts =
+      conditionVerdicts(rewrite, edit, inputs_of, adapter_path);
+  size_t index = 0;
   std::unordered_set<const Node*> taken;  // a node is rewritten by one match at most
   for (const auto& match : matches) {
+    const ConditionVerdict& verdict = verdicts[index];
+    const std::vector<Value*>& inputs = inputs_of[index++];
     // Constants may be shared by several matches (pooled within a module); operators not.
     auto isOperator = [](const Node* node) { return node->kind() != torch::jit::prim::Constant; };
     const bool overlaps = std::any_of(
         match.nodes_map.begin(), match.nodes_map.end(),
         [&](const auto& pair) { return isOperator(pair.second) && taken.count(pair.second); });
     if (overlaps) continue;
-    const std::vector<Value*> inputs = matchedInputs(*rewrite.pattern, match);
     if (std::find(inputs.begin(), inputs.end(), nullptr) != inputs.end()) continue;
-    if (!conditionHolds(rewrite, edit, inputs, adapter_path)) {
+    if (verdict.kind == ConditionVerdict::Kind::kFailed) {
+      throw UserError(adapter_path + ": condition failed on a match: " + verdict.message);
+    }
+    if (verdict.kind == ConditionVerdict::Kind::kTurnedDown) {
       ++count.refused_by_condition;
       continue;
     }

@@ -7,6 +7,7 @@
 #include <torch/jit.h>
 
 #include "adapters/engine/graph_edit.h"
+#include "adapters/engine/operator_policy.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -80,6 +81,12 @@ CompiledRewrite compileRewrite(const AdapterFile& file) {
     compiled.unit = torch::jit::compile(functionsAtTheirLines(file));
   } catch (const std::exception& e) {
     throw UserError(locatedMessage(file.path, e.what()));
+  }
+  // Before anything runs or is inserted: the operators adapter code may use.
+  for (torch::jit::Function* function : compiled.unit->get_functions()) {
+    const auto role =
+        function->name() == "pattern" ? AdapterCodeRole::kMatched : AdapterCodeRole::kRun;
+    checkAdapterOperators(*torch::jit::toGraphFunction(*function).graph(), role, file.path);
   }
   compiled.pattern = graphOf(*compiled.unit, "pattern");
   giveEachUseItsOwnConstant(*compiled.pattern);

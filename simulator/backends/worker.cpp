@@ -4,11 +4,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -65,9 +67,34 @@ void drain(int fd, std::string& into) {
   }
 }
 
+// The address space the worker inherited (its parent's models included), in bytes.
+uint64_t inheritedAddressSpace() {
+  unsigned long long pages = 0;
+  if (FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%llu", &pages) != 1) pages = 0;
+    std::fclose(statm);
+  }
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+void applyLimits(const WorkerLimits& limits) {
+  if (limits.cpu_seconds > 0) {
+    const auto seconds = static_cast<rlim_t>(limits.cpu_seconds) + 1;
+    const rlimit cpu = {seconds, seconds + 1};  // SIGXCPU at the soft limit, SIGKILL after
+    ::setrlimit(RLIMIT_CPU, &cpu);
+  }
+  if (limits.extra_address_bytes > 0) {
+    const auto bytes = static_cast<rlim_t>(inheritedAddressSpace() + limits.extra_address_bytes);
+    const rlimit address_space = {bytes, bytes};
+    ::setrlimit(RLIMIT_AS, &address_space);
+  }
+}
+
 [[noreturn]] void runChild(const std::function<std::string(WorkerProgress&)>& job,
-                           WorkerProgress* progress, int out_fd, int err_fd) {
+                           WorkerProgress* progress, int out_fd, int err_fd,
+                           const WorkerLimits& limits) {
   ::dup2(err_fd, STDERR_FILENO);
+  applyLimits(limits);
   // OpenMP's thread pool does not survive fork(); one thread never touches it.
   at::set_num_threads(1);
   std::string reply;
@@ -88,7 +115,8 @@ void drain(int fd, std::string& into) {
 }  // namespace
 
 WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progress)>& job,
-                          double timeout_seconds, const std::atomic<bool>* cancelled) {
+                          double timeout_seconds, const std::atomic<bool>* cancelled,
+                          const WorkerLimits& limits) {
   void* shared = ::mmap(nullptr, sizeof(WorkerProgress), PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) throw std::runtime_error("mmap for the worker's progress failed");
@@ -122,7 +150,7 @@ WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progre
     for (int fd : readEndsInFlight()) ::close(fd);
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
-    runChild(job, progress, out_pipe[1], err_pipe[1]);
+    runChild(job, progress, out_pipe[1], err_pipe[1], limits);
   }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);

@@ -36,12 +36,20 @@ struct WorkerOutcome {
   double seconds = 0.0;
 };
 
+// What the worker may use, enforced by the kernel (setrlimit) once it has forked: code that
+// loops or allocates without end is killed (SIGXCPU) or fails to allocate, not the caller.
+struct WorkerLimits {
+  double cpu_seconds = 0;            // RLIMIT_CPU; 0 for none
+  uint64_t extra_address_bytes = 0;  // RLIMIT_AS beyond what the worker inherits; 0 for none
+};
+
 // Runs `job` in a forked worker process, so that an abort or a hang inside it is a result,
 // not the end of the caller. The job returns bytes for the caller and may update `progress`.
 // The worker inherits the caller's memory (models already loaded), runs with one thread, and
 // exits without running the caller's destructors.
 // When `cancelled` becomes true the worker is killed.
 WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progress)>& job,
-                          double timeout_seconds, const std::atomic<bool>* cancelled = nullptr);
+                          double timeout_seconds, const std::atomic<bool>* cancelled = nullptr,
+                          const WorkerLimits& limits = {});
 
 }  // namespace stickler

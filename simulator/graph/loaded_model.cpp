@@ -12,6 +12,7 @@
 #include "simulator/graph/model_archive.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/task_control.h"
 
 namespace stickler {
 namespace {
@@ -185,6 +186,8 @@ void runAndRecord(LoadedModel& model, ExecutionObserver* also = nullptr) {
   ShapeRecorder recorder(model.records, also);
   try {
     model.example_outputs = model.interpreter->run(model.example_inputs, &recorder);
+  } catch (const Cancelled&) {
+    throw;
   } catch (const UserError& e) {
     throw UserError(model.path + ": the model does not run on its example inputs: " + e.what());
   } catch (const std::exception& e) {  // e.g. a branch condition of the wrong type

@@ -5,6 +5,7 @@
 #include "simulator/graph/node_info.h"
 #include "simulator/interpreter/program.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/execution_limit.h"
 
 namespace stickler {
 namespace {
@@ -53,6 +54,7 @@ class Execution {
 
   void runBlock(const BlockCode& block) {
     for (const Step& step : block.steps) {
+      clock_.tick();
       if (!step.boundaries.empty()) crossBoundaries(step.boundaries);
       switch (step.kind) {
         case StepKind::kOperation:
@@ -137,6 +139,7 @@ class Execution {
     carried.reserve(step.outputs.size());
     for (size_t i = 2; i < step.inputs.size(); ++i) carried.push_back(registers_[step.inputs[i]]);
     for (int64_t trip = 0; condition && trip < max_trips; ++trip) {
+      clock_.tick();  // a body may have no step at all: `while True: pass`
       registers_[body.inputs[0]] = trip;
       for (size_t i = 0; i < carried.size(); ++i) {
         registers_[body.inputs[i + 1]] = std::move(carried[i]);
@@ -159,6 +162,7 @@ class Execution {
   bool shortcuts_;
   std::vector<c10::IValue> registers_;
   Stack stack_;
+  ExecutionClock clock_;  // this thread's limit on user code, from when the run started
 };
 
 }  // namespace

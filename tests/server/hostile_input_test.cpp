@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 
 #include "tests/server/workspace_server.h"
@@ -95,6 +96,45 @@ TEST_F(HostileInput, AReportLinkedOutsideTheWorkspaceIsNeverRead) {
   }
   EXPECT_TRUE(junk_named) << reports.dump();
   EXPECT_TRUE(saved_listed) << reports.dump();
+  EXPECT_EQ(request("ping", json::object()).at("result"), json::object());
+}
+
+TEST_F(HostileInput, AdapterCodeThatReachesFilesIsRefusedWhenDrafted) {
+  // The attack of the issue: a replacement mapped a file outside the workspace with
+  // torch.from_file and wrote into it with fill_ during apply_adapter.
+  const OutsideFile victim("victim");
+  const std::string source =
+      "name = \"reach\"\ngap = \"a test\"\nwhy = \"a test\"\n"
+      "models = [\"*\"]\nprofiles = [\"spyre-2025\"]\nremove_when = \"r\"\n\n\n"
+      "def pattern(x):\n    return x * x\n\n\n"
+      "def replacement(x):\n"
+      "    y = torch.from_file(\"" +
+      victim.path() +
+      "\", True, 16)\n"
+      "    y.fill_(0.0)\n"
+      "    return x * x + y.sum() * 0.0\n";
+  const json result =
+      call("draft_adapter", {{"name", "reach"}, {"source", source}, {"reason", "r"}});
+  ASSERT_TRUE(result.value("isError", false)) << result.dump().substr(0, 300);
+  const std::string message = result.at("content").at(0).at("text");
+  EXPECT_TRUE(std::regex_search(message, std::regex(":14:9: aten::from_file is not allowed")))
+      << message;
+  EXPECT_FALSE(std::filesystem::exists(workspace_ + "/stickler-adapters"));
+  std::ifstream in(victim.path());
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "root:x:0:0:the-secret-line\n");
+  EXPECT_EQ(request("ping", json::object()).at("result"), json::object());
+}
+
+TEST_F(HostileInput, AForwardThatNeverEndsIsAToolErrorAfterTheTimeout) {
+  // The example run at load happens in the server's process, where timeout_seconds did not
+  // apply: run_model never returned.
+  const json result =
+      call("run_model",
+           {{"model", testing::zooPath("broken/forward-never-ends.pt")}, {"timeout_seconds", 1}});
+  ASSERT_TRUE(result.value("isError", false)) << result.dump().substr(0, 300);
+  const std::string message = result.at("content").at(0).at("text");
+  EXPECT_NE(message.find("more than 1 s in the server's process"), std::string::npos) << message;
   EXPECT_EQ(request("ping", json::object()).at("result"), json::object());
 }
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -152,6 +153,22 @@ long ServedProcess::peakMemoryKb() const {
     if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
   }
   return -1;
+}
+
+double ServedProcess::cpuSeconds() const {
+  std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  // Fields after the command (which may hold spaces) start after its closing parenthesis;
+  // utime and stime are the 14th and 15th fields, the 12th and 13th after it.
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15) stime = std::stoll(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace stickler::testing

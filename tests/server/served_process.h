@@ -37,6 +37,7 @@ class ServedProcess {
   // Waits for the server to exit: its exit status, or minus the signal that killed it.
   int wait(int timeout_ms = 30000);
   long peakMemoryKb() const;  // VmHWM
+  double cpuSeconds() const;  // user and system time so far, from /proc/<pid>/stat
 
  private:
   pid_t pid_ = -1;

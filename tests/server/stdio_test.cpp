@@ -2,6 +2,9 @@
 // logs on stderr, and bad input answered while the server goes on.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <signal.h>
 
 #include <nlohmann/json.hpp>
@@ -86,6 +89,9 @@ TEST_F(StdioTest, DeeplyNestedJsonIsAParseErrorEvenBeforeInitialize) {
   // Invalid UTF-8: the parser quotes the bad bytes; the reply is still valid JSON.
   served_.writeLine("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\xfe\"}");
   EXPECT_EQ(next().at("error").at("code"), -32700);
+  // A number beyond a double ended the process (std::terminate) until the fuzz target found it.
+  served_.writeLine(R"({"jsonrpc":"2.0","id":1e400,"method":"ping"})");
+  EXPECT_EQ(next().at("error").at("code"), -32700);
   initialize();
   expectServing(9);
 }
@@ -131,6 +137,39 @@ TEST_F(StdioTest, AClosedStdoutIsNotFatal) {
   served_.closeStdout();
   served_.writeLine(ping(11).dump());
   served_.writeLine(ping(12).dump());
+  served_.closeStdin();
+  EXPECT_EQ(served_.wait(), 0);
+}
+
+TEST_F(StdioTest, AModelWhoseForwardNeverEndsIsCancelledAndTheServerGoesOn) {
+  // Its example run happens in the server's process when the model is loaded, before any
+  // device worker: cancellation and the end of input used to leave a core at 100%.
+  initialize();
+  served_.writeLine(json{
+      {"jsonrpc", "2.0"},
+      {"id", 5},
+      {"method", "tools/call"},
+      {"params",
+       {{"name", "inspect_model"}, {"arguments", {{"model", "broken/forward-never-ends.pt"}}}}}}
+                        .dump());
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  served_.writeLine(
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}})");
+  expectServing(6);  // the cancelled call sends no answer: the next line is the ping's
+  // The loop stopped: the process is idle, not spinning a core.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const double before = served_.cpuSeconds();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_LT(served_.cpuSeconds() - before, 0.5);
+  // A call left running when the input ends is cancelled too, and the server exits.
+  served_.writeLine(json{
+      {"jsonrpc", "2.0"},
+      {"id", 7},
+      {"method", "tools/call"},
+      {"params",
+       {{"name", "inspect_model"}, {"arguments", {{"model", "broken/forward-never-ends.pt"}}}}}}
+                        .dump());
+  std::this_thread::sleep_for(std::chrono::seconds(1));
   served_.closeStdin();
   EXPECT_EQ(served_.wait(), 0);
 }

@@ -42,5 +42,15 @@ TEST(UntrustedJson, ParseErrorsArePrintableUtf8) {
   EXPECT_EQ(printableUtf8("caf\xc3\xa9 \xff\x01ok \xe2\x82"), "caf\xc3\xa9 ??ok ??");
 }
 
+TEST(UntrustedJson, ANumberBeyondADoubleIsAnInputError) {
+  // nlohmann reports it as out_of_range, not parse_error: it escaped and ended the server.
+  try {
+    parseUntrustedJson(R"({"id": 1e400})");
+    FAIL() << "1e400 was parsed";
+  } catch (const JsonInputError& error) {
+    EXPECT_NE(std::string(error.what()).find("number overflow"), std::string::npos) << error.what();
+  }
+}
+
 }  // namespace
 }  // namespace stickler

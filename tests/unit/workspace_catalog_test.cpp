@@ -153,6 +153,40 @@ TEST_F(WorkspaceCatalogTest, InitTwiceChangesNothing) {
   EXPECT_FALSE(fs::exists(catalog_ / "later-addition.py"));
 }
 
+TEST_F(WorkspaceCatalogTest, ConcurrentFirstUsersAllGetTheOneCatalog) {
+  // Four agents drafting at once in a fresh workspace: each opens (creating) the catalog and
+  // drafts. Before creation was serialized and atomic, some got "config.lock", "not a Stickler
+  // adapter catalog" or template errors.
+  for (int round = 0; round < 3; ++round) {
+    fs::remove_all(catalog_);
+    std::vector<std::string> errors(4);
+    std::vector<int> created(4, 0);
+    std::vector<std::thread> agents;
+    for (int i = 0; i < 4; ++i) {
+      agents.emplace_back([&, i] {
+        try {
+          created[i] = !WorkspaceCatalog::init(catalog_, shipped_).already_existed;
+          WorkspaceCatalog catalog = WorkspaceCatalog::open(catalog_);
+          catalog.draft("agent-" + std::to_string(i), "name = \"agent\"\n", "reason");
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      });
+    }
+    for (auto& agent : agents) agent.join();
+    for (const std::string& error : errors) EXPECT_EQ(error, "") << "round " << round;
+    EXPECT_EQ(created[0] + created[1] + created[2] + created[3], 1) << "round " << round;
+    EXPECT_EQ(git(catalog_, "rev-list --count main"), "1");
+    EXPECT_EQ(git(catalog_, "branch --list 'draft/*' --format='%(refname:short)'"),
+              "draft/agent-0\ndraft/agent-1\ndraft/agent-2\ndraft/agent-3");
+  }
+  // Nothing of the making is left beside the catalog.
+  for (const auto& entry : fs::directory_iterator(catalog_.parent_path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".creating-"), std::string::npos)
+        << entry.path();
+  }
+}
+
 TEST_F(WorkspaceCatalogTest, InitRefusesANonEmptyDirectoryThatIsNotACatalog) {
   fs::create_directories(catalog_);
   writeFile(catalog_ / "notes.txt", "mine");

@@ -17,6 +17,21 @@ class _Tiny(nn.Module):
         return self.embed(input_ids)
 
 
+class _NeverEnds(nn.Module):
+    """A forward whose loop never ends: scripted, so the loop stays in the graph."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 4)
+
+    def forward(self, input_ids):
+        hidden = self.embed(input_ids)
+        trips = 0
+        while trips >= 0:
+            trips = trips + 1
+        return hidden
+
+
 def _save(model, path, card=None):
     extra = {"stickler/model.json": card} if card is not None else {}
     torch.jit.save(torch.jit.trace(model, torch.zeros(1, 3, dtype=torch.long)), path, _extra_files=extra)
@@ -90,4 +105,9 @@ def write_broken(out_dir):
     add("empty.pt", "empty file")
 
     add("does-not-exist.pt", "no such file")
+
+    # Hostile, not broken: it loads, but its example run never ends. Not in the list above,
+    # whose every archive must fail at once; the execution-limit tests use it.
+    torch.jit.save(torch.jit.script(_NeverEnds().eval()), f"{out_dir}/forward-never-ends.pt",
+                   _extra_files={"stickler/model.json": _card("input_ids")})
     return entries

@@ -1,0 +1,91 @@
+#include "adapters/engine/condition_sandbox.h"
+
+#include <csignal>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "simulator/backends/worker.h"
+#include "simulator/support/errors.h"
+#include "simulator/support/execution_limit.h"
+#include "simulator/support/task_control.h"
+
+namespace stickler {
+namespace {
+
+std::string firstLine(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+// TorchScript's interpreter reports "The following operation failed in the TorchScript
+// interpreter.", a traceback, and the error itself last: say the error.
+std::string conciseError(const std::string& what) {
+  if (what.rfind("The following operation failed", 0) != 0) return firstLine(what);
+  size_t end = what.find_last_not_of("\n ");
+  if (end == std::string::npos) return firstLine(what);
+  const size_t start = what.rfind('\n', end);
+  return what.substr(start == std::string::npos ? 0 : start + 1, end - start);
+}
+
+// Verdicts travel from the worker as JSON: [[kind, message], ...].
+std::string runAll(torch::jit::Function& condition,
+                   const std::vector<std::optional<std::vector<c10::IValue>>>& arguments) {
+  nlohmann::json verdicts = nlohmann::json::array();
+  for (const auto& stack : arguments) {
+    if (!stack) {
+      verdicts.push_back({static_cast<int>(ConditionVerdict::Kind::kTurnedDown), ""});
+      continue;
+    }
+    try {
+      const bool holds = condition(*stack).toBool();
+      verdicts.push_back({static_cast<int>(holds ? ConditionVerdict::Kind::kHolds
+                                                 : ConditionVerdict::Kind::kTurnedDown),
+                          ""});
+    } catch (const std::exception& e) {
+      verdicts.push_back(
+          {static_cast<int>(ConditionVerdict::Kind::kFailed), conciseError(e.what())});
+    }
+  }
+  return verdicts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::vector<ConditionVerdict> runConditionSandboxed(
+    torch::jit::Function& condition,
+    const std::vector<std::optional<std::vector<c10::IValue>>>& arguments,
+    const std::string& adapter_path) {
+  bool any = false;
+  for (const auto& stack : arguments) any = any || stack.has_value();
+  if (!any) return std::vector<ConditionVerdict>(arguments.size());
+
+  const ExecutionLimit limit = currentExecutionLimit();
+  const double seconds = limit.seconds > 0 ? limit.seconds : kDefaultExecutionSeconds;
+  const WorkerOutcome outcome =
+      runInWorker([&](WorkerProgress&) { return runAll(condition, arguments); }, seconds,
+                  limit.cancelled, {seconds, kConditionMemoryBytes});
+  const std::string where = adapter_path + ": condition";
+  switch (outcome.status) {
+    case WorkerOutcome::Status::kCompleted:
+      break;
+    case WorkerOutcome::Status::kCancelled:
+      throw Cancelled();
+    case WorkerOutcome::Status::kTimedOut:
+      throw UserError(where + " did not finish within " + std::to_string(int(seconds)) +
+                      " s and was stopped (a loop that never ends?)");
+    case WorkerOutcome::Status::kAborted:
+      throw UserError(where + "'s process died of " + ::strsignal(outcome.signal) +
+                      (outcome.signal == SIGXCPU ? " (it used more CPU time than it may)" : "") +
+                      (outcome.stderr_text.empty() ? "" : ": " + firstLine(outcome.stderr_text)));
+    case WorkerOutcome::Status::kFailed:
+      throw UserError(where + " could not run: " + firstLine(outcome.message));
+  }
+  std::vector<ConditionVerdict> verdicts;
+  for (const auto& entry : nlohmann::json::parse(outcome.payload)) {
+    verdicts.push_back({static_cast<ConditionVerdict::Kind>(entry.at(0).get<int>()),
+                        entry.at(1).get<std::string>()});
+  }
+  return verdicts;
+}
+
+}  // namespace stickler

@@ -1,0 +1,134 @@
+#include "adapters/engine/operator_policy.h"
+
+#include <map>
+
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/operator.h>
+
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+using torch::jit::Node;
+
+// Operators whose effect reaches past the values they return and that their schemas do not
+// mark: files, the process's global state, other threads and processes, the server's output.
+const std::map<std::string, std::string>& refusedByName() {
+  static const std::map<std::string, std::string> kRefused = {
+      {"aten::from_file", "it maps a file into a tensor"},
+      {"aten::save", "it writes a file"},
+      {"aten::set_", "it makes a tensor alias another storage"},
+      {"aten::set_data", "it makes a tensor alias another storage"},
+      {"aten::manual_seed", "it changes the process's random state"},
+      {"aten::set_grad_enabled", "it changes the process's autograd state"},
+      {"aten::_cufft_set_plan_cache_max_size", "it changes the process's global state"},
+      {"aten::record_stream", "it reaches device streams"},
+      {"aten::pin_memory", "it reaches device memory"},
+      {"aten::_pin_memory", "it reaches device memory"},
+      {"aten::wait", "it waits on another thread's work"},
+      {"prim::fork", "it starts work on another thread"},
+      {"prim::awaitable", "it starts work on another thread"},
+      {"prim::awaitable_wait", "it waits on another thread's work"},
+      {"prim::rpc_async", "it calls another process"},
+      {"prim::rpc_sync", "it calls another process"},
+      {"prim::rpc_remote", "it calls another process"},
+      {"prim::Print", "it writes to the server's output, which may be the MCP channel"},
+      {"prim::PythonOp", "it calls Python"},
+      {"prim::IgnoredPythonOp", "it calls Python"},
+      {"prim::TimePoint", "its result depends on the clock"},
+      {"prim::AddStatValue", "it changes the process's global state"},
+      {"prim::SetAttr", "it changes a module's state"},
+      {"prim::Enter", "it enters a context manager"},
+      {"prim::Exit", "it leaves a context manager"},
+  };
+  return kRefused;
+}
+
+bool holdsTensors(const c10::TypePtr& type) {
+  if (type->kind() == c10::TypeKind::TensorType) return true;
+  if (auto optional = type->cast<c10::OptionalType>())
+    return holdsTensors(optional->getElementType());
+  if (auto list = type->cast<c10::ListType>()) return holdsTensors(list->getElementType());
+  return false;
+}
+
+// The argument a schema says the operator writes, when it holds tensors: in-place and out=
+// variants. Writing a list the code built itself (`append`) changes nothing of the model's.
+std::optional<std::string> writtenTensorArgument(const c10::FunctionSchema& schema) {
+  for (const auto& argument : schema.arguments()) {
+    if (argument.alias_info() != nullptr && argument.alias_info()->isWrite() &&
+        holdsTensors(argument.type())) {
+      return argument.name();
+    }
+  }
+  return std::nullopt;
+}
+
+// Whether any overload takes a random generator: such operators draw from the process's random
+// state, so what they compute differs from run to run and the state moves for everyone else.
+bool drawsRandomNumbers(c10::Symbol kind) {
+  for (const auto& op : torch::jit::getAllOperatorsFor(kind)) {
+    for (const auto& argument : op->schema().arguments()) {
+      const c10::TypePtr& type = argument.type();
+      auto optional = type->cast<c10::OptionalType>();
+      const c10::TypePtr& inner = optional ? optional->getElementType() : type;
+      if (inner->kind() == c10::TypeKind::GeneratorType) return true;
+    }
+  }
+  return false;
+}
+
+std::string positionOf(const Node& node, const std::string& path) {
+  const auto& range = node.sourceRange();
+  if (!range.source()) return path;
+  const auto& source = *range.source();
+  const size_t line = source.lineno_for_offset(range.start());
+  const size_t column = range.start() - source.offset_for_line(line);
+  return path + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1);
+}
+
+void checkBlock(const torch::jit::Block& block, AdapterCodeRole role, const std::string& path) {
+  for (const Node* node : block.nodes()) {
+    if (auto reason = operatorRefusal(*node, role)) {
+      throw UserError(positionOf(*node, path) + ": " + node->kind().toQualString() +
+                      " is not allowed in adapter code: " + *reason +
+                      " (adapters may only compute on tensors; docs/security.md)");
+    }
+    for (const torch::jit::Block* inner : node->blocks()) checkBlock(*inner, role, path);
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> operatorRefusal(const Node& node, AdapterCodeRole role) {
+  const c10::Symbol kind = node.kind();
+  auto named = refusedByName().find(kind.toQualString());
+  if (named != refusedByName().end()) return named->second;
+  if (!kind.is_aten() && !kind.is_prim()) {
+    return std::string("only aten:: and prim:: operators are allowed, not ") +
+           kind.ns().toUnqualString() + "::";
+  }
+  if (role == AdapterCodeRole::kMatched) return std::nullopt;
+  if (drawsRandomNumbers(kind)) return std::string("it draws random numbers");
+  if (const c10::FunctionSchema* schema = node.maybeSchema()) {
+    if (auto written = writtenTensorArgument(*schema)) {
+      return "it writes its argument `" + *written +
+             "` in place (a replacement computes new values; use the out-of-place operator)";
+    }
+  }
+  return std::nullopt;
+}
+
+void checkAdapterOperators(const torch::jit::Graph& graph, AdapterCodeRole role,
+                           const std::string& path) {
+  checkBlock(*graph.block(), role, path);
+}
+
+std::vector<std::string> operatorsRefusedByName() {
+  std::vector<std::string> names;
+  for (const auto& [name, reason] : refusedByName()) names.push_back(name);
+  return names;
+}
+
+}  // namespace stickler
