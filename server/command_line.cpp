@@ -182,6 +182,14 @@ int runCommandLine(const std::vector<std::string>& arguments) {
                           "Also serve the fixtures the MCP conformance suite calls");
   serve_command->add_option("--max-request-bytes", serve.max_request_bytes,
                             "Refuse larger messages (default 16 MiB)");
+  serve_command->add_option("--http-threads", serve.http_threads,
+                            "HTTP workers, the requests served at once (default 32); one client "
+                            "address may hold all but a quarter of them");
+  serve_command->add_option("--header-timeout", serve.header_timeout_seconds,
+                            "Seconds an HTTP request's headers may take to arrive (default 10)");
+  serve_command->add_option("--body-timeout", serve.body_timeout_seconds,
+                            "Seconds an HTTP request's body may take after its headers "
+                            "(default 60)");
   serve_command->add_option("--allow-host", serve.allowed_hosts,
                             "Also accept this Host name over HTTP");
   serve_command->add_option("--allow-origin", serve.allowed_origins,

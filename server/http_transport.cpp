@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "server/http_connection_gate.h"
 #include "server/json_rpc.h"
 #include "server/task_pool.h"
 #include "simulator/support/untrusted_json.h"
@@ -138,16 +139,23 @@ class HttpTransport {
   }
 
   int run(const std::function<void(int)>& on_listening) {
-    httplib::Server http;
+    // One client address may hold all workers but a reserve (a quarter, at least 2), so that a
+    // client holding its connections (slow headers, long streams) cannot shut others out.
     const int threads = options_.threads;
+    ConnectionLimits limits;
+    limits.header_seconds = options_.header_seconds;
+    limits.body_seconds = options_.body_seconds;
+    limits.per_address = std::max(1, threads - std::max(2, threads / 4));
+    GatedHttpServer http(limits);
     http.new_task_queue = [threads] {
       return new httplib::ThreadPool(static_cast<size_t>(threads));
     };
     http.set_payload_max_length(options_.max_request_bytes);
     http.set_tcp_nodelay(true);  // a round trip is one small request and one small answer
-    http.set_keep_alive_max_count(1000);
-    http.set_read_timeout(30, 0);
-    http.set_write_timeout(30, 0);
+    http.set_keep_alive_max_count(static_cast<size_t>(limits.requests_per_connection));
+    http.set_keep_alive_timeout(limits.idle_seconds);  // what its Keep-Alive header says
+    http.set_read_timeout(limits.io_seconds, 0);
+    http.set_write_timeout(limits.io_seconds, 0);
     http.set_pre_routing_handler(
         [this](const httplib::Request& request, httplib::Response& response) {
           return guard(request, response);
@@ -193,6 +201,7 @@ class HttpTransport {
   bool framingRefused(const httplib::Request& request, httplib::Response& response) const {
     auto refuse = [&](int status, const std::string& message) {
       response.set_header("Connection", "close");
+      closeConnectionAfterResponse();  // the body, if any, is never read
       jsonError(response, status, rpc_error::kInvalidRequest, message);
       return true;
     };
@@ -311,6 +320,7 @@ class HttpTransport {
     });
     if (complete) return true;
     response.set_header("Connection", "close");  // the rest of the body is not read
+    closeConnectionAfterResponse();
     if (too_large || response.status == 413) {
       jsonError(response, 413, rpc_error::kInvalidRequest,
                 "request body larger than the limit of " + std::to_string(limit) + " bytes");

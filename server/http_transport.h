@@ -19,7 +19,9 @@ struct HttpOptions {
   // accept. Everything else is refused (403) against DNS rebinding.
   std::vector<std::string> allowed_hosts;
   std::vector<std::string> allowed_origins;
-  int threads = 32;  // concurrent requests (SSE streams hold one while they last)
+  int threads = 32;         // concurrent requests (SSE streams hold one while they last)
+  int header_seconds = 10;  // a request's headers must arrive whole within this
+  int body_seconds = 60;    // and its body within this after them
 };
 
 // Serves MCP over Streamable HTTP at /mcp until the process ends: POST (JSON, or an SSE

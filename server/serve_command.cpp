@@ -67,6 +67,13 @@ int runServe(const ServeOptions& options) {
   parseAddress(*options.http, http);
   if (options.token_file) http.bearer_token = readToken(*options.token_file);
   http.max_request_bytes = options.max_request_bytes;
+  if (options.http_threads < 4 || options.http_threads > 1024)
+    throw UserError("--http-threads must be between 4 and 1024");
+  if (options.header_timeout_seconds < 1) throw UserError("--header-timeout must be at least 1");
+  if (options.body_timeout_seconds < 1) throw UserError("--body-timeout must be at least 1");
+  http.threads = options.http_threads;
+  http.header_seconds = options.header_timeout_seconds;
+  http.body_seconds = options.body_timeout_seconds;
   http.allowed_hosts = options.allowed_hosts;
   http.allowed_origins = options.allowed_origins;
   return serveHttp(server, http, [&](int port) {

@@ -13,6 +13,9 @@ struct ServeOptions {
   std::optional<std::string> token_file;
   bool conformance_fixtures = false;
   size_t max_request_bytes = 16 * 1024 * 1024;
+  int http_threads = 32;            // HTTP workers: concurrent requests
+  int header_timeout_seconds = 10;  // an HTTP request's headers must arrive within this
+  int body_timeout_seconds = 60;    // and its body within this after them
   std::vector<std::string> allowed_hosts;
   std::vector<std::string> allowed_origins;
   double session_idle_minutes = 60;

@@ -33,19 +33,27 @@ const bool kSigpipeIgnored = [] {
   return true;
 }();
 
-// What the server answers on a new connection to `bytes` sent raw (an attacker's request, not
-// one httplib's client would send), read until it closes or `timeout_ms` pass without a byte.
-std::string rawExchange(int port, const std::string& bytes, int timeout_ms = 5000) {
+// A connection to the server from `source`, a loopback address: 127.0.0.2 is another client
+// address to the server than 127.0.0.1. -1 when it cannot connect.
+int connectFrom(int port, const char* source) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &local.sin_addr);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
     ::close(fd);
-    return "";
+    return -1;
   }
-  (void)::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+// What the server answers on `fd` within `timeout_ms` of silence, until it closes.
+std::string readAnswer(int fd, int timeout_ms) {
   std::string answer;
   char buffer[4096];
   pollfd ready{fd, POLLIN, 0};
@@ -54,6 +62,17 @@ std::string rawExchange(int port, const std::string& bytes, int timeout_ms = 500
     if (got <= 0) break;
     answer.append(buffer, static_cast<size_t>(got));
   }
+  return answer;
+}
+
+// What the server answers on a new connection to `bytes` sent raw (an attacker's request, not
+// one httplib's client would send), read until it closes or `timeout_ms` pass without a byte.
+std::string rawExchange(int port, const std::string& bytes, int timeout_ms = 5000,
+                        const char* source = "127.0.0.1") {
+  const int fd = connectFrom(port, source);
+  if (fd < 0) return "";
+  (void)::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  std::string answer = readAnswer(fd, timeout_ms);
   ::close(fd);
   return answer;
 }
@@ -308,6 +327,80 @@ TEST_F(HttpTest, ConcurrentClients) {
   }
   for (auto& thread : clients) thread.join();
   EXPECT_EQ(ok.load(), 40);
+}
+
+TEST(HttpConnections, SlowHeadersCostTheirSenderNotOtherClients) {
+  // 32 connections sending part of their headers blocked every client for 30 s each, and one
+  // byte every 10 s kept the server unavailable for ever. With 4 workers, one address may hold
+  // 2 and 2 stay in reserve; headers must arrive within 2 s, a body within 2 s after them.
+  ServedProcess served(ServedProcess::Transport::kHttp,
+                       {"--http-threads", "4", "--header-timeout", "2", "--body-timeout", "2"});
+  const std::string partial = "POST /mcp HTTP/1.1\r\nHost: local";
+  int stalled[2];
+  for (int& fd : stalled) {
+    fd = connectFrom(served.port(), "127.0.0.1");
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(partial.size()));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both taken by workers
+  // A third connection from that address is refused at once; another address is served.
+  const std::string initialize =
+      "POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+      "Connection: close\r\nContent-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\n"
+      "Content-Length: " +
+      std::to_string(initializeRequest().dump().size()) + "\r\n\r\n" + initializeRequest().dump();
+  EXPECT_EQ(statusLine(rawExchange(served.port(), initialize, 5000, "127.0.0.1")),
+            "HTTP/1.1 503 Service Unavailable");
+  EXPECT_EQ(statusLine(rawExchange(served.port(), initialize, 5000, "127.0.0.2")),
+            "HTTP/1.1 200 OK");
+  // Trickling one byte at a time does not keep a connection: it is answered 408 and closed
+  // at the header limit, long before the 15 s this loop would trickle for.
+  bool closed = false;
+  std::string answer;
+  for (int i = 0; i < 50 && !closed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (::send(stalled[0], "h", 1, MSG_NOSIGNAL) != 1) closed = true;
+    pollfd ready{stalled[0], POLLIN, 0};
+    if (!closed && ::poll(&ready, 1, 0) > 0) {
+      answer = readAnswer(stalled[0], 1000);
+      closed = true;
+    }
+  }
+  EXPECT_TRUE(closed);
+  if (!answer.empty()) {
+    EXPECT_EQ(statusLine(answer), "HTTP/1.1 408 Request Timeout");
+  }
+  for (int fd : stalled) ::close(fd);
+  // A body trickled after whole headers is cut off at the body limit the same way.
+  const int body = connectFrom(served.port(), "127.0.0.2");
+  ASSERT_GE(body, 0);
+  const std::string headers =
+      "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+      "Content-Length: 1000\r\n\r\n{";
+  ASSERT_GT(::send(body, headers.data(), headers.size(), MSG_NOSIGNAL), 0);
+  bool body_closed = false;
+  std::string body_answer;
+  for (int i = 0; i < 50 && !body_closed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (::send(body, " ", 1, MSG_NOSIGNAL) != 1) body_closed = true;
+    pollfd ready{body, POLLIN, 0};
+    if (!body_closed && ::poll(&ready, 1, 0) > 0) {
+      body_answer = readAnswer(body, 1000);
+      body_closed = true;
+    }
+  }
+  ::close(body);
+  EXPECT_TRUE(body_closed);
+  if (!body_answer.empty()) {
+    EXPECT_EQ(statusLine(body_answer).substr(0, 12), "HTTP/1.1 400") << body_answer;
+  }
+  // Its connections gone, the address is served again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(statusLine(rawExchange(served.port(), initialize, 5000, "127.0.0.1")),
+            "HTTP/1.1 200 OK");
+  EXPECT_TRUE(served.alive());
 }
 
 TEST(HttpSessions, ANewSessionBeyondTheCapEndsTheIdleOne) {
