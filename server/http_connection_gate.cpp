@@ -111,20 +111,10 @@ class ConnectionStream : public httplib::Stream {
   }
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage address{};
-    socklen_t length = sizeof address;
-    if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-      ip = addressOf(address);
-      port = portOf(address);
-    }
+    endpoint(::getpeername, ip, port);
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage address{};
-    socklen_t length = sizeof address;
-    if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-      ip = addressOf(address);
-      port = portOf(address);
-    }
+    endpoint(::getsockname, ip, port);
   }
   socket_t socket() const override { return sock_; }
 
@@ -132,6 +122,14 @@ class ConnectionStream : public httplib::Stream {
   static constexpr size_t kMaxHeaderBytes = 64 * 1024;
 
   size_t pending() const { return buffer_.size() - offset_; }
+  void endpoint(int (*name)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (name(sock_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+      ip = addressOf(address);
+      port = portOf(address);
+    }
+  }
   int readTimeout() const { return std::min(io_ms_, millisecondsUntil(read_deadline_)); }
   // One recv into the buffer; what was read before is dropped once consumed.
   ssize_t fill() {

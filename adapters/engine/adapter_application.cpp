@@ -2,6 +2,7 @@
 
 #include <future>
 
+#include "adapters/engine/adapter_sandbox.h"
 #include "adapters/engine/equivalence/change_region.h"
 #include "adapters/engine/equivalence/region_program.h"
 #include "adapters/engine/graph_edit.h"
@@ -59,6 +60,12 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
   application.change = edit.change();
   if (!application.changed()) return application;
   edit.graph().lint();
+  // Code no one has reviewed (a draft) first runs where it cannot hurt the server: the adapted
+  // model's example run in a worker under the sandbox's memory and CPU limits. After that, the
+  // same runs in this process allocate what they did there.
+  if (!adapter.reviewed && !adapter.transform) {
+    runAdaptedModelSandboxed(*model, edit.graph(), adapter.path);
+  }
   // The region is found twice: from the graphs alone before the adapted model first runs, so
   // that its run records shapes and captures the first input draw at once, while the model
   // before it runs the other draws beside it; then with what each node saw, which also catches

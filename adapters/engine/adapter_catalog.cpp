@@ -22,6 +22,7 @@ CatalogEntry catalogEntryFromText(const std::string& name, const std::string& te
   CatalogEntry entry{name, origin, path, text, std::nullopt, ""};
   try {
     entry.file = parseAdapterFile(text, path);
+    entry.file->reviewed = origin == "shipped" || origin == "workspace";
   } catch (const UserError& e) {
     entry.error = e.what();
   }

@@ -12,7 +12,7 @@ namespace stickler {
 
 struct CatalogEntry {
   std::string name;
-  std::string origin;  // "shipped", "workspace", "workspace draft"
+  std::string origin;  // "shipped", "workspace" (its main), "workspace draft" (not reviewed)
   std::string path;    // where it was read from (for a draft: the branch and file name)
   std::string text;
   std::optional<AdapterFile> file;  // parsed; empty when `error` says why not

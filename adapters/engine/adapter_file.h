@@ -58,6 +58,9 @@ struct AdapterFile {
   std::vector<AdapterFunction> helpers;  // other functions the rewrite calls
   // Or a built-in transform.
   std::optional<TransformCall> transform;
+  // Whether people reviewed the file (the shipped catalog, a workspace catalog's main): code
+  // that no one has, such as a draft, first runs in a sandboxed worker when it is applied.
+  bool reviewed = false;
   // Where each metadata field was assigned, for messages about its value.
   std::vector<std::pair<std::string, SourcePosition>> field_positions;
 

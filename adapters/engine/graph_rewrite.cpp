@@ -5,7 +5,7 @@
 
 #include <torch/csrc/jit/ir/subgraph_matcher.h>
 
-#include "adapters/engine/condition_sandbox.h"
+#include "adapters/engine/adapter_sandbox.h"
 #include "simulator/graph/example_inputs.h"
 #include "simulator/support/errors.h"
 

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <regex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/server/workspace_server.h"
 #include "tools/reports/report_store.h"
@@ -135,6 +137,36 @@ TEST_F(HostileInput, AForwardThatNeverEndsIsAToolErrorAfterTheTimeout) {
   ASSERT_TRUE(result.value("isError", false)) << result.dump().substr(0, 300);
   const std::string message = result.at("content").at(0).at("text");
   EXPECT_NE(message.find("more than 1 s in the server's process"), std::string::npos) << message;
+  EXPECT_EQ(request("ping", json::object()).at("result"), json::object());
+}
+
+TEST_F(HostileInput, FourAgentsDraftingAtOnceInAFreshWorkspaceAllSucceed) {
+  // Some got "config.lock", "not a Stickler adapter catalog" or template errors while the
+  // catalog was being created.
+  std::vector<json> results(4);
+  std::vector<std::thread> agents;
+  for (int i = 0; i < 4; ++i) {
+    agents.emplace_back([&, i] {
+      const std::string name = "agent-" + std::to_string(i);
+      std::string source = rewriteReturning("x * x");
+      source.replace(source.find("\"deep\""), 6, "\"" + name + "\"");
+      source.insert(source.find("\n\n\ndef pattern"), "\nremove_when = \"r\"");
+      results[i] = request("tools/call",
+                           {{"name", "draft_adapter"},
+                            {"arguments", {{"name", name}, {"source", source}, {"reason", "r"}}}})
+                       .at("result");
+    });
+  }
+  for (auto& agent : agents) agent.join();
+  for (const json& result : results) {
+    EXPECT_FALSE(result.value("isError", false)) << result.dump().substr(0, 400);
+  }
+  const json listed = call("list_adapters", json::object());
+  int drafts = 0;
+  for (const json& adapter : listed.at("structuredContent").at("adapters")) {
+    drafts += adapter.at("name").get<std::string>().rfind("agent-", 0) == 0;
+  }
+  EXPECT_EQ(drafts, 4) << listed.dump().substr(0, 400);
   EXPECT_EQ(request("ping", json::object()).at("result"), json::object());
 }
 

@@ -2,6 +2,8 @@
 // position in the adapter file, before anything runs or is inserted into a model.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -110,8 +112,10 @@ TEST(OperatorPolicy, SecurityPageListsEveryOperatorRefusedByName) {
   }
 }
 
-// A cube rewrite (gelu_new's pow(x, 3)) whose condition runs `condition_body`.
-AdapterFile cubeWithCondition(const std::string& condition_body) {
+// A cube rewrite (gelu_new's pow(x, 3)) whose condition runs `condition_body` and whose
+// replacement returns `replacement`.
+AdapterFile cubeWithCondition(const std::string& condition_body,
+                              const std::string& replacement = "x * x * x") {
   return parseAdapterFile(
       "name = \"cube\"\ngap = \"g\"\nwhy = \"w\"\nmodels = [\"*\"]\n"
       "profiles = [\"spyre-2025-clean\"]\nremove_when = \"r\"\n\n\n"
@@ -119,8 +123,15 @@ AdapterFile cubeWithCondition(const std::string& condition_body) {
       "def condition(x: Tensor) -> bool:\n" +
           condition_body +
           "\n\n\n"
-          "def replacement(x: Tensor):\n    return x * x * x\n",
+          "def replacement(x: Tensor):\n    return " +
+          replacement + "\n",
       "cube.py");
+}
+
+long peakResidentKb() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
@@ -160,6 +171,30 @@ TEST(AdapterCodeSandbox, AConditionCannotTakeTheServersMemory) {
     EXPECT_NE(std::string(e.what()).find("cube.py: condition failed on a match"), std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("allocate"), std::string::npos) << e.what();
+  }
+}
+
+TEST(AdapterCodeSandbox, AnUnreviewedReplacementFirstRunsInAWorker) {
+  // A draft's replacement that takes 8 GiB: refused from its sandboxed first run, which failed
+  // to allocate; this process never held the memory.
+  const std::shared_ptr<const LoadedModel> model = loadModel(testing::zooPath("gpt2-tiny.pt"));
+  const long peak_before = peakResidentKb();
+  const AdapterFile draft =
+      cubeWithCondition("    return True", "x * x * x + torch.ones([1 << 31]).sum() * 0.0");
+  ASSERT_FALSE(draft.reviewed);
+  try {
+    applyAdapter(draft, model, loadProfile("spyre-2025-clean"));
+    FAIL() << "8 GiB were allocated";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("cube.py: the adapted model failed"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("allocate"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(peakResidentKb() - peak_before, 1L << 20);  // less than 1 GiB more, in KiB
+  // Shipped adapters are reviewed: they are applied without the worker.
+  for (const auto& entry : readCatalogDir(shippedCatalogDir(), "shipped")) {
+    ASSERT_TRUE(entry.file.has_value()) << entry.error;
+    EXPECT_TRUE(entry.file->reviewed) << entry.name;
   }
 }
 

@@ -1,4 +1,4 @@
-#include "adapters/engine/condition_sandbox.h"
+#include "adapters/engine/adapter_sandbox.h"
 
 #include <csignal>
 #include <cstring>
@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "simulator/backends/worker.h"
+#include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
 #include "simulator/support/task_control.h"
@@ -49,6 +50,26 @@ std::string runAll(torch::jit::Function& condition,
   return verdicts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// What a worker running adapter code ended with, unless it completed: an error that says why,
+// about `what` ("cube.py: condition").
+void throwUnlessCompleted(const WorkerOutcome& outcome, const std::string& what, double seconds) {
+  switch (outcome.status) {
+    case WorkerOutcome::Status::kCompleted:
+      return;
+    case WorkerOutcome::Status::kCancelled:
+      throw Cancelled();
+    case WorkerOutcome::Status::kTimedOut:
+      throw UserError(what + " did not finish within " + std::to_string(static_cast<int>(seconds)) +
+                      " s and was stopped (a loop that never ends?)");
+    case WorkerOutcome::Status::kAborted:
+      throw UserError(what + "'s process died of " + ::strsignal(outcome.signal) +
+                      (outcome.signal == SIGXCPU ? " (it used more CPU time than it may)" : "") +
+                      (outcome.stderr_text.empty() ? "" : ": " + firstLine(outcome.stderr_text)));
+    case WorkerOutcome::Status::kFailed:
+      throw UserError(what + " failed: " + conciseError(outcome.message));
+  }
+}
+
 }  // namespace
 
 std::vector<ConditionVerdict> runConditionSandboxed(
@@ -63,29 +84,30 @@ std::vector<ConditionVerdict> runConditionSandboxed(
   const double seconds = limit.seconds > 0 ? limit.seconds : kDefaultExecutionSeconds;
   const WorkerOutcome outcome =
       runInWorker([&](WorkerProgress&) { return runAll(condition, arguments); }, seconds,
-                  limit.cancelled, {seconds, kConditionMemoryBytes});
-  const std::string where = adapter_path + ": condition";
-  switch (outcome.status) {
-    case WorkerOutcome::Status::kCompleted:
-      break;
-    case WorkerOutcome::Status::kCancelled:
-      throw Cancelled();
-    case WorkerOutcome::Status::kTimedOut:
-      throw UserError(where + " did not finish within " + std::to_string(int(seconds)) +
-                      " s and was stopped (a loop that never ends?)");
-    case WorkerOutcome::Status::kAborted:
-      throw UserError(where + "'s process died of " + ::strsignal(outcome.signal) +
-                      (outcome.signal == SIGXCPU ? " (it used more CPU time than it may)" : "") +
-                      (outcome.stderr_text.empty() ? "" : ": " + firstLine(outcome.stderr_text)));
-    case WorkerOutcome::Status::kFailed:
-      throw UserError(where + " could not run: " + firstLine(outcome.message));
-  }
+                  limit.cancelled, {seconds, kAdapterCodeMemoryBytes});
+  throwUnlessCompleted(outcome, adapter_path + ": condition", seconds);
   std::vector<ConditionVerdict> verdicts;
   for (const auto& entry : nlohmann::json::parse(outcome.payload)) {
     verdicts.push_back({static_cast<ConditionVerdict::Kind>(entry.at(0).get<int>()),
                         entry.at(1).get<std::string>()});
   }
   return verdicts;
+}
+
+void runAdaptedModelSandboxed(const LoadedModel& model, torch::jit::Graph& adapted,
+                              const std::string& adapter_path) {
+  const ExecutionLimit limit = currentExecutionLimit();
+  const double seconds = limit.seconds > 0 ? limit.seconds : kDefaultExecutionSeconds;
+  uint64_t weight_bytes = 0;
+  for (const at::Tensor& parameter : model.module.parameters()) weight_bytes += parameter.nbytes();
+  for (const at::Tensor& buffer : model.module.buffers()) weight_bytes += buffer.nbytes();
+  const WorkerOutcome outcome = runInWorker(
+      [&](WorkerProgress&) {
+        rebuildModel(model, model.module, adapted.copy(), "sandboxed");
+        return std::string();
+      },
+      seconds, limit.cancelled, {seconds, kAdapterCodeMemoryBytes + weight_bytes});
+  throwUnlessCompleted(outcome, adapter_path + ": the adapted model", seconds);
 }
 
 }  // namespace stickler
