@@ -22,6 +22,7 @@ const std::vector<Operation>& operationTable() {
       makeRevertAdapterOperation(),
       makeShowAppliedOperation(),
       makeDraftAdapterOperation(),
+      makeCatalogHistoryOperation(),
       makeAdaptModelOperation(),
       makeInitWorkspaceOperation(),
       makeStaleAdaptersOperation(),

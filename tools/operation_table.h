@@ -47,6 +47,7 @@ Operation makeApplyAdapterOperation();
 Operation makeRevertAdapterOperation();
 Operation makeShowAppliedOperation();
 Operation makeDraftAdapterOperation();
+Operation makeCatalogHistoryOperation();
 Operation makeAdaptModelOperation();
 Operation makeInitWorkspaceOperation();
 Operation makeStaleAdaptersOperation();

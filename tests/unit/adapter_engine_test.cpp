@@ -676,5 +676,48 @@ TEST(AdapterTools, DraftRevertAndEvidenceCommitsInTheWorkspaceCatalog) {
   std::filesystem::remove_all(root);
 }
 
+TEST(AdapterTools, CatalogHistoryGivesCommitsAndCurrentEvidence) {
+  const std::string root = freshWorkspace();
+  WorkspaceContext context(root);
+  const Operation& history = operationNamed("catalog_history");
+  const json apply_input = {{"model", zooPath("gpt2-tiny.pt")},
+                            {"adapter", "pow-cube-as-mul"},
+                            {"profile", "spyre-2025-clean"}};
+  runOperation(operationNamed("init_workspace"), json::object(), context);
+  runOperation(operationNamed("apply_adapter"), apply_input, context);
+
+  // Seeded on main, then one evidence commit about it: current, since the text did not change.
+  json seen = runOperation(history, {{"adapter", "pow-cube-as-mul"}}, context);
+  ASSERT_EQ(seen["commits"].size(), 2u) << seen.dump(1);
+  EXPECT_EQ(seen["commits"][0]["action"], "evidence");
+  EXPECT_NE(seen["commits"][0]["evidence"][0].get<std::string>().find("equivalence on the CPU"),
+            std::string::npos)
+      << seen["commits"][0].dump();
+  EXPECT_EQ(seen["commits"][1]["action"], "seed");
+  EXPECT_EQ(seen["commits"][1]["branch"], "main");
+  EXPECT_EQ(seen["evidence_since_last_change"], 1);
+
+  // A new text makes that evidence old; applying the new text records current evidence again.
+  std::ifstream in(shippedCatalogDir() + "/pow-cube-as-mul.py");
+  std::stringstream text;
+  text << in.rdbuf();
+  runOperation(operationNamed("draft_adapter"),
+               {{"name", "pow-cube-as-mul"},
+                {"source", text.str() + "\n# reviewed wording\n"},
+                {"reason", "Reword"}},
+               context);
+  seen = runOperation(history, {{"adapter", "pow-cube-as-mul"}}, context);
+  EXPECT_EQ(seen["commits"][0]["action"], "draft");
+  EXPECT_EQ(seen["draft_tip"], seen["commits"][0]["id"]);
+  EXPECT_EQ(seen["evidence_since_last_change"], 0);
+  runOperation(operationNamed("apply_adapter"), apply_input, context);
+  seen = runOperation(history, {{"adapter", "pow-cube-as-mul"}, {"limit", 1}}, context);
+  EXPECT_EQ(seen["commits"].size(), 1u);
+  EXPECT_EQ(seen["total"], 4);
+  EXPECT_EQ(seen["evidence_since_last_change"], 1);
+  EXPECT_THROW(runOperation(history, {{"adapter", "Not A Name"}}, context), UserError);
+  std::filesystem::remove_all(root);
+}
+
 }  // namespace
 }  // namespace stickler
