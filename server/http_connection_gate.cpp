@@ -119,7 +119,7 @@ class ConnectionStream : public httplib::Stream {
   socket_t socket() const override { return sock_; }
 
  private:
-  static constexpr size_t kMaxHeaderBytes = 64 * 1024;
+  static constexpr size_t kMaxHeaderBytes = size_t{64} * 1024;
 
   size_t pending() const { return buffer_.size() - offset_; }
   void endpoint(int (*name)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {

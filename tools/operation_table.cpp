@@ -65,7 +65,7 @@ nlohmann::json runOperation(const Operation& operation, const nlohmann::json& in
   // call's device-run timeout as its budget per run, and stops when the call is cancelled.
   const double seconds = completed.contains("timeout_seconds")
                              ? completed["timeout_seconds"].get<double>()
-                             : kDefaultExecutionSeconds;
+                             : defaultExecutionSeconds();
   const ExecutionLimitScope limit({seconds, context.task().cancelled});
   return operation.run(completed, context);
 }

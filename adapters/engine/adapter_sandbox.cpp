@@ -81,7 +81,7 @@ std::vector<ConditionVerdict> runConditionSandboxed(
   if (!any) return std::vector<ConditionVerdict>(arguments.size());
 
   const ExecutionLimit limit = currentExecutionLimit();
-  const double seconds = limit.seconds > 0 ? limit.seconds : kDefaultExecutionSeconds;
+  const double seconds = limit.seconds > 0 ? limit.seconds : defaultExecutionSeconds();
   const WorkerOutcome outcome =
       runInWorker([&](WorkerProgress&) { return runAll(condition, arguments); }, seconds,
                   limit.cancelled, {seconds, kAdapterCodeMemoryBytes});
@@ -97,7 +97,7 @@ std::vector<ConditionVerdict> runConditionSandboxed(
 void runAdaptedModelSandboxed(const LoadedModel& model, torch::jit::Graph& adapted,
                               const std::string& adapter_path) {
   const ExecutionLimit limit = currentExecutionLimit();
-  const double seconds = limit.seconds > 0 ? limit.seconds : kDefaultExecutionSeconds;
+  const double seconds = limit.seconds > 0 ? limit.seconds : defaultExecutionSeconds();
   uint64_t weight_bytes = 0;
   for (const at::Tensor& parameter : model.module.parameters()) weight_bytes += parameter.nbytes();
   for (const at::Tensor& buffer : model.module.buffers()) weight_bytes += buffer.nbytes();

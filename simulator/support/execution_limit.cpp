@@ -1,5 +1,6 @@
 #include "simulator/support/execution_limit.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "simulator/support/task_control.h"
@@ -18,10 +19,20 @@ std::string seconds(double value) {
 
 }  // namespace
 
+double defaultExecutionSeconds() {
+  if (const char* text = std::getenv("STICKLER_TIMEOUT_SECONDS"); text != nullptr) {
+    char* end = nullptr;
+    const double value = std::strtod(text, &end);
+    if (end != text && *end == '\0' && value > 0) return value;
+  }
+  return kDefaultExecutionSeconds;
+}
+
 ExecutionTimedOut::ExecutionTimedOut(double limit)
     : UserError("it ran for more than " + seconds(limit) +
-                " s in the server's process and was stopped (timeout_seconds sets the limit; "
-                "a forward or replacement that loops forever never finishes)") {}
+                " s and was stopped: model and adapter code run in Stickler's own process "
+                "for at most the call's timeout_seconds, or STICKLER_TIMEOUT_SECONDS for calls "
+                "without one (a forward or replacement that loops forever never finishes)") {}
 
 ExecutionLimitScope::ExecutionLimitScope(ExecutionLimit limit) : previous_(current_limit) {
   current_limit = limit;

@@ -16,8 +16,14 @@
 
 namespace stickler {
 
-// The budget of an operation without timeout_seconds, and the default of those that have one.
+// The default of timeout_seconds, and the budget of an operation without that field unless
+// STICKLER_TIMEOUT_SECONDS says otherwise (defaultExecutionSeconds).
 constexpr int kDefaultExecutionSeconds = 300;
+
+// STICKLER_TIMEOUT_SECONDS when it is a positive number, else kDefaultExecutionSeconds: the
+// budget of operations whose input has no timeout_seconds (inspect_model, check_support, ...),
+// for a model whose example run takes longer (an 8B model on a long example input).
+double defaultExecutionSeconds();
 
 struct ExecutionLimit {
   double seconds = 0.0;  // one run's wall-clock budget; 0 for none

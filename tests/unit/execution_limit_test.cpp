@@ -2,6 +2,8 @@
 // a forward that never ends is an error after the limit, or stops when the caller cancels.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -77,11 +79,28 @@ TEST(ExecutionLimit, AnOperationsTimeoutBoundsTheExampleRunAtLoad) {
                  context);
     FAIL() << "ran";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("more than 1 s in the server's process"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("more than 1 s and was stopped"), std::string::npos)
         << e.what();
   }
   EXPECT_LT(secondsSince(start), 30.0);
+}
+
+TEST(ExecutionLimit, ToolsWithoutATimeoutTakeTheEnvironmentsBudget) {
+  // inspect_model has no timeout_seconds: STICKLER_TIMEOUT_SECONDS is its budget (300 s when
+  // unset), so that a model whose example run is long can still be inspected.
+  ::setenv("STICKLER_TIMEOUT_SECONDS", "0.5", 1);
+  EXPECT_EQ(defaultExecutionSeconds(), 0.5);
+  OperationContext context;
+  try {
+    runOperation(operationNamed("inspect_model"), {{"model", neverEnds()}}, context);
+    FAIL() << "inspected";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 0.5 s"), std::string::npos) << e.what();
+  }
+  ::setenv("STICKLER_TIMEOUT_SECONDS", "not a number", 1);
+  EXPECT_EQ(defaultExecutionSeconds(), kDefaultExecutionSeconds);
+  ::unsetenv("STICKLER_TIMEOUT_SECONDS");
+  EXPECT_EQ(defaultExecutionSeconds(), kDefaultExecutionSeconds);
 }
 
 }  // namespace
