@@ -47,7 +47,9 @@ McpTool toolFor(const Operation& operation) {
 }  // namespace
 
 void addOperationTools(McpCatalog& catalog) {
-  for (const Operation& operation : operationTable()) catalog.tools.push_back(toolFor(operation));
+  for (const Operation& operation : operationTable()) {
+    if (operation.over_mcp) catalog.tools.push_back(toolFor(operation));
+  }
 }
 
 }  // namespace stickler

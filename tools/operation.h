@@ -71,6 +71,9 @@ struct Operation {
   std::function<nlohmann::json(const nlohmann::json& input, OperationContext& context)> run;
   // The output for people, when the CLI is not asked for --json.
   std::function<std::string(const nlohmann::json& output)> render_text;
+  // False for commands only people may run (a reviewer's decision): no MCP tool is made of it,
+  // so an agent cannot decide on its own proposal.
+  bool over_mcp = true;
   // The CLI's exit status for a result (kOk when absent): `run` exits 1 on a failing verdict.
   std::function<ExitStatus(const nlohmann::json& output)> exit_status;
 };

@@ -105,6 +105,20 @@ class WorkspaceCatalog {
   // adapters on that branch. Sorted by name.
   std::vector<CatalogAdapter> list(const std::string& branch = "") const;
 
+  // Writes branch `proposals/<id>` for a review: main's tree with each named adapter's file as
+  // on its draft branch, committed with main and the drafts' tips as parents (so the branch
+  // holds the adapters' commits), the rationale as the message. UserError when an adapter has
+  // no draft or its draft changes nothing against main. A branch of that name is replaced: the
+  // review queue gives out an id only once it is unused (a crashed submission's orphan).
+  // Returns the commit and, per adapter, the draft tip proposed.
+  struct ProposalCommit {
+    std::string commit;
+    std::string main;
+    std::vector<std::pair<std::string, std::string>> draft_tips;  // name, tip
+  };
+  ProposalCommit propose(const std::string& id, const std::vector<std::string>& names,
+                         const std::string& rationale);
+
   // Newest first. For a name: the commits that changed its file or carry its `Adapter` trailer
   // (evidence changes no file). For an empty name: every commit on main and the drafts, once.
   // `limit` 0 means no limit.

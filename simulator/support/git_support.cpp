@@ -35,6 +35,11 @@ std::pair<Signature, Signature> authorAndCommitter() {
 
 }  // namespace
 
+std::string authorIdentity() {
+  return environmentOr("GIT_AUTHOR_NAME", kDefaultName) + " <" +
+         environmentOr("GIT_AUTHOR_EMAIL", kDefaultEmail) + ">";
+}
+
 void ensureInitialized() {
   // A function-local static is initialized exactly once even when threads race here. libgit2
   // is never shut down: repositories may outlive any static we could hang the shutdown on.
@@ -192,14 +197,21 @@ git_oid writeEmptyTree(git_repository* repo) {
 
 git_oid writeCommit(git_repository* repo, const git_oid& tree_id, git_commit* parent,
                     const std::string& message) {
+  std::vector<git_commit*> parents;
+  if (parent != nullptr) parents.push_back(parent);
+  return writeCommit(repo, tree_id, parents, message);
+}
+
+git_oid writeCommit(git_repository* repo, const git_oid& tree_id,
+                    const std::vector<git_commit*>& parents, const std::string& message) {
   git_tree* raw_tree = nullptr;
   check(git_tree_lookup(&raw_tree, repo, &tree_id), "cannot read tree " + toHex(tree_id));
   Tree tree(raw_tree);
   const auto [author, committer] = authorAndCommitter();
-  const git_commit* parents[] = {parent};
+  std::vector<const git_commit*> parent_list(parents.begin(), parents.end());
   git_oid id;
   check(git_commit_create(&id, repo, nullptr, author.get(), committer.get(), nullptr,
-                          message.c_str(), tree.get(), parent != nullptr ? 1 : 0, parents),
+                          message.c_str(), tree.get(), parent_list.size(), parent_list.data()),
         "cannot write a commit");
   return id;
 }

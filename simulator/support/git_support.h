@@ -63,9 +63,16 @@ git_oid writeTreeWith(git_repository* repo, git_tree* base, const std::string& p
                       const std::optional<git_oid>& blob);
 git_oid writeEmptyTree(git_repository* repo);
 
+// "Name <email>" of whoever commits now: GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL, as git reads
+// them, else Stickler's own identity.
+std::string authorIdentity();
+
 // A commit object, not yet on any branch: the caller moves the branch last.
 git_oid writeCommit(git_repository* repo, const git_oid& tree_id, git_commit* parent,
                     const std::string& message);
+// The same with any number of parents (a merge: the first is the branch it continues).
+git_oid writeCommit(git_repository* repo, const git_oid& tree_id,
+                    const std::vector<git_commit*>& parents, const std::string& message);
 
 // Moves `branch` to `id` only if it still points at `expected` (or, with none, does not exist
 // yet), so that a commit from another process is never silently dropped.

@@ -1,0 +1,111 @@
+// The review queue's record of proposals (issue 16): which draft adapters an agent proposes for
+// the catalog, for which models, why, with what evidence, and what reviewers decided. A row per
+// proposal and a log of every action, in SQLite (WAL) beside the workspace catalog; the
+// adapters' commits live on the proposal's branch in the catalog repository.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "simulator/support/errors.h"
+#include "simulator/support/sqlite_db.h"
+
+namespace stickler {
+
+enum class ProposalState { kPending, kChangesRequested, kApproved, kRejected, kSuperseded };
+std::string stateName(ProposalState state);  // "pending", "changes_requested", ...
+std::optional<ProposalState> stateNamed(const std::string& name);
+
+struct ProposedAdapter {
+  std::string name;
+  std::string draft_tip;  // the commit of draft/<name> that was proposed
+};
+
+struct ModelClaim {
+  std::string model;    // an archive path, as the agent gave it
+  std::string profile;  // the device profile it is claimed to pass on
+};
+
+struct ReviewEvent {
+  std::string time;    // ISO-8601 UTC
+  std::string actor;   // "Name <email>"
+  std::string action;  // submitted, changes_requested, rejected, approved, superseded, commented
+  std::string comment;
+};
+
+struct NewProposal {
+  std::vector<ProposedAdapter> adapters;
+  std::vector<ModelClaim> claims;
+  std::string rationale;
+  std::vector<std::string> evidence;  // report ids
+  std::string author;
+  std::optional<int64_t> supersedes;  // a proposal this one answers (changes were requested)
+};
+
+struct Proposal {
+  int64_t id = 0;
+  ProposalState state = ProposalState::kPending;
+  std::vector<ProposedAdapter> adapters;
+  std::vector<ModelClaim> claims;
+  std::string rationale;
+  std::vector<std::string> evidence;
+  std::string author;
+  std::string submitted;
+  std::string branch;  // proposals/<id>
+  std::string commit;  // the branch's tip once written ("" before)
+  std::optional<int64_t> supersedes;
+  std::optional<int64_t> superseded_by;
+  int64_t version = 0;  // grows with every change: a decision names the version it was made on
+  std::vector<ReviewEvent> events;  // oldest first
+};
+
+// A decision made on a version of a proposal that has changed since (another reviewer acted).
+class ReviewConflict : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+class ProposalStore {
+ public:
+  // Opens (creating) the store at `path`; ":memory:" for tests.
+  explicit ProposalStore(const std::string& path);
+
+  // What writing a proposal's branch produced: its tip and the draft tips it holds.
+  struct WrittenBranch {
+    std::string commit;
+    std::vector<ProposedAdapter> adapters;
+  };
+
+  // Records a pending proposal (and, when it supersedes one, marks that one superseded: only a
+  // pending proposal or one with changes requested can be). `write_branch` writes the branch
+  // for the new id inside the same transaction: when it throws, nothing is recorded; when the
+  // process dies before the commit, the id is unused and its branch an orphan that the next
+  // proposal with that id overwrites.
+  Proposal submit(const NewProposal& proposal, const std::string& now,
+                  const std::function<WrittenBranch(int64_t id)>& write_branch);
+
+  std::optional<Proposal> find(int64_t id);
+  Proposal get(int64_t id);  // UserError naming the id when there is none
+  std::vector<Proposal> list(std::optional<ProposalState> state = std::nullopt);  // newest first
+
+  // A reviewer's decision on `expected_version` of the proposal: pending proposals may get
+  // changes requested, be rejected or approved; a proposal with changes requested may be
+  // rejected. ReviewConflict when the proposal moved on since that version; UserError when the
+  // decision does not apply to its state.
+  Proposal decide(int64_t id, int64_t expected_version, ProposalState decision,
+                  const std::string& actor, const std::string& comment, const std::string& now);
+
+  // SQLite's integrity check: "ok" when the store is whole.
+  std::string integrityCheck();
+
+ private:
+  Proposal readRow(sqlite::Statement& row);
+  void addEvent(int64_t id, const ReviewEvent& event);
+
+  sqlite::Database db_;
+};
+
+}  // namespace stickler

@@ -1,0 +1,159 @@
+// The review queue's record (issue 16): proposals, their states and decisions, supersession,
+// and two reviewers acting at once.
+#include "adapters/review/proposal_store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+namespace stickler {
+namespace {
+
+NewProposal aProposal(const std::string& adapter = "pow-half-as-sqrt") {
+  NewProposal proposal;
+  proposal.adapters = {{adapter, ""}};  // the branch written gives the draft tips
+  proposal.claims = {{"my-model.pt", "spyre-2025"}};
+  proposal.rationale = "pow(x, 0.5) does not lower on spyre-2025; sqrt does";
+  proposal.evidence = {"diagnose-my-model-1"};
+  proposal.author = "Agent <agent@example.com>";
+  return proposal;
+}
+
+// Stands in for the catalog writing proposals/<id>.
+ProposalStore::WrittenBranch writeBranch(int64_t id) {
+  return {"commit-for-" + std::to_string(id), {{"pow-half-as-sqrt", "tip-of-pow-half-as-sqrt"}}};
+}
+
+TEST(ProposalStore, ASubmittedProposalIsPendingWithItsBranchAndFirstEvent) {
+  ProposalStore store(":memory:");
+  const Proposal proposal = store.submit(aProposal(), "2026-12-01T12:00:00Z", writeBranch);
+  EXPECT_EQ(proposal.state, ProposalState::kPending);
+  EXPECT_EQ(proposal.branch, "proposals/" + std::to_string(proposal.id));
+  ASSERT_EQ(proposal.adapters.size(), 1u);
+  EXPECT_EQ(proposal.claims[0].profile, "spyre-2025");
+  EXPECT_EQ(proposal.evidence, std::vector<std::string>{"diagnose-my-model-1"});
+  ASSERT_EQ(proposal.events.size(), 1u);
+  EXPECT_EQ(proposal.events[0].action, "submitted");
+  EXPECT_FALSE(proposal.supersedes.has_value());
+  EXPECT_EQ(proposal.commit, "commit-for-" + std::to_string(proposal.id));
+  EXPECT_EQ(proposal.adapters[0].draft_tip, "tip-of-pow-half-as-sqrt");
+  EXPECT_THROW(store.get(proposal.id + 1), UserError);
+}
+
+TEST(ProposalStore, AProposalNeedsAdaptersClaimsAndARationale) {
+  ProposalStore store(":memory:");
+  NewProposal empty = aProposal();
+  empty.adapters.clear();
+  EXPECT_THROW(store.submit(empty, "t", writeBranch), UserError);
+  NewProposal unclaimed = aProposal();
+  unclaimed.claims.clear();
+  EXPECT_THROW(store.submit(unclaimed, "t", writeBranch), UserError);
+  NewProposal silent = aProposal();
+  silent.rationale.clear();
+  EXPECT_THROW(store.submit(silent, "t", writeBranch), UserError);
+  EXPECT_TRUE(store.list().empty());
+}
+
+TEST(ProposalStore, DecisionsFollowTheStatesAndNeedAReason) {
+  ProposalStore store(":memory:");
+  Proposal proposal = store.submit(aProposal(), "t0", writeBranch);
+  EXPECT_THROW(store.decide(proposal.id, proposal.version, ProposalState::kChangesRequested,
+                            "Reviewer <r@example.com>", "", "t1"),
+               UserError);  // no comment
+  proposal =
+      store.decide(proposal.id, proposal.version, ProposalState::kChangesRequested,
+                   "Reviewer <r@example.com>", "the condition does not check the slice", "t1");
+  EXPECT_EQ(proposal.state, ProposalState::kChangesRequested);
+  ASSERT_EQ(proposal.events.size(), 2u);
+  EXPECT_EQ(proposal.events[1].comment, "the condition does not check the slice");
+  EXPECT_EQ(proposal.events[1].actor, "Reviewer <r@example.com>");
+  // Changes requested: it cannot be approved as it is; it can be rejected.
+  EXPECT_THROW(store.decide(proposal.id, proposal.version, ProposalState::kApproved, "R", "", "t2"),
+               UserError);
+  proposal =
+      store.decide(proposal.id, proposal.version, ProposalState::kRejected, "R", "abandoned", "t2");
+  EXPECT_EQ(proposal.state, ProposalState::kRejected);
+  EXPECT_THROW(store.decide(proposal.id, proposal.version, ProposalState::kApproved, "R", "", "t3"),
+               UserError);  // a rejection is final
+}
+
+TEST(ProposalStore, AResubmissionSupersedesAndLinksTheOldProposal) {
+  ProposalStore store(":memory:");
+  Proposal first = store.submit(aProposal(), "t0", writeBranch);
+  first = store.decide(first.id, first.version, ProposalState::kChangesRequested, "R",
+                       "check the slice", "t1");
+  NewProposal again = aProposal();
+  again.supersedes = first.id;
+  const Proposal second = store.submit(again, "t2", writeBranch);
+  EXPECT_EQ(second.supersedes, first.id);
+  const Proposal old = store.get(first.id);
+  EXPECT_EQ(old.state, ProposalState::kSuperseded);
+  EXPECT_EQ(old.superseded_by, second.id);
+  EXPECT_EQ(old.events.back().action, "superseded");
+  // A superseded (or decided) proposal cannot be superseded again; nothing is recorded then.
+  NewProposal stale = aProposal();
+  stale.supersedes = first.id;
+  EXPECT_THROW(store.submit(stale, "t3", writeBranch), UserError);
+  EXPECT_EQ(store.list().size(), 2u);
+  EXPECT_EQ(store.list(ProposalState::kPending).size(), 1u);
+  EXPECT_EQ(store.list().front().id, second.id);  // newest first
+}
+
+TEST(ProposalStore, ABranchThatCannotBeWrittenRecordsNothing) {
+  ProposalStore store(":memory:");
+  Proposal first = store.submit(aProposal(), "t0", writeBranch);
+  first = store.decide(first.id, first.version, ProposalState::kChangesRequested, "R",
+                       "check the slice", "t1");
+  NewProposal again = aProposal();
+  again.supersedes = first.id;
+  EXPECT_THROW(store.submit(again, "t2",
+                            [](int64_t) -> ProposalStore::WrittenBranch {
+                              throw UserError("draft/x changes nothing against main");
+                            }),
+               UserError);
+  EXPECT_EQ(store.list().size(), 1u);
+  EXPECT_EQ(store.get(first.id).state, ProposalState::kChangesRequested);
+  EXPECT_FALSE(store.get(first.id).superseded_by.has_value());
+  // The id is not burnt: the next proposal takes it.
+  EXPECT_EQ(store.submit(aProposal(), "t3", writeBranch).id, first.id + 1);
+}
+
+TEST(ProposalStore, TwoReviewersActingAtOnceGetOneSuccessAndOneConflict) {
+  const std::string path =
+      ::testing::TempDir() + "reviews-" + std::to_string(::getpid()) + "/reviews.sqlite";
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+  const Proposal proposal = ProposalStore(path).submit(aProposal(), "t0", writeBranch);
+  // Each reviewer has read version 1 and acts on it, from its own connection (two processes'
+  // worth: the page and the command line).
+  std::vector<std::string> outcomes(2);
+  std::vector<std::thread> reviewers;
+  const ProposalState decisions[] = {ProposalState::kRejected, ProposalState::kChangesRequested};
+  for (int i = 0; i < 2; ++i) {
+    reviewers.emplace_back([&, i] {
+      try {
+        ProposalStore store(path);
+        store.decide(proposal.id, proposal.version, decisions[i], "Reviewer " + std::to_string(i),
+                     "reason " + std::to_string(i), "t1");
+        outcomes[i] = "ok";
+      } catch (const ReviewConflict& e) {
+        outcomes[i] = "conflict";
+      } catch (const std::exception& e) {
+        outcomes[i] = e.what();
+      }
+    });
+  }
+  for (auto& reviewer : reviewers) reviewer.join();
+  EXPECT_EQ((outcomes[0] == "ok") + (outcomes[1] == "ok"), 1)
+      << outcomes[0] << " / " << outcomes[1];
+  EXPECT_EQ((outcomes[0] == "conflict") + (outcomes[1] == "conflict"), 1)
+      << outcomes[0] << " / " << outcomes[1];
+  ProposalStore store(path);
+  EXPECT_EQ(store.get(proposal.id).events.size(), 2u);  // one decision recorded, not two
+  EXPECT_EQ(store.integrityCheck(), "ok");
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+}
+
+}  // namespace
+}  // namespace stickler

@@ -1,0 +1,25 @@
+// What the review queue's tools share: the workspace's queue, and how a proposal is reported.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "adapters/review/proposal_store.h"
+#include "tools/operation.h"
+
+namespace stickler {
+
+// The queue beside the workspace catalog: stickler-adapters/.git/stickler-reviews.sqlite, so
+// that the catalog and the decisions about it travel together. UserError when the workspace has
+// no catalog yet.
+ProposalStore openReviewStore(OperationContext& context);
+
+nlohmann::json proposalToJson(const Proposal& proposal);
+
+// What the agent (or the reviewer) can do next with a proposal in its state.
+std::string nextForProposal(const Proposal& proposal);
+
+std::string nowUtc();
+
+}  // namespace stickler
