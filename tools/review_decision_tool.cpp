@@ -31,9 +31,7 @@ Operation decisionOperation(const std::string& name, const std::string& command,
       {"minimum", 1},
       {"description", "The revision you read (review show); the current one when absent."}};
   operation.input_schema = schema;
-  operation.output_schema = {{"type", "object"},
-                             {"properties", {{"id", {{"type", "integer"}}}}},
-                             {"required", {"id", "state"}}};
+  operation.output_schema = proposalOutputSchema();
   operation.annotations = {.read_only = false, .destructive = false, .idempotent = false};
   operation.over_mcp = false;
   operation.cli = {command, {"id"}, {}};
@@ -42,11 +40,8 @@ Operation decisionOperation(const std::string& name, const std::string& command,
     const int64_t id = input.at("id").get<int64_t>();
     const int64_t revision =
         input.contains("revision") ? input["revision"].get<int64_t>() : store.get(id).version;
-    json output = proposalToJson(store.decide(id, revision, decision, git::authorIdentity(),
-                                              input.at("comment").get<std::string>(), nowUtc()));
-    output["schema"] = "stickler.proposal";
-    output["version"] = 1;
-    return output;
+    return proposalDocument(store.decide(id, revision, decision, git::authorIdentity(),
+                                         input.at("comment").get<std::string>(), nowUtc()));
   };
   operation.render_text = [](const json& output) {
     return "proposal " + std::to_string(output["id"].get<int64_t>()) + ": " +

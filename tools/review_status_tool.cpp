@@ -9,10 +9,7 @@ namespace {
 using nlohmann::json;
 
 json runStatus(const json& input, OperationContext& context) {
-  json output = proposalToJson(openReviewStore(context).get(input.at("id").get<int64_t>()));
-  output["schema"] = "stickler.proposal";
-  output["version"] = 1;
-  return output;
+  return proposalDocument(openReviewStore(context).get(input.at("id").get<int64_t>()));
 }
 
 std::string renderStatus(const json& output) {
@@ -68,17 +65,6 @@ std::string renderList(const json& output) {
 
 json idField() {
   return {{"type", "integer"}, {"minimum", 1}, {"description", "The proposal's id."}};
-}
-
-json proposalOutputSchema() {
-  return {{"type", "object"},
-          {"properties",
-           {{"schema", {{"const", "stickler.proposal"}}},
-            {"id", {{"type", "integer"}}},
-            {"state", {{"type", "string"}}},
-            {"events", {{"type", "array"}}},
-            {"next", {{"type", "string"}}}}},
-          {"required", {"schema", "id", "state", "events"}}};
 }
 
 }  // namespace

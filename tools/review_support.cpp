@@ -52,6 +52,25 @@ json proposalToJson(const Proposal& proposal) {
           {"next", nextForProposal(proposal)}};
 }
 
+json proposalDocument(const Proposal& proposal) {
+  json document = proposalToJson(proposal);
+  document["schema"] = "stickler.proposal";
+  document["version"] = 1;
+  return document;
+}
+
+json proposalOutputSchema() {
+  return {{"type", "object"},
+          {"properties",
+           {{"schema", {{"const", "stickler.proposal"}}},
+            {"id", {{"type", "integer"}}},
+            {"state", {{"type", "string"}}},
+            {"branch", {{"type", "string"}}},
+            {"events", {{"type", "array"}}},
+            {"next", {{"type", "string"}}}}},
+          {"required", {"schema", "id", "state", "branch", "events"}}};
+}
+
 std::string nextForProposal(const Proposal& proposal) {
   const std::string id = std::to_string(proposal.id);
   switch (proposal.state) {

@@ -16,6 +16,9 @@ namespace stickler {
 ProposalStore openReviewStore(OperationContext& context);
 
 nlohmann::json proposalToJson(const Proposal& proposal);
+// The same as a document of its own (schema stickler.proposal), and that document's schema.
+nlohmann::json proposalDocument(const Proposal& proposal);
+nlohmann::json proposalOutputSchema();
 
 // What the agent (or the reviewer) can do next with a proposal in its state.
 std::string nextForProposal(const Proposal& proposal);

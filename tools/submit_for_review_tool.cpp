@@ -54,10 +54,7 @@ json run(const json& input, OperationContext& context) {
     for (const auto& [name, tip] : written.draft_tips) branch.adapters.push_back({name, tip});
     return branch;
   });
-  json output = proposalToJson(submitted);
-  output["schema"] = "stickler.proposal";
-  output["version"] = 1;
-  return output;
+  return proposalDocument(submitted);
 }
 
 std::string renderText(const json& output) {
@@ -112,14 +109,7 @@ Operation makeSubmitForReviewOperation() {
       {"minimum", 1},
       {"description", "The proposal this one answers (changes were requested on it)."}};
   operation.input_schema = schema;
-  operation.output_schema = {{"type", "object"},
-                             {"properties",
-                              {{"schema", {{"const", "stickler.proposal"}}},
-                               {"id", {{"type", "integer"}}},
-                               {"state", {{"type", "string"}}},
-                               {"branch", {{"type", "string"}}},
-                               {"next", {{"type", "string"}}}}},
-                             {"required", {"schema", "id", "state", "branch"}}};
+  operation.output_schema = proposalOutputSchema();
   operation.annotations = {.read_only = false, .destructive = false, .idempotent = false};
   operation.cli = {"review submit",
                    {},
