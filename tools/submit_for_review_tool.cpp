@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "adapters/catalog_repo/workspace_catalog.h"
-#include "simulator/device/device_profile.h"
 #include "simulator/support/git_support.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
@@ -21,12 +20,16 @@ json run(const json& input, OperationContext& context) {
   NewProposal proposal;
   std::vector<std::string> names;
   for (const auto& name : input.at("adapters")) {
-    names.push_back(name.get<std::string>());
-    WorkspaceCatalog::validateName(names.back());
-    proposal.adapters.push_back({names.back(), ""});
+    const std::string adapter = name.get<std::string>();
+    WorkspaceCatalog::validateName(adapter);
+    if (std::find(names.begin(), names.end(), adapter) != names.end()) {
+      throw UserError("adapter " + adapter + " is named twice");
+    }
+    names.push_back(adapter);
+    proposal.adapters.push_back({adapter, ""});
   }
   const std::string profile = requireString(input, "profile");
-  loadProfile(profile);  // a profile that does not exist is no claim
+  profileFromInput(input, context);  // a profile that does not load is no claim
   for (const auto& model : input.at("models")) {
     const std::string path = context.resolvePath(model.get<std::string>());
     if (!std::filesystem::is_regular_file(path)) {
@@ -35,8 +38,8 @@ json run(const json& input, OperationContext& context) {
     proposal.claims.push_back({path, profile});
   }
   const ReportStore reports(context.workspaceRoot());
+  const std::vector<std::string> saved = reports.ids();
   for (const auto& id : optionalStrings(input, "evidence")) {
-    const std::vector<std::string> saved = reports.ids();
     if (std::find(saved.begin(), saved.end(), id) == saved.end()) {
       throw UserError("evidence " + id + ": no saved report with that id (get_report lists them)");
     }

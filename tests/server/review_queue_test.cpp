@@ -112,10 +112,13 @@ TEST_F(ReviewQueue, WhatCannotBeProposedIsAToolErrorAndRecordsNothing) {
   no_report["evidence"] = {"no-such-report"};
   json no_profile = base;
   no_profile["profile"] = "spyre-1999";
+  json twice = base;
+  twice["adapters"] = {"pow-cube-as-mul", "pow-cube-as-mul"};
   const std::pair<json, std::string> attempts[] = {{no_draft, "has no draft"},
                                                    {no_model, "no such archive"},
                                                    {no_report, "no saved report"},
-                                                   {no_profile, "spyre-1999"}};
+                                                   {no_profile, "spyre-1999"},
+                                                   {twice, "named twice"}};
   for (const auto& [input, words] : attempts) {
     const json result = call("submit_for_review", input);
     ASSERT_TRUE(result.value("isError", false)) << input.dump();
