@@ -1,4 +1,5 @@
 #include "knowledge/gotcha_store.h"
+#include "simulator/support/text_format.h"
 
 #include <algorithm>
 #include <chrono>
@@ -28,15 +29,6 @@ constexpr double kMergeThreshold = 0.5;
 std::mutex& recordMutex() {
   static std::mutex mutex;  // one recording at a time in this process
   return mutex;
-}
-
-std::string utcNow() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm parts{};
-  gmtime_r(&now, &parts);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
-  return text;
 }
 
 // One line, without the characters the front matter's lists and maps use.
@@ -248,7 +240,7 @@ GotchaRecorded GotchaStore::record(const Gotcha& input) {
     const double similarity = gotchaSimilarity(input, other);
     if (similarity > result.similarity) result.similarity = similarity, closest = &other;
   }
-  const std::string now = utcNow();
+  const std::string now = isoTimeUtcNow();
   Gotcha gotcha;
   if (closest != nullptr && result.similarity >= kMergeThreshold) {
     // The same lesson again: one page that says how often and where it was seen.

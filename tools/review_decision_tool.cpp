@@ -2,6 +2,7 @@
 // the review page): an agent must not decide on its own proposal, so no MCP tool is made of
 // them. Approval comes with the gate that re-runs the claims (issue 16).
 #include "simulator/support/git_support.h"
+#include "simulator/support/text_format.h"
 #include "tools/operation_table.h"
 #include "tools/review_support.h"
 
@@ -41,7 +42,7 @@ Operation decisionOperation(const std::string& name, const std::string& command,
     const int64_t revision =
         input.contains("revision") ? input["revision"].get<int64_t>() : store.get(id).version;
     return proposalDocument(store.decide(id, revision, decision, git::authorIdentity(),
-                                         input.at("comment").get<std::string>(), nowUtc()));
+                                         input.at("comment").get<std::string>(), isoTimeUtcNow()));
   };
   operation.render_text = [](const json& output) {
     return "proposal " + std::to_string(output["id"].get<int64_t>()) + ": " +

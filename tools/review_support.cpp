@@ -1,6 +1,5 @@
 #include "tools/review_support.h"
 
-#include <ctime>
 #include <filesystem>
 
 #include "adapters/catalog_repo/workspace_catalog.h"
@@ -90,15 +89,6 @@ std::string nextForProposal(const Proposal& proposal) {
              (proposal.superseded_by ? std::to_string(*proposal.superseded_by) : "?");
   }
   return "";
-}
-
-std::string nowUtc() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[sizeof "2025-06-01T12:00:00Z"];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
 }
 
 }  // namespace stickler

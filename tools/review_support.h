@@ -23,6 +23,4 @@ nlohmann::json proposalOutputSchema();
 // What the agent (or the reviewer) can do next with a proposal in its state.
 std::string nextForProposal(const Proposal& proposal);
 
-std::string nowUtc();
-
 }  // namespace stickler

@@ -5,6 +5,7 @@
 
 #include "adapters/catalog_repo/workspace_catalog.h"
 #include "simulator/support/git_support.h"
+#include "simulator/support/text_format.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
 #include "tools/reports/report_store.h"
@@ -51,7 +52,7 @@ json run(const json& input, OperationContext& context) {
 
   WorkspaceCatalog catalog = WorkspaceCatalog::open(workspaceCatalogDir(context));
   ProposalStore store = openReviewStore(context);
-  const Proposal submitted = store.submit(proposal, nowUtc(), [&](int64_t id) {
+  const Proposal submitted = store.submit(proposal, isoTimeUtcNow(), [&](int64_t id) {
     const auto written = catalog.propose(std::to_string(id), names, proposal.rationale);
     ProposalStore::WrittenBranch branch{written.commit, {}};
     for (const auto& [name, tip] : written.draft_tips) branch.adapters.push_back({name, tip});

@@ -6,20 +6,12 @@
 
 #include "adapters/catalog_repo/catalog_internal.h"
 #include "adapters/catalog_repo/commit_message.h"
+#include "simulator/support/text_format.h"
 
 namespace stickler {
 namespace {
 
 using BranchOfCommit = std::map<std::string, std::string>;  // commit id -> branch
-
-std::string isoTimeUtc(git_time_t seconds) {
-  const std::time_t time = static_cast<std::time_t>(seconds);
-  std::tm utc{};
-  gmtime_r(&time, &utc);
-  char text[sizeof "2025-06-01T12:00:00Z"];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 std::vector<std::string> filesChanged(git_repository* repo, git_commit* commit) {
   const git::Tree tree = git::treeOf(commit);
@@ -48,7 +40,7 @@ CatalogCommit describeCommit(git_repository* repo, git_commit* commit, const std
           message.subject,
           message.body,
           std::string(author->name) + " <" + author->email + ">",
-          isoTimeUtc(author->when.time),
+          isoTimeUtc(static_cast<std::time_t>(author->when.time)),
           message.trailers,
           filesChanged(repo, commit)};
 }

@@ -1,4 +1,5 @@
 #include "adapters/engine/adapter_sandbox.h"
+#include "simulator/support/text_format.h"
 
 #include <csignal>
 #include <cstring>
@@ -13,10 +14,6 @@
 
 namespace stickler {
 namespace {
-
-std::string firstLine(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
 
 // TorchScript's interpreter reports "The following operation failed in the TorchScript
 // interpreter.", a traceback, and the error itself last: say the error.

@@ -1,4 +1,5 @@
 #include "simulator/graph/loaded_model.h"
+#include "simulator/support/text_format.h"
 
 #include <torch/csrc/jit/serialization/pickle.h>
 
@@ -22,10 +23,6 @@ using torch::jit::Value;
 namespace aten = torch::jit::aten;
 namespace prim = torch::jit::prim;
 namespace attr = torch::jit::attr;
-
-std::string firstLine(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
 
 torch::jit::Module loadModule(const std::string& path) {
   try {

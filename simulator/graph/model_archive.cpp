@@ -1,4 +1,5 @@
 #include "simulator/graph/model_archive.h"
+#include "simulator/support/text_format.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/version.h>
@@ -17,10 +18,6 @@ namespace stickler {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string firstLine(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
 
 bool startsLikeZip(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,4 +1,5 @@
 #include "simulator/interpreter/interpreter.h"
+#include "simulator/support/text_format.h"
 
 #include <string>
 
@@ -153,8 +154,6 @@ class Execution {
       registers_[step.outputs[i]] = std::move(carried[i]);
     }
   }
-
-  static std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
   const CompiledProgram& program_;
   const ModuleTable& modules_;
