@@ -28,6 +28,7 @@ const std::vector<Operation>& operationTable() {
       makeListReviewsOperation(),
       makeRequestChangesOperation(),
       makeRejectProposalOperation(),
+      makeApproveProposalOperation(),
       makeAdaptModelOperation(),
       makeInitWorkspaceOperation(),
       makeStaleAdaptersOperation(),

@@ -53,6 +53,7 @@ Operation makeReviewStatusOperation();
 Operation makeListReviewsOperation();
 Operation makeRequestChangesOperation();
 Operation makeRejectProposalOperation();
+Operation makeApproveProposalOperation();
 Operation makeAdaptModelOperation();
 Operation makeInitWorkspaceOperation();
 Operation makeStaleAdaptersOperation();

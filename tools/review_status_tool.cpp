@@ -9,7 +9,9 @@ namespace {
 using nlohmann::json;
 
 json runStatus(const json& input, OperationContext& context) {
-  return proposalDocument(openReviewStore(context).get(input.at("id").get<int64_t>()));
+  ProposalStore store = openReviewStore(context);
+  const int64_t id = input.at("id").get<int64_t>();
+  return proposalDocument(store.get(id), store.latestGate(id));
 }
 
 std::string renderStatus(const json& output) {
@@ -33,6 +35,10 @@ std::string renderStatus(const json& output) {
       text += ": " + event["comment"].get<std::string>();
     }
     text += "\n";
+  }
+  if (output.contains("gate") && output["gate"].is_object()) {
+    text += "gate (" + output["gate"]["time"].get<std::string>() + ") " +
+            output["gate"].value("summary", "") + "\n";
   }
   return text + output["next"].get<std::string>() + "\n";
 }

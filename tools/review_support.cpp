@@ -4,6 +4,8 @@
 
 #include "adapters/catalog_repo/workspace_catalog.h"
 #include "tools/adapter_support.h"
+#include "tools/review_approval.h"
+#include "tools/review_gate.h"
 
 namespace stickler {
 
@@ -15,7 +17,12 @@ ProposalStore openReviewStore(OperationContext& context) {
     throw UserError("no adapter catalog in this workspace (" + catalog.string() +
                     "): draft the adapters first (draft_adapter)");
   }
-  return ProposalStore((catalog / ".git" / "stickler-reviews.sqlite").string());
+  ProposalStore store((catalog / ".git" / "stickler-reviews.sqlite").string());
+  if (!store.approvalsUnderWay().empty()) {
+    WorkspaceCatalog repository = WorkspaceCatalog::open(catalog);
+    recoverInterruptedApprovals(store, repository);
+  }
+  return store;
 }
 
 json proposalToJson(const Proposal& proposal) {
@@ -51,8 +58,20 @@ json proposalToJson(const Proposal& proposal) {
           {"next", nextForProposal(proposal)}};
 }
 
-json proposalDocument(const Proposal& proposal) {
+json gateVerdictToJson(const GateRecord& gate) {
+  const json report = json::parse(gate.result, nullptr, /*allow_exceptions=*/false);
+  json verdict = {{"passed", gate.passed}, {"time", gate.time}, {"key", gate.key}};
+  if (report.is_object()) {
+    verdict["problems"] = report.value("problems", json::array());
+    verdict["summary"] = gateSummary(report);
+    verdict["seed"] = report.value("seed", json());
+  }
+  return verdict;
+}
+
+json proposalDocument(const Proposal& proposal, const std::optional<GateRecord>& gate) {
   json document = proposalToJson(proposal);
+  document["gate"] = gate ? gateVerdictToJson(*gate) : json();
   document["schema"] = "stickler.proposal";
   document["version"] = 1;
   return document;
@@ -74,6 +93,11 @@ std::string nextForProposal(const Proposal& proposal) {
   const std::string id = std::to_string(proposal.id);
   switch (proposal.state) {
     case ProposalState::kPending:
+      if (!proposal.events.empty() && proposal.events.back().action == "approval_rolled_back") {
+        return "an approval was interrupted and rolled back; waiting for a reviewer (stickler "
+               "review approve " +
+               id + ")";
+      }
       return "waiting for a reviewer (stickler review show " + id + "); review_status " + id +
              " shows their decision";
     case ProposalState::kChangesRequested:

@@ -119,6 +119,30 @@ class WorkspaceCatalog {
   ProposalCommit propose(const std::string& id, const std::vector<std::string>& names,
                          const std::string& rationale);
 
+  // Approval (the review queue, tools/review_approve_tool.cpp) in steps, so that the queue can
+  // journal the new commit before main moves.
+  struct ApprovalPlan {
+    std::string main;  // main's tip the plan is made on
+    std::string tree;  // what main's tree becomes: main's with the proposal's adapter files
+    std::vector<std::string> adapters;  // those the proposal changes (against its first parent)
+    // Of those, the ones main changed since the proposal was made (another approval): approving
+    // puts the proposal's version in their place.
+    std::vector<std::string> changed_on_main;
+  };
+  // UserError when `proposal_commit` is not a proposal's commit in this repository.
+  ApprovalPlan planApproval(const std::string& proposal_commit) const;
+  // The adapters (name, source) of a commit's or a tree's top level, sorted by name.
+  std::vector<std::pair<std::string, std::string>> adaptersAt(const std::string& object) const;
+  // The approval's commit object: the plan's tree, parents main and the proposal, `text` as
+  // subject and body, then `Stickler-Action: approve`, `trailers` and an `Adapter` trailer per
+  // adapter. Not on any branch: advanceMain puts it there.
+  std::string writeApproval(const ApprovalPlan& plan, const std::string& proposal_commit,
+                            const std::string& text, const Trailers& trailers);
+  // Moves main from `expected` to `commit` (UserError when main is no longer at `expected`) and
+  // makes the work dir show it.
+  void advanceMain(const std::string& commit, const std::string& expected);
+  std::string mainCommit() const;
+
   // Newest first. For a name: the commits that changed its file or carry its `Adapter` trailer
   // (evidence changes no file). For an empty name: every commit on main and the drafts, once.
   // `limit` 0 means no limit.

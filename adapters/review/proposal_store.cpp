@@ -83,7 +83,19 @@ ProposalStore::ProposalStore(const std::string& path)
       "CREATE TABLE IF NOT EXISTS review_events("
       " proposal INTEGER NOT NULL REFERENCES proposals(id), time TEXT NOT NULL,"
       " actor TEXT NOT NULL, action TEXT NOT NULL, comment TEXT NOT NULL);"
-      "CREATE INDEX IF NOT EXISTS review_events_by_proposal ON review_events(proposal);");
+      "CREATE INDEX IF NOT EXISTS review_events_by_proposal ON review_events(proposal);"
+      "CREATE TABLE IF NOT EXISTS gate_runs("
+      " proposal INTEGER NOT NULL REFERENCES proposals(id), key TEXT NOT NULL,"
+      " passed INTEGER NOT NULL, result TEXT NOT NULL, time TEXT NOT NULL,"
+      " PRIMARY KEY (proposal, key));"
+      "CREATE TABLE IF NOT EXISTS known_models("
+      " model TEXT NOT NULL, profile TEXT NOT NULL, sha256 TEXT NOT NULL,"
+      " catalog_commit TEXT NOT NULL, time TEXT NOT NULL, source TEXT NOT NULL,"
+      " PRIMARY KEY (model, profile));"
+      "CREATE TABLE IF NOT EXISTS approvals_under_way("
+      " proposal INTEGER PRIMARY KEY REFERENCES proposals(id), old_main TEXT NOT NULL,"
+      " new_main TEXT NOT NULL, actor TEXT NOT NULL, comment TEXT NOT NULL,"
+      " started TEXT NOT NULL);");
 }
 
 Proposal ProposalStore::readRow(sqlite::Statement& row) {
@@ -140,6 +152,10 @@ Proposal ProposalStore::submit(const NewProposal& proposal, const std::string& n
   sqlite::Transaction transaction(db_, sqlite::Transaction::Lock::Immediate);
   if (proposal.supersedes) {
     const Proposal old = get(*proposal.supersedes);
+    if (approvalUnderWay(old.id)) {
+      throw ReviewConflict("proposal " + std::to_string(old.id) +
+                           " is being approved: it cannot be superseded now");
+    }
     if (old.state != ProposalState::kPending && old.state != ProposalState::kChangesRequested) {
       throw UserError("proposal " + std::to_string(old.id) + " is " + stateName(old.state) +
                       ": only a pending proposal or one with changes requested can be superseded");
@@ -208,10 +224,17 @@ Proposal ProposalStore::decide(int64_t id, int64_t expected_version, ProposalSta
                          stateName(current.state) + " now, version " +
                          std::to_string(current.version) + "): read it again and decide then");
   }
+  if (const auto under_way = approvalUnderWay(id)) {
+    throw ReviewConflict("proposal " + std::to_string(id) + " is being approved by " +
+                         under_way->actor + " (since " + under_way->started + ")");
+  }
+  if (decision == ProposalState::kApproved) {
+    throw UserError("approval goes through the gate: stickler review approve " +
+                    std::to_string(id));
+  }
   const bool allowed =
       (current.state == ProposalState::kPending &&
-       (decision == ProposalState::kChangesRequested || decision == ProposalState::kRejected ||
-        decision == ProposalState::kApproved)) ||
+       (decision == ProposalState::kChangesRequested || decision == ProposalState::kRejected)) ||
       (current.state == ProposalState::kChangesRequested && decision == ProposalState::kRejected);
   if (!allowed) {
     throw UserError("proposal " + std::to_string(id) + " is " + stateName(current.state) +
@@ -226,6 +249,135 @@ Proposal ProposalStore::decide(int64_t id, int64_t expected_version, ProposalSta
   addEvent(id, {now, actor, stateName(decision), comment});
   transaction.commit();
   return get(id);
+}
+
+void ProposalStore::storeGate(int64_t id, const GateRecord& gate) {
+  sqlite::Statement insert(db_,
+                           "INSERT OR REPLACE INTO gate_runs(proposal, key, passed, result, time) "
+                           "VALUES (?, ?, ?, ?, ?)");
+  insert.bind(1, id).bind(2, gate.key).bind(3, int64_t{gate.passed ? 1 : 0});
+  insert.bind(4, gate.result).bind(5, gate.time).step();
+}
+
+namespace {
+GateRecord gateRow(sqlite::Statement& row) {
+  return {row.text(0), row.integer(1) != 0, row.text(2), row.text(3)};
+}
+}  // namespace
+
+std::optional<GateRecord> ProposalStore::findGate(int64_t id, const std::string& key) {
+  sqlite::Statement select(
+      db_, "SELECT key, passed, result, time FROM gate_runs WHERE proposal = ? AND key = ?");
+  select.bind(1, id).bind(2, key);
+  if (!select.step()) return std::nullopt;
+  return gateRow(select);
+}
+
+std::optional<GateRecord> ProposalStore::latestGate(int64_t id) {
+  sqlite::Statement select(db_,
+                           "SELECT key, passed, result, time FROM gate_runs WHERE proposal = ? "
+                           "ORDER BY time DESC, rowid DESC LIMIT 1");
+  select.bind(1, id);
+  if (!select.step()) return std::nullopt;
+  return gateRow(select);
+}
+
+std::vector<KnownModel> ProposalStore::knownModels() {
+  sqlite::Statement select(db_,
+                           "SELECT model, profile, sha256, catalog_commit, time, source "
+                           "FROM known_models ORDER BY model, profile");
+  std::vector<KnownModel> models;
+  while (select.step()) {
+    models.push_back({select.text(0), select.text(1), select.text(2), select.text(3),
+                      select.text(4), select.text(5)});
+  }
+  return models;
+}
+
+std::optional<ApprovalIntent> ProposalStore::approvalUnderWay(int64_t id) {
+  sqlite::Statement select(db_,
+                           "SELECT proposal, old_main, new_main, actor, comment, started "
+                           "FROM approvals_under_way WHERE proposal = ?");
+  select.bind(1, id);
+  if (!select.step()) return std::nullopt;
+  return ApprovalIntent{select.integer(0), select.text(1), select.text(2),
+                        select.text(3),    select.text(4), select.text(5)};
+}
+
+std::vector<ApprovalIntent> ProposalStore::approvalsUnderWay() {
+  sqlite::Statement select(db_, "SELECT proposal FROM approvals_under_way ORDER BY proposal");
+  std::vector<int64_t> ids;
+  while (select.step()) ids.push_back(select.integer(0));
+  std::vector<ApprovalIntent> intents;
+  for (const int64_t id : ids) {
+    if (auto intent = approvalUnderWay(id)) intents.push_back(*intent);
+  }
+  return intents;
+}
+
+void ProposalStore::beginApproval(const ApprovalIntent& intent, int64_t expected_version) {
+  sqlite::Transaction transaction(db_, sqlite::Transaction::Lock::Immediate);
+  const Proposal current = get(intent.proposal);
+  const std::string id = std::to_string(intent.proposal);
+  if (const auto under_way = approvalUnderWay(intent.proposal)) {
+    throw ReviewConflict("proposal " + id + " is already being approved by " + under_way->actor +
+                         " (since " + under_way->started + ")");
+  }
+  if (current.version != expected_version) {
+    throw ReviewConflict("proposal " + id + " changed since you read it (it is " +
+                         stateName(current.state) + " now, version " +
+                         std::to_string(current.version) + "): read it again and decide then");
+  }
+  if (current.state != ProposalState::kPending) {
+    throw UserError("proposal " + id + " is " + stateName(current.state) +
+                    ": only a pending proposal can be approved");
+  }
+  sqlite::Statement insert(db_,
+                           "INSERT INTO approvals_under_way(proposal, old_main, new_main, actor, "
+                           "comment, started) VALUES (?, ?, ?, ?, ?, ?)");
+  insert.bind(1, intent.proposal).bind(2, intent.old_main).bind(3, intent.new_main);
+  insert.bind(4, intent.actor).bind(5, intent.comment).bind(6, intent.started).step();
+  transaction.commit();
+}
+
+Proposal ProposalStore::finishApproval(int64_t id, const std::vector<KnownModel>& passed,
+                                       const std::string& now, const std::string& note) {
+  sqlite::Transaction transaction(db_, sqlite::Transaction::Lock::Immediate);
+  const auto intent = approvalUnderWay(id);
+  if (!intent) throw UserError("no approval of proposal " + std::to_string(id) + " is under way");
+  sqlite::Statement update(
+      db_, "UPDATE proposals SET state = 'approved', version = version + 1 WHERE id = ?");
+  update.bind(1, id).step();
+  addEvent(id, {now, intent->actor, "approved",
+                note.empty() ? intent->comment : intent->comment + "\n\n" + note});
+  for (const KnownModel& model : passed) {
+    sqlite::Statement upsert(db_,
+                             "INSERT OR REPLACE INTO known_models(model, profile, sha256, "
+                             "catalog_commit, time, source) VALUES (?, ?, ?, ?, ?, ?)");
+    upsert.bind(1, model.model).bind(2, model.profile).bind(3, model.sha256);
+    upsert.bind(4, model.catalog_commit).bind(5, model.time).bind(6, model.source).step();
+  }
+  sqlite::Statement done(db_, "DELETE FROM approvals_under_way WHERE proposal = ?");
+  done.bind(1, id).step();
+  transaction.commit();
+  return get(id);
+}
+
+void ProposalStore::abandonApproval(int64_t id, const std::string& why, const std::string& now) {
+  sqlite::Transaction transaction(db_, sqlite::Transaction::Lock::Immediate);
+  const auto intent = approvalUnderWay(id);
+  if (!intent) return;
+  sqlite::Statement done(db_, "DELETE FROM approvals_under_way WHERE proposal = ?");
+  done.bind(1, id).step();
+  sqlite::Statement bump(db_, "UPDATE proposals SET version = version + 1 WHERE id = ?");
+  bump.bind(1, id).step();
+  addEvent(id, {now, intent->actor, "approval_rolled_back", why});
+  transaction.commit();
+}
+
+int64_t ProposalStore::dataVersion() {
+  sqlite::Statement version(db_, "PRAGMA data_version");
+  return version.step() ? version.integer(0) : 0;
 }
 
 std::string ProposalStore::integrityCheck() {

@@ -62,6 +62,37 @@ struct Proposal {
   std::vector<ReviewEvent> events;  // oldest first
 };
 
+// A run of the approval gate (tools/review_gate.h): what it was run on (`key`: the proposal's
+// commit, main's, the models and the seed, hashed), whether it passed, and its report as JSON.
+struct GateRecord {
+  std::string key;
+  bool passed = false;
+  std::string result;  // JSON text
+  std::string time;
+};
+
+// A model the catalog's main passed end to end on a profile: what the gate's regression run
+// checks again before main changes.
+struct KnownModel {
+  std::string model;  // archive path
+  std::string profile;
+  std::string sha256;          // of the archive when it passed
+  std::string catalog_commit;  // main's commit it passed with
+  std::string time;
+  std::string source;  // "proposal 3 (claimed)", "proposal 3 (regression)"
+};
+
+// An approval under way, journaled before main moves: what main was, what it becomes, who
+// approved. Start-up finishes it (main already moved) or rolls it back (it did not).
+struct ApprovalIntent {
+  int64_t proposal = 0;
+  std::string old_main;
+  std::string new_main;
+  std::string actor;
+  std::string comment;  // the reviewer's, with the gate's summary
+  std::string started;
+};
+
 // A decision made on a version of a proposal that has changed since (another reviewer acted).
 class ReviewConflict : public UserError {
  public:
@@ -92,11 +123,37 @@ class ProposalStore {
   std::vector<Proposal> list(std::optional<ProposalState> state = std::nullopt);  // newest first
 
   // A reviewer's decision on `expected_version` of the proposal: pending proposals may get
-  // changes requested, be rejected or approved; a proposal with changes requested may be
-  // rejected. ReviewConflict when the proposal moved on since that version; UserError when the
-  // decision does not apply to its state.
+  // changes requested or be rejected; a proposal with changes requested may be rejected.
+  // Approval is not a decision of its own: it goes through the gate and beginApproval.
+  // ReviewConflict when the proposal moved on since that version; UserError when the decision does
+  // not apply to its state.
   Proposal decide(int64_t id, int64_t expected_version, ProposalState decision,
                   const std::string& actor, const std::string& comment, const std::string& now);
+
+  // The gate's results: stored whether it passed or not, found again by key so that an unchanged
+  // proposal on an unchanged catalog is not gated twice.
+  void storeGate(int64_t id, const GateRecord& gate);
+  std::optional<GateRecord> findGate(int64_t id, const std::string& key);
+  std::optional<GateRecord> latestGate(int64_t id);
+
+  std::vector<KnownModel> knownModels();  // by model, then profile
+
+  // Approval in three steps around the move of main. begin: journals `intent` after checking
+  // that the proposal is pending at `expected_version` (ReviewConflict otherwise, or when
+  // another approval of it is under way); while journaled, no other decision can be made on it.
+  void beginApproval(const ApprovalIntent& intent, int64_t expected_version);
+  // finish: the proposal approved with the journaled actor and comment, `passed` recorded as
+  // known models, the journal entry gone, all in one transaction. `note` is added to the
+  // event's comment (how it was finished).
+  Proposal finishApproval(int64_t id, const std::vector<KnownModel>& passed, const std::string& now,
+                          const std::string& note = "");
+  // abandon: the journal entry gone and the reason logged; the proposal stays pending.
+  void abandonApproval(int64_t id, const std::string& why, const std::string& now);
+  std::vector<ApprovalIntent> approvalsUnderWay();
+
+  // SQLite's data_version: changes when another connection (another process's decision)
+  // committed, so a server can poll for what to notify its subscribers of.
+  int64_t dataVersion();
 
   // SQLite's integrity check: "ok" when the store is whole.
   std::string integrityCheck();
@@ -104,6 +161,7 @@ class ProposalStore {
  private:
   Proposal readRow(sqlite::Statement& row);
   void addEvent(int64_t id, const ReviewEvent& event);
+  std::optional<ApprovalIntent> approvalUnderWay(int64_t id);
 
   sqlite::Database db_;
 };

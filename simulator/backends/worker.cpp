@@ -148,8 +148,12 @@ WorkerOutcome runInWorker(const std::function<std::string(WorkerProgress& progre
   if (pid == 0) {
     // The lock is this process's copy, held by this thread: the list is as the fork found it.
     for (int fd : readEndsInFlight()) ::close(fd);
+    readEndsInFlight().clear();
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
+    // A worker may start workers of its own (the review gate's worker runs the device in one):
+    // its copy of the lock must be free for them.
+    forking.unlock();
     runChild(job, progress, out_pipe[1], err_pipe[1], limits);
   }
   ::close(out_pipe[1]);

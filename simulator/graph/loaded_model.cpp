@@ -406,6 +406,7 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
   resolveAutoKinds(*model);
 
   model->captured_inputs = capturedInputs(model->card, archive, path);
+  model->seed = options.seed;
   model->example_inputs = makeExampleInputs(
       model->card.inputs, model->module.get_method("forward").function().getSchema(), options.seed,
       model->captured_inputs);
@@ -426,6 +427,7 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
   model->unique_parameters = base.unique_parameters;
   model->host_modules = base.host_modules;
   model->example_inputs = base.example_inputs;
+  model->seed = base.seed;
   model->captured_inputs = base.captured_inputs;
   runAndRecord(*model, also);
   return model;

@@ -45,6 +45,9 @@ struct LoadedModel {
   std::vector<std::string> host_modules;
   std::unique_ptr<Interpreter> interpreter;
   std::vector<c10::IValue> example_inputs;
+  // The seed the example inputs were drawn from; an equivalence check's further draws take the
+  // seeds after it (the review gate loads models with seeds an agent never used).
+  uint64_t seed = 0;
   // Per card input, the values stored in the archive for inputs of kind captured (undefined
   // for the others).
   std::vector<at::Tensor> captured_inputs;

@@ -94,4 +94,10 @@ std::shared_ptr<const LoadedModel> obtainModel(const std::string& path,
   return loadModel(path, loadOptionsFromFlags(input_flags));
 }
 
+std::shared_ptr<const LoadedModel> loadModelSeeded(const std::string& path, uint64_t seed) {
+  LoadOptions options;
+  options.seed = seed;
+  return loadModel(path, options);
+}
+
 }  // namespace stickler

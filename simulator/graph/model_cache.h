@@ -51,4 +51,9 @@ std::shared_ptr<const LoadedModel> obtainModel(const std::string& path,
                                                const std::vector<std::string>& input_flags,
                                                ModelCache* cache);
 
+// The model loaded afresh with its example inputs drawn from `seed` (an equivalence check's
+// further draws from the seeds after it): the review gate's draws, never the ones every tool
+// uses (seed 0).
+std::shared_ptr<const LoadedModel> loadModelSeeded(const std::string& path, uint64_t seed);
+
 }  // namespace stickler

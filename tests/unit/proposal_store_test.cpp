@@ -155,5 +155,54 @@ TEST(ProposalStore, TwoReviewersActingAtOnceGetOneSuccessAndOneConflict) {
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
 
+TEST(ProposalStore, AnApprovalIsJournaledThenFinishedOrAbandonedAndBlocksOtherDecisions) {
+  ProposalStore store(":memory:");
+  Proposal proposal = store.submit(aProposal(), "t0", writeBranch);
+  // Approval is never a plain decision: it goes through the gate and the journal.
+  EXPECT_THROW(store.decide(proposal.id, proposal.version, ProposalState::kApproved, "R", "", "t1"),
+               UserError);
+  const ApprovalIntent intent{proposal.id,   "old", "new", "Rita <r@example.com>",
+                              "looks right", "t1"};
+  EXPECT_THROW(store.beginApproval(intent, proposal.version + 1), ReviewConflict);
+  store.beginApproval(intent, proposal.version);
+  EXPECT_THROW(store.beginApproval(intent, proposal.version), ReviewConflict);
+  EXPECT_THROW(
+      store.decide(proposal.id, proposal.version, ProposalState::kRejected, "S", "no", "t2"),
+      ReviewConflict);
+  ASSERT_EQ(store.approvalsUnderWay().size(), 1u);
+  EXPECT_EQ(store.approvalsUnderWay()[0].new_main, "new");
+
+  // Abandoned: still pending, the reason logged, a new version to decide on.
+  store.abandonApproval(proposal.id, "main moved", "t3");
+  proposal = store.get(proposal.id);
+  EXPECT_EQ(proposal.state, ProposalState::kPending);
+  EXPECT_EQ(proposal.events.back().action, "approval_rolled_back");
+  EXPECT_TRUE(store.approvalsUnderWay().empty());
+
+  store.beginApproval(intent, proposal.version);
+  proposal = store.finishApproval(
+      proposal.id, {{"m.pt", "spyre-2026", "abc", "new", "t4", "proposal 1 (claimed)"}}, "t4",
+      "finished at start-up");
+  EXPECT_EQ(proposal.state, ProposalState::kApproved);
+  EXPECT_EQ(proposal.events.back().actor, "Rita <r@example.com>");
+  EXPECT_NE(proposal.events.back().comment.find("finished at start-up"), std::string::npos);
+  ASSERT_EQ(store.knownModels().size(), 1u);
+  EXPECT_EQ(store.knownModels()[0].catalog_commit, "new");
+  EXPECT_TRUE(store.approvalsUnderWay().empty());
+  EXPECT_THROW(store.finishApproval(proposal.id, {}, "t5"), UserError);
+}
+
+TEST(ProposalStore, GateRunsAreFoundAgainByKey) {
+  ProposalStore store(":memory:");
+  const Proposal proposal = store.submit(aProposal(), "t0", writeBranch);
+  EXPECT_FALSE(store.latestGate(proposal.id));
+  store.storeGate(proposal.id, {"k1", false, R"({"passed":false})", "2026-01-01T00:00:00Z"});
+  store.storeGate(proposal.id, {"k2", true, R"({"passed":true})", "2026-01-02T00:00:00Z"});
+  EXPECT_FALSE(store.findGate(proposal.id, "k1")->passed);
+  EXPECT_TRUE(store.findGate(proposal.id, "k2")->passed);
+  EXPECT_FALSE(store.findGate(proposal.id, "k3"));
+  EXPECT_EQ(store.latestGate(proposal.id)->key, "k2");
+}
+
 }  // namespace
 }  // namespace stickler

@@ -205,7 +205,7 @@ std::vector<c10::IValue> RegionProgram::run(const std::vector<c10::IValue>& inpu
 std::vector<c10::IValue> drawInputs(const LoadedModel& model, int draw) {
   if (draw == 0) return model.example_inputs;
   const auto& schema = model.module.get_method("forward").function().getSchema();
-  return makeExampleInputs(model.card.inputs, schema, static_cast<uint64_t>(draw),
+  return makeExampleInputs(model.card.inputs, schema, model.seed + static_cast<uint64_t>(draw),
                            model.captured_inputs);
 }
 

@@ -54,7 +54,8 @@ class RegionProgram {
 };
 
 // The forward's arguments for input draw `draw` of an equivalence check: the example inputs
-// for draw 0, then values drawn as the model card says from seeds 1, 2, ...
+// for draw 0, then values drawn as the model card says from the seeds after the model's
+// (model.seed + 1, + 2, ...)
 std::vector<c10::IValue> drawInputs(const LoadedModel& model, int draw);
 
 // What feeds a region on each input draw: the captured values, in the order asked for.

@@ -1,0 +1,288 @@
+// The approval gate and the merge into main (issue 16): what an agent claims is run again by
+// Stickler before a reviewer's approval takes effect, on fresh input draws and on the models the
+// catalog already passed; and an approval killed at any point loses nothing.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "adapters/catalog_repo/workspace_catalog.h"
+#include "adapters/engine/adapter_catalog.h"
+#include "adapters/engine/equivalence/region_program.h"
+#include "adapters/review/proposal_store.h"
+#include "simulator/graph/loaded_model.h"
+#include "tests/server/workspace_server.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string shipped(const std::string& name) {
+  return slurp(shippedCatalogDir() + "/" + name + ".py");
+}
+
+struct Command {
+  int status = -1;  // the exit status; -1 when killed by a signal
+  int signal = 0;
+  std::string out;
+  std::string err;
+};
+
+class ReviewGate : public WorkspaceServerTest {
+ protected:
+  // A command in the workspace, as a reviewer runs it (`env` before it: crash hooks).
+  Command shell(const std::string& command, const std::string& env = "") {
+    const std::string out = workspace_ + "/.cmd.out";
+    const std::string err = workspace_ + "/.cmd.err";
+    const std::string line = "cd '" + workspace_ +
+                             "' && env GIT_AUTHOR_NAME=Rita GIT_AUTHOR_EMAIL=rita@example.com " +
+                             env + " " + command + " >'" + out + "' 2>'" + err + "'";
+    const int raw = std::system(line.c_str());
+    Command run;
+    // sh reports a child killed by signal N as exit status 128 + N.
+    const int code = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    if (code > 128) {
+      run.signal = code - 128;
+    } else {
+      run.status = code;
+    }
+    run.out = slurp(out);
+    run.err = slurp(err);
+    return run;
+  }
+  Command reviewer(const std::string& args, const std::string& env = "") {
+    return shell(std::string(STICKLER_BINARY) + " " + args, env);
+  }
+  json reviewerJson(const std::string& args) {
+    const Command run = reviewer(args + " --json");
+    json parsed = json::parse(run.out, nullptr, false);
+    if (!parsed.is_object()) ADD_FAILURE() << args << ": " << run.out << run.err;
+    return parsed;
+  }
+
+  void draft(const std::string& name, const std::string& source) {
+    const json drafted =
+        call("draft_adapter", {{"name", name}, {"source", source}, {"reason", "Draft " + name}});
+    ASSERT_FALSE(drafted.value("isError", false)) << drafted.dump().substr(0, 600);
+  }
+  int submit(const std::vector<std::string>& adapters,
+             const std::vector<std::pair<std::string, std::string>>& claims) {
+    // One claim per call: submit_for_review takes one profile for its models.
+    json arguments = {{"adapters", adapters},
+                      {"models", json::array()},
+                      {"profile", claims.at(0).second},
+                      {"rationale", "Bring gpt2 up"}};
+    for (const auto& claim : claims) arguments["models"].push_back(claim.first);
+    const json submitted = call("submit_for_review", arguments);
+    EXPECT_FALSE(submitted.value("isError", false)) << submitted.dump().substr(0, 600);
+    return submitted.at("structuredContent").at("id").get<int>();
+  }
+  std::string mainCommit() {
+    return WorkspaceCatalog::open(workspace_ + "/stickler-adapters").mainCommit();
+  }
+  std::string storePath() { return workspace_ + "/stickler-adapters/.git/stickler-reviews.sqlite"; }
+  // git fsck: no error, missing or broken object (dangling objects of refused or interrupted
+  // approvals are not damage).
+  void expectCatalogWhole() {
+    const Command fsck = shell("git -C stickler-adapters fsck --full --strict");
+    EXPECT_EQ(fsck.status, 0) << fsck.out << fsck.err;
+    for (const char* damage : {"error", "missing", "broken", "corrupt"}) {
+      EXPECT_EQ((fsck.out + fsck.err).find(damage), std::string::npos) << fsck.out << fsck.err;
+    }
+    EXPECT_EQ(ProposalStore(storePath()).integrityCheck(), "ok");
+  }
+};
+
+// pow-cube-as-mul as shipped, reworded: the same rewrite, so it is a real draft to propose.
+std::string cubeDraft(int round) {
+  return shipped("pow-cube-as-mul") + "\n# reworded, round " + std::to_string(round) + "\n";
+}
+
+TEST_F(ReviewGate, AClaimedModelThatFailsEndToEndCannotBeApproved) {
+  // A profile on which gpt2's attention aborts on the device, whatever the adapters do.
+  std::ofstream(workspace_ + "/abort-softmax.json") << R"({
+    "version": 1, "extends": "spyre-2025-clean", "name": "test-abort-softmax",
+    "description": "Test profile: the device aborts in every softmax.",
+    "faults": [{"id": "softmax-abort", "match": {"op": "aten::softmax"},
+                "effect": {"kind": "runtime_abort", "message": "softmax_kernel: assertion failed"}}]
+  })";
+  draft("pow-cube-as-mul", cubeDraft(1));
+  const int id =
+      submit({"pow-cube-as-mul"}, {{testing::zooPath("gpt2-tiny.pt"), "abort-softmax.json"}});
+  const std::string main_before = mainCommit();
+
+  const Command refused = reviewer("review approve " + std::to_string(id) + " --comment ok");
+  EXPECT_EQ(refused.status, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.out.find("NOT approved"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("aborted"), std::string::npos) << refused.out;
+  EXPECT_EQ(mainCommit(), main_before);
+  const json status = call("review_status", {{"id", id}}).at("structuredContent");
+  EXPECT_EQ(status.at("state"), "pending");
+  EXPECT_FALSE(status.at("gate").at("passed").get<bool>());
+  ASSERT_FALSE(status.at("gate").at("problems").empty());
+  EXPECT_NE(status.at("gate").at("problems").dump().find("gpt2-tiny.pt"), std::string::npos);
+
+  // Nothing changed: the stored result is the answer, not a second run.
+  const json again = reviewerJson("review approve " + std::to_string(id));
+  EXPECT_FALSE(again.at("approved").get<bool>());
+  EXPECT_TRUE(again.at("gate").at("reused").get<bool>());
+  EXPECT_EQ(mainCommit(), main_before);
+}
+
+TEST_F(ReviewGate, AnAdapterEquivalentOnlyOnTheAgentsDrawsIsCaughtByTheFreshDraws) {
+  // An adapter that is exact on the input draws every tool uses (seeds 0, 1, 2) and halves the
+  // embeddings on any other: it recognizes those draws by their token ids' sum and first token.
+  const std::string model = testing::zooPath("gpt2-tiny.pt");
+  const auto loaded = loadModel(model);
+  std::string known = "(ids.sum() == 120)";  // the position ids, the same on every draw
+  for (int draw = 0; draw < 3; ++draw) {
+    const at::Tensor ids = drawInputs(*loaded, draw).at(0).toTensor();
+    known += " | ((ids.sum() == " + std::to_string(ids.sum().item<int64_t>()) +
+             ") & (ids[0, 0] == " + std::to_string(ids[0][0].item<int64_t>()) + "))";
+  }
+  draft("embedding-for-seen-inputs", R"("""Embeddings, exact only for the inputs it was tried on."""
+import torch
+from torch import Tensor
+
+name = "embedding-for-seen-inputs"
+gap = "none: a test of the gate's fresh input draws"
+why = "it is not right: it is exact only on the draws the agent checked"
+models = ["gpt2"]
+profiles = ["spyre-2025-clean"]
+remove_when = "never: it must not be approved"
+
+
+def pattern(weight: Tensor, ids: Tensor, padding_idx: int, scale: bool, sparse: bool):
+    return torch.embedding(weight, ids, padding_idx, scale, sparse)
+
+
+def replacement(weight: Tensor, ids: Tensor, padding_idx: int, scale: bool, sparse: bool):
+    out = torch.embedding(weight, ids, padding_idx, scale, sparse)
+    return torch.where()" + known + R"(, out, out * 0.5)
+)");
+  // On the agent's draws it is accepted: the evidence an agent would bring looks right.
+  const json applied = call("apply_adapter", {{"model", model},
+                                              {"adapter", "embedding-for-seen-inputs"},
+                                              {"profile", "spyre-2025-clean"}});
+  ASSERT_FALSE(applied.value("isError", false)) << applied.dump().substr(0, 800);
+  draft("pow-cube-as-mul", cubeDraft(1));
+  const int id =
+      submit({"embedding-for-seen-inputs", "pow-cube-as-mul"}, {{model, "spyre-2025-clean"}});
+
+  const std::string main_before = mainCommit();
+  const json refused = reviewerJson("review approve " + std::to_string(id));
+  ASSERT_TRUE(refused.is_object());
+  EXPECT_FALSE(refused.at("approved").get<bool>());
+  EXPECT_GE(refused.at("gate").at("seed").get<uint64_t>(), 1000u);
+  EXPECT_NE(refused.at("gate")
+                .at("problems")
+                .dump()
+                .find("adapter embedding-for-seen-inputs was refused on"),
+            std::string::npos)
+      << refused.at("gate").at("problems").dump();
+  EXPECT_EQ(mainCommit(), main_before);
+}
+
+TEST_F(ReviewGate, ASecondProposalOfTheSameAdapterIsGatedOnTopOfTheFirstAndItsRegressionBlocks) {
+  const std::string model = testing::zooPath("gpt2-tiny.pt");
+  draft("pow-cube-as-mul", cubeDraft(1));
+  const int first = submit({"pow-cube-as-mul"}, {{model, "spyre-2025-clean"}});
+  // A second version, for the 2026 stack too: exp(0) * x * x * x, the same cube; but the 2025
+  // stack cannot lower exp, so on it gpt2 no longer compiles.
+  std::string second_source = shipped("pow-cube-as-mul");
+  second_source.replace(second_source.find("return x * x * x"), 16,
+                        "return torch.exp(torch.zeros_like(x)) * x * x * x");
+  second_source.replace(second_source.find(R"(profiles = ["spyre-2025", "spyre-2025-clean"])"), 45,
+                        R"(profiles = ["spyre-2025-clean", "spyre-2026-clean"])");
+  draft("pow-cube-as-mul", second_source);
+  const int second = submit({"pow-cube-as-mul"}, {{model, "spyre-2026-clean"}});
+
+  const std::string main_before = mainCommit();
+  const json approved =
+      reviewerJson("review approve " + std::to_string(first) + " --comment 'the cube, as shipped'");
+  ASSERT_TRUE(approved.is_object());
+  ASSERT_TRUE(approved.at("approved").get<bool>()) << approved.at("gate").dump().substr(0, 800);
+  EXPECT_NE(mainCommit(), main_before);
+  EXPECT_EQ(approved.at("commit_on_main"), mainCommit());
+  const Command message = shell("git -C stickler-adapters log -1 --format=%B main");
+  EXPECT_NE(message.out.find("Reviewed-by: Rita <rita@example.com>"), std::string::npos)
+      << message.out;
+  EXPECT_NE(message.out.find("Gate passed"), std::string::npos) << message.out;
+  EXPECT_NE(message.out.find("Stickler-Action: approve"), std::string::npos) << message.out;
+  // The approved adapter is what main serves now.
+  EXPECT_EQ(shell("git -C stickler-adapters show main:pow-cube-as-mul.py").out, cubeDraft(1));
+
+  // The second proposal's own claim passes, but gpt2 on spyre-2025-clean, which main passed
+  // since the first approval, would no longer compile: approval is refused.
+  const json refused = reviewerJson("review approve " + std::to_string(second));
+  ASSERT_TRUE(refused.is_object());
+  EXPECT_FALSE(refused.at("approved").get<bool>());
+  EXPECT_EQ(refused.at("gate").at("changed_on_main"), json::array({"pow-cube-as-mul"}));
+  bool claim_passed = false;
+  for (const json& entry : refused.at("gate").at("models")) {
+    if (entry.at("role") == "claimed") claim_passed = entry.value("verdict", "") == "pass";
+  }
+  EXPECT_TRUE(claim_passed) << refused.at("gate").at("models").dump().substr(0, 800);
+  const std::string problems = refused.at("gate").at("problems").dump();
+  EXPECT_NE(problems.find("regression: " + model + " on spyre-2025-clean"), std::string::npos)
+      << problems;
+  EXPECT_NE(problems.find("blocked"), std::string::npos) << problems;
+  EXPECT_EQ(call("review_status", {{"id", second}}).at("structuredContent").at("state"), "pending");
+  expectCatalogWhole();
+}
+
+TEST_F(ReviewGate, AnApprovalKilledAtAnyPointIsFinishedOrRolledBackAndLosesNothing) {
+  const std::string model = testing::zooPath("gpt2-tiny.pt");
+  const std::pair<const char*, bool> points[] = {{"gate-stored", false},
+                                                 {"commit-written", false},
+                                                 {"journaled", false},
+                                                 {"main-moved", true}};
+  int round = 0;
+  for (const auto& [point, lands] : points) {
+    SCOPED_TRACE(point);
+    draft("pow-cube-as-mul", cubeDraft(++round));
+    const int id = submit({"pow-cube-as-mul"}, {{model, "spyre-2025-clean"}});
+    const std::string main_before = mainCommit();
+    const Command killed = reviewer("review approve " + std::to_string(id),
+                                    std::string("STICKLER_TEST_CRASH_AT=") + point);
+    EXPECT_EQ(killed.signal, SIGKILL) << killed.status << killed.out << killed.err;
+
+    // The next command in the workspace settles what the killed one left.
+    const json status = reviewerJson("review show " + std::to_string(id));
+    ASSERT_TRUE(status.is_object());
+    expectCatalogWhole();
+    if (lands) {
+      EXPECT_EQ(status.at("state"), "approved");
+      EXPECT_NE(mainCommit(), main_before);
+      EXPECT_NE(
+          status.at("events").back().at("comment").get<std::string>().find("after an interruption"),
+          std::string::npos);
+      EXPECT_EQ(shell("git -C stickler-adapters show main:pow-cube-as-mul.py").out,
+                cubeDraft(round));
+    } else {
+      EXPECT_EQ(status.at("state"), "pending");
+      EXPECT_EQ(mainCommit(), main_before);
+      // Approving again works, and lands.
+      const json approved = reviewerJson("review approve " + std::to_string(id));
+      ASSERT_TRUE(approved.is_object());
+      EXPECT_TRUE(approved.at("approved").get<bool>());
+      EXPECT_EQ(mainCommit(), approved.at("commit_on_main"));
+    }
+    EXPECT_TRUE(ProposalStore(storePath()).approvalsUnderWay().empty());
+  }
+  expectCatalogWhole();
+}
+
+}  // namespace
+}  // namespace stickler

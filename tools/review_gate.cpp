@@ -1,0 +1,326 @@
+#include "tools/review_gate.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+#include "adapters/engine/adapter_catalog.h"
+#include "adapters/engine/adapter_stack.h"
+#include "simulator/backends/worker.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/graph/model_cache.h"
+#include "simulator/graph/model_facts.h"
+#include "simulator/run/run_model.h"
+#include "simulator/support/concurrent_tasks.h"
+#include "simulator/support/execution_limit.h"
+#include "simulator/support/sha256.h"
+#include "simulator/support/task_control.h"
+#include "simulator/support/text_format.h"
+#include "tools/adapter_support.h"
+#include "tools/run_report.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kGateVersion = 1;
+
+struct GateModel {
+  std::string model;
+  std::string profile;
+  std::string role;    // "claimed" or "regression"
+  std::string sha256;  // "" when the archive is gone
+  const KnownModel* known = nullptr;
+};
+
+// The catalog the gate runs with: the shipped adapters under the planned tree's (main with the
+// proposal); the proposal's adapters count as unreviewed code, so they run sandboxed.
+std::vector<CatalogEntry> plannedCatalog(const WorkspaceCatalog& catalog,
+                                         const WorkspaceCatalog::ApprovalPlan& plan) {
+  const std::set<std::string> proposed(plan.adapters.begin(), plan.adapters.end());
+  std::vector<CatalogEntry> workspace;
+  for (const auto& [name, text] : catalog.adaptersAt(plan.tree)) {
+    const bool is_proposed = proposed.count(name) > 0;
+    workspace.push_back(catalogEntryFromText(name, text, (catalog.dir() / (name + ".py")).string(),
+                                             is_proposed ? "workspace draft" : "workspace"));
+  }
+  return mergeCatalogs(readCatalogDir(shippedCatalogDir(), "shipped"), std::move(workspace));
+}
+
+// Why a run's verdict is not a pass, in a line.
+std::string verdictReason(const json& run) {
+  const std::string verdict = run.value("verdict", "failed");
+  if (run.contains("compile") && run["compile"].contains("blockers") &&
+      !run["compile"]["blockers"].empty()) {
+    const json& first = run["compile"]["blockers"].at(0);
+    return verdict + ": " + std::to_string(run["compile"]["blockers"].size()) +
+           " compile blocker(s), first " + first.value("rule", "") + " " + first.value("op", "") +
+           " in " + first.value("module", "?");
+  }
+  if (run.contains("run") && run["run"].value("status", "") != "completed") {
+    return verdict + ": the device run " + run["run"].value("status", "") + ": " +
+           run["run"].value("message", "");
+  }
+  if (run.contains("comparison")) {
+    for (const json& output : run["comparison"]["outputs"]) {
+      if (output.value("verdict", "") == "fail") {
+        return verdict + ": output " + output.value("name", "?") + " " +
+               output.value("reason", "differs from the CPU reference");
+      }
+    }
+  }
+  return verdict;
+}
+
+// In the worker: the model loaded with the gate's seed, every adapter meant for it and the
+// profile applied (each checked for equivalence on the fresh draws), then run end to end.
+std::string gateOneModel(const GateModel& target, const std::vector<CatalogEntry>& catalog,
+                         uint64_t seed, double seconds) {
+  const std::shared_ptr<const LoadedModel> original = loadModelSeeded(target.model, seed);
+  const DeviceProfile profile = loadProfile(target.profile);
+  AdapterStack stack(original);
+  const StackingResult stacking =
+      applyInOrder(stack, adaptersMeantFor(catalog, *original, &profile), profile, 10);
+  RunRequest request;
+  request.loaded = stack.current();
+  request.backend = "spyre-sim:" + target.profile;
+  request.timeout_seconds = seconds;
+  const json run = runReport(runModel(request));
+  json result = {{"name", cardOf(*original).name},
+                 {"verdict", run.value("verdict", "failed")},
+                 {"applied", stacking.applied},
+                 {"refused", stacking.skipped}};
+  if (!stacking.whole_model.is_null()) result["whole_model"] = stacking.whole_model;
+  if (result["verdict"] != "pass") result["reason"] = verdictReason(run);
+  return result.dump();
+}
+
+json runInGateWorker(const GateModel& target, const std::vector<CatalogEntry>& catalog,
+                     uint64_t seed, double seconds) {
+  json entry = {{"model", target.model},
+                {"profile", target.profile},
+                {"role", target.role},
+                {"sha256", target.sha256}};
+  if (target.known != nullptr) {
+    entry["passed_with"] = target.known->catalog_commit;
+    if (!target.sha256.empty() && target.sha256 != target.known->sha256) {
+      entry["note"] = "the archive changed since it passed";
+    }
+  }
+  if (target.sha256.empty()) {
+    entry["status"] = "skipped";
+    entry["reason"] = "the archive is gone";
+    return entry;
+  }
+  const WorkerOutcome outcome = runInWorker(
+      [&](WorkerProgress&) { return gateOneModel(target, catalog, seed, seconds); }, seconds);
+  entry["seconds"] = outcome.seconds;
+  switch (outcome.status) {
+    case WorkerOutcome::Status::kCompleted:
+      entry["status"] = "completed";
+      entry.update(json::parse(outcome.payload));
+      break;
+    case WorkerOutcome::Status::kFailed:
+      entry["status"] = "failed";
+      entry["reason"] = firstLine(outcome.message);
+      break;
+    case WorkerOutcome::Status::kTimedOut:
+      entry["status"] = "timed_out";
+      entry["reason"] = "the gate's worker ran out of its " + std::to_string(int(seconds)) + " s";
+      break;
+    case WorkerOutcome::Status::kAborted:
+      entry["status"] = "aborted";
+      entry["reason"] = "the gate's worker died of signal " + std::to_string(outcome.signal) +
+                        (outcome.stderr_text.empty() ? "" : ": " + firstLine(outcome.stderr_text));
+      break;
+    case WorkerOutcome::Status::kCancelled:
+      throw Cancelled();
+  }
+  return entry;
+}
+
+// What is wrong with one model's result, as lines a reviewer reads.
+std::vector<std::string> problemsOf(const json& entry, const std::set<std::string>& proposed) {
+  std::vector<std::string> problems;
+  const std::string where =
+      entry["model"].get<std::string>() + " on " + entry["profile"].get<std::string>();
+  const bool regression = entry["role"] == "regression";
+  if (entry["status"] == "skipped") return problems;
+  if (entry["status"] != "completed") {
+    problems.push_back(where + ": " + entry["status"].get<std::string>() + ": " +
+                       entry.value("reason", ""));
+    return problems;
+  }
+  for (const json& refused : entry["refused"]) {
+    const std::string adapter = refused.value("adapter", "");
+    if (proposed.count(adapter) > 0) {
+      problems.push_back("adapter " + adapter + " was refused on " + where +
+                         " with the gate's fresh input draws: " + refused.value("reason", ""));
+    }
+  }
+  if (entry["verdict"] != "pass") {
+    problems.push_back((regression ? "regression: " + where + " passed with main " +
+                                         entry.value("passed_with", "").substr(0, 12) + " and is "
+                                   : where + ": ") +
+                       entry.value("reason", entry["verdict"].get<std::string>()));
+  }
+  return problems;
+}
+
+std::vector<GateModel> modelsToGate(OperationContext& context, const Proposal& proposal,
+                                    const std::vector<KnownModel>& known, uint64_t seed,
+                                    const GateOptions& options, json* regression) {
+  std::vector<GateModel> models;
+  std::set<std::pair<std::string, std::string>> claimed;
+  const auto sha = [](const std::string& path) {
+    std::error_code error;
+    return std::filesystem::is_regular_file(path, error) ? sha256File(path) : std::string();
+  };
+  for (const ModelClaim& claim : proposal.claims) {
+    const std::string path = context.resolvePath(claim.model);
+    claimed.insert({path, claim.profile});
+    models.push_back({path, claim.profile, "claimed", sha(path)});
+  }
+  std::vector<const KnownModel*> others;
+  for (const KnownModel& model : known) {
+    if (claimed.count({model.model, model.profile}) == 0) others.push_back(&model);
+  }
+  const size_t total = others.size();
+  if (others.size() > options.regression_sample) {
+    // A seeded sample: ordered by a hash of the seed and the path, the first ones taken.
+    std::vector<std::pair<std::string, const KnownModel*>> ranked;
+    for (const KnownModel* model : others) {
+      ranked.emplace_back(
+          sha256Bytes(std::to_string(seed) + "\n" + model->model + "\n" + model->profile), model);
+    }
+    std::sort(ranked.begin(), ranked.end());
+    others.clear();
+    for (size_t i = 0; i < options.regression_sample; ++i) others.push_back(ranked[i].second);
+  }
+  for (const KnownModel* model : others) {
+    models.push_back({model->model, model->profile, "regression", sha(model->model), model});
+  }
+  *regression = {{"known", total},
+                 {"checked", others.size()},
+                 {"sampled", total > others.size()},
+                 {"sample_size", options.regression_sample}};
+  return models;
+}
+
+}  // namespace
+
+uint64_t gateSeed(const std::string& proposal_commit, const std::string& main_commit) {
+  const std::string digest = sha256Bytes(proposal_commit + "\n" + main_commit);
+  return 1000 + std::stoull(digest.substr(0, 7), nullptr, 16);
+}
+
+GateRun runGate(OperationContext& context, ProposalStore& store, const Proposal& proposal,
+                const WorkspaceCatalog& catalog, const WorkspaceCatalog::ApprovalPlan& plan,
+                const GateOptions& options) {
+  const uint64_t seed = gateSeed(proposal.commit, plan.main);
+  json regression;
+  const std::vector<KnownModel> known = store.knownModels();  // GateModel points into it
+  const std::vector<GateModel> models =
+      modelsToGate(context, proposal, known, seed, options, &regression);
+  // The key: everything the result depends on that can change without the proposal changing.
+  json keyed = {{"gate", kGateVersion}, {"proposal", proposal.commit},
+                {"main", plan.main},    {"tree", plan.tree},
+                {"seed", seed},         {"sample", options.regression_sample}};
+  for (const GateModel& model : models) {
+    keyed["models"].push_back({model.model, model.profile, model.role, model.sha256});
+  }
+  std::string shipped;
+  for (const CatalogEntry& entry : readCatalogDir(shippedCatalogDir(), "shipped")) {
+    shipped += entry.name + "\n" + entry.text + "\n";
+  }
+  keyed["shipped"] = sha256Bytes(shipped);
+  GateRun gate;
+  gate.key = sha256Bytes(keyed.dump());
+  if (const auto stored = store.findGate(proposal.id, gate.key)) {
+    const json report = json::parse(stored->result, nullptr, /*allow_exceptions=*/false);
+    // A model that ran out of time may have met a busy machine: that result is not reused.
+    bool timed_out = !report.is_object();
+    for (const json& entry : report.is_object() ? report.value("models", json::array()) : json())
+      timed_out = timed_out || entry.value("status", "") == "timed_out";
+    if (!timed_out) {
+      gate.passed = stored->passed;
+      gate.reused = true;
+      gate.report = report;
+      return gate;
+    }
+  }
+
+  const std::vector<CatalogEntry> entries = plannedCatalog(catalog, plan);
+  const std::set<std::string> proposed(plan.adapters.begin(), plan.adapters.end());
+  std::vector<json> results(models.size());
+  std::vector<std::function<void()>> tasks;
+  for (size_t i = 0; i < models.size(); ++i) {
+    tasks.emplace_back([&, i, limit = currentExecutionLimit()] {
+      const ExecutionLimitScope scope(limit);
+      results[i] = runInGateWorker(models[i], entries, seed, options.model_seconds);
+    });
+  }
+  runConcurrently(tasks);
+
+  json problems = json::array();
+  std::set<std::string> applied_to_claimed;
+  for (const json& entry : results) {
+    for (const std::string& problem : problemsOf(entry, proposed)) problems.push_back(problem);
+    if (entry["role"] != "claimed" || !entry.contains("applied")) continue;
+    for (const json& applied : entry["applied"]) {
+      applied_to_claimed.insert(applied.value("adapter", ""));
+    }
+  }
+  for (const std::string& adapter : plan.adapters) {
+    if (applied_to_claimed.count(adapter) == 0) {
+      problems.push_back("adapter " + adapter +
+                         " changed none of the claimed models (it matched nothing, or was "
+                         "refused): the claims do not show it working");
+    }
+  }
+  gate.passed = problems.empty();
+  gate.report = {{"schema", "stickler.gate"},
+                 {"version", kGateVersion},
+                 {"passed", gate.passed},
+                 {"time", isoTimeUtcNow()},
+                 {"proposal_commit", proposal.commit},
+                 {"main", plan.main},
+                 {"tree", plan.tree},
+                 {"seed", seed},
+                 {"adapters", plan.adapters},
+                 {"changed_on_main", plan.changed_on_main},
+                 {"regression", regression},
+                 {"models", results},
+                 {"problems", problems}};
+  store.storeGate(proposal.id, {gate.key, gate.passed, gate.report.dump(), isoTimeUtcNow()});
+  return gate;
+}
+
+std::string gateSummary(const json& report) {
+  size_t claimed = 0;
+  size_t regression = 0;
+  size_t skipped = 0;
+  for (const json& entry : report["models"]) {
+    if (entry.value("status", "") == "skipped") {
+      ++skipped;
+    } else if (entry["role"] == "claimed") {
+      ++claimed;
+    } else {
+      ++regression;
+    }
+  }
+  std::string summary =
+      std::string(report.value("passed", false) ? "passed" : "failed") + ": " +
+      std::to_string(claimed) + " claimed model(s) end to end, the proposal's adapters checked " +
+      "on fresh input draws (seed " + std::to_string(report.value("seed", uint64_t{0})) + "), " +
+      std::to_string(regression) + " regression model(s) of " +
+      std::to_string(report["regression"].value("known", 0)) + " the catalog passed";
+  if (report["regression"].value("sampled", false)) summary += " (a seeded sample)";
+  if (skipped > 0) summary += ", " + std::to_string(skipped) + " skipped (archive gone)";
+  for (const json& problem : report["problems"]) summary += "\n- " + problem.get<std::string>();
+  return summary;
+}
+
+}  // namespace stickler
