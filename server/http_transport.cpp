@@ -422,8 +422,7 @@ class HttpTransport {
     auto session = sessionOf(request, response);
     if (!session) return;
     if (!request.has_header("Last-Event-ID")) {
-      response.status = 405;
-      response.set_header("Allow", "POST, DELETE");
+      standalone(session, request, response);
       return;
     }
     const std::string last = request.get_header_value("Last-Event-ID");
@@ -456,9 +455,44 @@ class HttpTransport {
                                           });
   }
 
+  // GET without Last-Event-ID: the session's standalone stream, which carries what answers no
+  // request (notifications/resources/updated for subscribed reviews). A second GET replaces it.
+  void standalone(const std::shared_ptr<McpSession>& session, const httplib::Request& request,
+                  httplib::Response& response) {
+    if (request.get_header_value("Accept").find("text/event-stream") == std::string::npos) {
+      response.status = 405;
+      response.set_header("Allow", "POST, DELETE");
+      return;
+    }
+    auto events = std::make_shared<EventStream>(session->id().substr(0, 8) + "-standalone");
+    {
+      std::lock_guard<std::mutex> lock(streams_mutex_);
+      auto& current = standalone_[session->id()];
+      if (current) current->finish();
+      current = events;
+    }
+    session->setNotifier([events](const json& message) { events->push(message); });
+    response.set_header("Cache-Control", "no-cache");
+    response.set_chunked_content_provider("text/event-stream",
+                                          [events](size_t, httplib::DataSink& sink) {
+                                            if (events->relay(sink, 1, /*priming=*/true))
+                                              sink.done();
+                                            return true;
+                                          });
+  }
+
   void remove(const httplib::Request& request, httplib::Response& response) {
     auto session = sessionOf(request, response);
     if (!session) return;
+    session->setNotifier(nullptr);
+    {
+      std::lock_guard<std::mutex> lock(streams_mutex_);
+      auto it = standalone_.find(session->id());
+      if (it != standalone_.end()) {
+        it->second->finish();
+        standalone_.erase(it);
+      }
+    }
     session->cancelAll();
     server_.closeSession(session->id());
     response.status = 200;
@@ -480,6 +514,7 @@ class HttpTransport {
   std::vector<std::string> allowed_hosts_;
   std::mutex streams_mutex_;
   std::map<std::string, std::shared_ptr<EventStream>> streams_;
+  std::map<std::string, std::shared_ptr<EventStream>> standalone_;  // by session id
   std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> finished_;
   std::atomic<uint64_t> next_stream_{1};
   TaskPool calls_;  // tool calls answered over SSE run here, apart from the HTTP threads

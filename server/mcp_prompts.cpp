@@ -3,6 +3,7 @@
 
 #include "server/json_rpc.h"
 #include "server/mcp_catalog.h"
+#include "server/mcp_review_resources.h"
 #include "simulator/device/device_profile.h"
 
 namespace stickler {
@@ -98,6 +99,7 @@ McpCatalog sticklerCatalog(const Workspace& workspace) {
   addOperationTools(catalog);
   addSticklerResources(catalog);
   addReportResources(catalog, workspace);
+  addReviewResources(catalog, workspace);
   addKnowledgeResources(catalog, workspace);
   addSticklerPrompts(catalog, workspace);
   addSkillPrompts(catalog, workspace);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "server/mcp_review_resources.h"
 #include "server/tool_call_context.h"
 #include "simulator/support/errors.h"
 
@@ -79,6 +80,17 @@ std::string requireParam(const json& params, const char* name) {
 McpServer::McpServer(const ServerOptions& options)
     : options_(options), workspace_(options.roots), catalog_(sticklerCatalog(workspace_)) {
   if (options.conformance_fixtures) addConformanceFixtures(catalog_);
+  watch_ = std::make_unique<ResourceWatch>(
+      [this] { return liveSessions(); }, isReviewResource,
+      [this](const std::string& uri) { return reviewResourceTag(workspace_, uri); },
+      options.watch_seconds);
+}
+
+std::vector<std::shared_ptr<McpSession>> McpServer::liveSessions() const {
+  std::lock_guard<std::mutex> lock(sessions_mutex_);
+  std::vector<std::shared_ptr<McpSession>> sessions;
+  for (const auto& [id, session] : sessions_) sessions.push_back(session);
+  return sessions;
 }
 
 const std::vector<std::string>& McpServer::supportedProtocolVersions() {
@@ -200,7 +212,7 @@ json McpServer::dispatch(McpSession& session, const RpcMessage& request, ClientC
   if (method == "resources/subscribe" || method == "resources/unsubscribe") {
     const std::string uri = requireParam(params, "uri");
     if (method == "resources/subscribe") {
-      session.subscribe(uri);
+      session.subscribe(uri, isReviewResource(uri) ? reviewResourceTag(workspace_, uri) : "");
     } else {
       session.unsubscribe(uri);
     }

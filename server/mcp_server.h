@@ -11,6 +11,7 @@
 
 #include "server/mcp_catalog.h"
 #include "server/mcp_session.h"
+#include "server/resource_watch.h"
 #include "server/workspace.h"
 
 namespace stickler {
@@ -23,6 +24,8 @@ struct ServerOptions {
   double session_idle_seconds = 3600;
   // At most this many sessions; a new one ends the least recently active idle session.
   size_t max_sessions = 64;
+  // How often subscriptions to resources that change outside requests (reviews) are looked at.
+  double watch_seconds = 0.5;
 };
 
 // The MCP protocol over any transport: lifecycle, tools, resources, prompts, completion,
@@ -40,6 +43,7 @@ class McpServer {
   std::shared_ptr<McpSession> findSession(const std::string& id);
   bool closeSession(const std::string& id);
   size_t sessionCount() const;
+  std::vector<std::shared_ptr<McpSession>> liveSessions() const;
 
   // Handles one message of `session`. Returns the response to a request; nothing for
   // notifications, responses, and requests the client cancelled. Blocks while a tool runs;
@@ -65,6 +69,7 @@ class McpServer {
   McpCatalog catalog_;
   mutable std::mutex sessions_mutex_;
   std::map<std::string, std::shared_ptr<McpSession>> sessions_;
+  std::unique_ptr<ResourceWatch> watch_;  // last: stopped before the rest goes
 };
 
 }  // namespace stickler

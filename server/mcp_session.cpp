@@ -29,9 +29,9 @@ bool McpSession::busy() const {
   return !in_flight_.empty();
 }
 
-void McpSession::subscribe(const std::string& uri) {
+void McpSession::subscribe(const std::string& uri, const std::string& tag) {
   std::lock_guard<std::mutex> lock(mutex_);
-  subscriptions_.insert(uri);
+  subscriptions_[uri] = tag;
 }
 
 void McpSession::unsubscribe(const std::string& uri) {
@@ -42,6 +42,35 @@ void McpSession::unsubscribe(const std::string& uri) {
 bool McpSession::subscribed(const std::string& uri) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return subscriptions_.count(uri) != 0;
+}
+
+std::map<std::string, std::string> McpSession::subscriptions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return subscriptions_;
+}
+
+bool McpSession::retag(const std::string& uri, const std::string& tag) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = subscriptions_.find(uri);
+  if (it == subscriptions_.end() || it->second == tag) return false;
+  it->second = tag;
+  return true;
+}
+
+void McpSession::setNotifier(std::function<void(const json&)> notifier) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  notifier_ = std::move(notifier);
+}
+
+bool McpSession::notify(const json& notification) {
+  std::function<void(const json&)> notifier;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    notifier = notifier_;
+  }
+  if (!notifier) return false;
+  notifier(notification);
+  return true;
 }
 
 std::shared_ptr<std::atomic<bool>> McpSession::beginRequest(const json& id) {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,9 +57,19 @@ class McpSession {
   ModelCache models;
   AdapterStacks adapter_stacks;  // adapters applied to its models, kept across calls
 
-  void subscribe(const std::string& uri);
+  // A subscription remembers the state of its resource when last notified (`tag`: for a
+  // review, its revision), so that a change is notified once.
+  void subscribe(const std::string& uri, const std::string& tag = "");
   void unsubscribe(const std::string& uri);
   bool subscribed(const std::string& uri) const;
+  std::map<std::string, std::string> subscriptions() const;  // uri -> tag
+  // Sets the tag of a subscribed resource; true when the tag changed (notify the client).
+  bool retag(const std::string& uri, const std::string& tag);
+
+  // Where notifications that answer no request go (resources/updated): stdout over stdio, the
+  // session's standalone stream over HTTP; none until the transport sets it.
+  void setNotifier(std::function<void(const nlohmann::json&)> notifier);
+  bool notify(const nlohmann::json& notification);  // false when there is nowhere to send it
 
   // A request being handled: its cancellation flag, set by notifications/cancelled.
   std::shared_ptr<std::atomic<bool>> beginRequest(const nlohmann::json& id);
@@ -82,7 +93,8 @@ class McpSession {
   std::string id_;
   mutable std::mutex mutex_;
   std::condition_variable responded_;
-  std::set<std::string> subscriptions_;
+  std::map<std::string, std::string> subscriptions_;
+  std::function<void(const nlohmann::json&)> notifier_;
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> in_flight_;
   std::map<std::string, std::shared_ptr<Pending>> pending_;
   int64_t next_request_id_ = 1;

@@ -55,7 +55,10 @@ bool readLine(std::FILE* in, size_t limit, std::string& line, bool& too_long, si
 
 int serveStdio(McpServer& server, std::FILE* in, std::FILE* out, size_t max_message_bytes) {
   auto session = server.createSession();
-  StdoutChannel channel(out);
+  // Shared with the session's notifier, which the resource watch may be calling as this ends.
+  auto stdout_channel = std::make_shared<StdoutChannel>(out);
+  StdoutChannel& channel = *stdout_channel;
+  session->setNotifier([stdout_channel](const json& message) { stdout_channel->send(message); });
   TaskPool calls;
   std::string line;
   bool too_long = false;
@@ -88,6 +91,7 @@ int serveStdio(McpServer& server, std::FILE* in, std::FILE* out, size_t max_mess
   }
   session->cancelAll();
   calls.drain();
+  session->setNotifier(nullptr);
   server.closeSession(session->id());
   return 0;
 }

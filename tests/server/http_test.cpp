@@ -214,7 +214,7 @@ TEST_F(HttpTest, BadRequestsGetPreciseAnswersAndTheServerGoesOn) {
     EXPECT_EQ(chunked->status, 413);
   }
   EXPECT_LT(served_->peakMemoryKb() - peak_before, 40 * 1024);
-  EXPECT_EQ(client().Get("/mcp", {{"Mcp-Session-Id", id}})->status, 405);  // no standalone stream
+  EXPECT_EQ(client().Get("/mcp", {{"Mcp-Session-Id", id}})->status, 405);  // a standalone stream needs Accept: text/event-stream
   auto notification = rpc(id, {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
   EXPECT_EQ(notification->status, 202);
   EXPECT_EQ(rpc(id, {{"jsonrpc", "2.0"}, {"id", 5}, {"method", "ping"}})->status, 200);

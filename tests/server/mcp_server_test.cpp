@@ -296,7 +296,7 @@ TEST_F(McpServerTest, ResourcesPromptsAndCompletion) {
                 .at("code"),
             -32002);
   EXPECT_EQ(request("resources/templates/list").at("result").at("resourceTemplates").size(),
-            8u);  // 2 + reports + repros + knowledge, skills, gotchas + fixture
+            9u);  // 2 + reports + repros + reviews + knowledge, skills, gotchas + fixture
   EXPECT_NE(request("resources/read", {{"uri", "test://template/42/data"}}).dump().find("42"),
             std::string::npos);
 

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -282,6 +284,70 @@ TEST_F(ReviewGate, AnApprovalKilledAtAnyPointIsFinishedOrRolledBackAndLosesNothi
     EXPECT_TRUE(ProposalStore(storePath()).approvalsUnderWay().empty());
   }
   expectCatalogWhole();
+}
+
+TEST_F(ReviewGate, AnAgentHearsOfEachDecisionThroughItsSubscription) {
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::vector<json> notifications;
+  session_->setNotifier([&](const json& message) {
+    std::lock_guard<std::mutex> lock(mutex);
+    notifications.push_back(message);
+    arrived.notify_all();
+  });
+  // Waits for an update of `uri` (the server looks at subscriptions twice a second).
+  const auto updated = [&](const std::string& uri) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return arrived.wait_for(lock, std::chrono::seconds(30), [&] {
+      for (const json& message : notifications) {
+        if (message.at("method") == "notifications/resources/updated" &&
+            message.at("params").at("uri") == uri) {
+          return true;
+        }
+      }
+      return false;
+    });
+  };
+  const std::string model = testing::zooPath("gpt2-tiny.pt");
+  draft("pow-cube-as-mul", cubeDraft(1));
+  const int first = submit({"pow-cube-as-mul"}, {{model, "spyre-2025-clean"}});
+  const std::string first_uri = "stickler://reviews/" + std::to_string(first);
+  ASSERT_TRUE(request("resources/subscribe", {{"uri", first_uri}}).contains("result"));
+
+  // The reviewer acts in another process; the agent hears of it without asking.
+  ASSERT_EQ(reviewer("review request-changes " + std::to_string(first) +
+                     " --comment 'say why the cube is exact'")
+                .status,
+            0);
+  ASSERT_TRUE(updated(first_uri));
+  const json changed = json::parse(
+      read(first_uri).at("result").at("contents").at(0).at("text").get<std::string>());
+  EXPECT_EQ(changed.at("state"), "changes_requested");
+  EXPECT_EQ(changed.at("events").back().at("comment"), "say why the cube is exact");
+
+  draft("pow-cube-as-mul", cubeDraft(2));
+  const json resubmitted = call("submit_for_review", {{"adapters", {"pow-cube-as-mul"}},
+                                                      {"models", {model}},
+                                                      {"profile", "spyre-2025-clean"},
+                                                      {"rationale", "Bring gpt2 up, explained"},
+                                                      {"supersedes", first}});
+  ASSERT_FALSE(resubmitted.value("isError", false)) << resubmitted.dump().substr(0, 400);
+  const int second = resubmitted.at("structuredContent").at("id");
+  const std::string second_uri = "stickler://reviews/" + std::to_string(second);
+  ASSERT_TRUE(request("resources/subscribe", {{"uri", second_uri}}).contains("result"));
+  ASSERT_EQ(reviewer("review approve " + std::to_string(second)).status, 0);
+  ASSERT_TRUE(updated(second_uri));
+  const json approved = json::parse(
+      read(second_uri).at("result").at("contents").at(0).at("text").get<std::string>());
+  EXPECT_EQ(approved.at("state"), "approved");
+  EXPECT_TRUE(approved.at("gate").at("passed").get<bool>());
+  EXPECT_EQ(approved.at("supersedes"), first);
+
+  // Unsubscribed: no more notifications for it; an unknown proposal is not a resource.
+  request("resources/unsubscribe", {{"uri", second_uri}});
+  EXPECT_TRUE(read("stickler://reviews/999").contains("error"));
+  EXPECT_TRUE(read("stickler://reviews/x").contains("error"));
+  session_->setNotifier(nullptr);
 }
 
 }  // namespace
