@@ -200,6 +200,27 @@ int runCommandLine(const std::vector<std::string>& arguments) {
                             "At most this many HTTP sessions; a new one ends the least recently "
                             "active idle session (default 64)");
 
+  // `review serve` too: the review page alone, over HTTP.
+  ServeOptions review_serve;
+  review_serve.review_only = true;
+  CLI::App* review_serve_command =
+      groupCommand(app, "review")
+          ->add_subcommand(
+              "serve",
+              "Serve the reviewer's page alone (the queue, each proposal's diff, evidence and "
+              "gate, and "
+              "approve / request changes / reject) over HTTP, on loopback unless told otherwise");
+  review_serve_command->add_option("--http", review_serve.http,
+                                   "[ADDR:]PORT to listen on (default 127.0.0.1, any free port)");
+  review_serve_command->add_option("--root", review_serve.roots,
+                                   "The workspace (default: the current directory)");
+  review_serve_command->add_option("--token-file", review_serve.token_file,
+                                   "Require this token (the printed address carries it once)");
+  review_serve_command->add_option("--allow-host", review_serve.allowed_hosts,
+                                   "Also accept this Host name (repeatable)");
+  review_serve_command->add_option("--allow-origin", review_serve.allowed_origins,
+                                   "Also accept this Origin (repeatable)");
+
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
   try {
     app.parse(reversed);
@@ -213,6 +234,14 @@ int runCommandLine(const std::vector<std::string>& arguments) {
     return exitCode(ExitStatus::kBadInput);
   }
 
+  if (review_serve_command->parsed()) {
+    try {
+      return runServe(review_serve);
+    } catch (const UserError& e) {
+      std::cerr << "stickler review serve: " << e.what() << "\n";
+      return exitCode(ExitStatus::kBadInput);
+    }
+  }
   if (app.got_subcommand(serve_command)) {
     try {
       return runServe(serve);

@@ -1,5 +1,7 @@
 #include "server/http_transport.h"
 
+#include "server/review_page.h"
+
 #include <httplib.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@ namespace {
 constexpr const char* kSessionHeader = "Mcp-Session-Id";
 constexpr const char* kVersionHeader = "MCP-Protocol-Version";
 constexpr int kRetryMilliseconds = 1000;
+constexpr const char* kPageCookie = "stickler_review";
 
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
@@ -160,6 +163,27 @@ class HttpTransport {
         [this](const httplib::Request& request, httplib::Response& response) {
           return guard(request, response);
         });
+    if (!options_.review_root.empty()) {
+      const auto page = [this](const httplib::Request& request, httplib::Response& response) {
+        servePage(request, response);
+      };
+      http.Get(R"(/review(/.*)?)", page);
+      http.Post(R"(/review(/.*)?)", page);
+    }
+    if (options_.mcp_endpoint) routeMcp(http);
+    const int port = options_.port == 0
+                         ? http.bind_to_any_port(options_.host)
+                         : (http.bind_to_port(options_.host, options_.port) ? options_.port : -1);
+    if (port <= 0) {
+      std::fprintf(stderr, "stickler serve: cannot listen on %s:%d\n", options_.host.c_str(),
+                   options_.port);
+      return 1;
+    }
+    if (on_listening) on_listening(port);
+    return http.listen_after_bind() ? 0 : 1;
+  }
+
+  void routeMcp(GatedHttpServer& http) {
     http.Post("/mcp", [this](const httplib::Request& request, httplib::Response& response,
                              const httplib::ContentReader& reader) {
       std::string body;
@@ -175,16 +199,6 @@ class HttpTransport {
              [](const httplib::Request&, httplib::Response& response) { response.status = 405; });
     http.Patch("/mcp",
                [](const httplib::Request&, httplib::Response& response) { response.status = 405; });
-    const int port = options_.port == 0
-                         ? http.bind_to_any_port(options_.host)
-                         : (http.bind_to_port(options_.host, options_.port) ? options_.port : -1);
-    if (port <= 0) {
-      std::fprintf(stderr, "stickler serve: cannot listen on %s:%d\n", options_.host.c_str(),
-                   options_.port);
-      return 1;
-    }
-    if (on_listening) on_listening(port);
-    return http.listen_after_bind() ? 0 : 1;
   }
 
  private:
@@ -243,7 +257,8 @@ class HttpTransport {
   httplib::Server::HandlerResponse guard(const httplib::Request& request,
                                          httplib::Response& response) {
     if (framingRefused(request, response)) return httplib::Server::HandlerResponse::Handled;
-    if (request.path != "/mcp") return httplib::Server::HandlerResponse::Unhandled;
+    const bool page = !options_.review_root.empty() && isReviewPagePath(request.path);
+    if (request.path != "/mcp" && !page) return httplib::Server::HandlerResponse::Unhandled;
     const std::string host = lower(hostWithoutPort(request.get_header_value("Host")));
     if (std::find(allowed_hosts_.begin(), allowed_hosts_.end(), host) == allowed_hosts_.end()) {
       jsonError(response, 403, rpc_error::kInvalidRequest, "Host '" + host + "' is not allowed");
@@ -265,21 +280,86 @@ class HttpTransport {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
+    if (page) return guardPage(request, response);
     if (options_.bearer_token) {
-      const std::string expected = "Bearer " + *options_.bearer_token;
-      const std::string given = request.get_header_value("Authorization");
-      // Compare in time independent of where they differ.
-      unsigned char difference = given.size() == expected.size() ? 0 : 1;
-      for (size_t i = 0; i < expected.size(); ++i) {
-        difference |= static_cast<unsigned char>((i < given.size() ? given[i] : 0) ^ expected[i]);
-      }
-      if (difference != 0) {
+      if (!sameSecret(request.get_header_value("Authorization"),
+                      "Bearer " + *options_.bearer_token)) {
         response.set_header("WWW-Authenticate", "Bearer");
         jsonError(response, 401, rpc_error::kInvalidRequest, "missing or wrong bearer token");
         return httplib::Server::HandlerResponse::Handled;
       }
     }
     return httplib::Server::HandlerResponse::Unhandled;
+  }
+
+  // Compared in time independent of where they differ.
+  static bool sameSecret(const std::string& given, const std::string& expected) {
+    unsigned char difference = given.size() == expected.size() ? 0 : 1;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      difference |= static_cast<unsigned char>((i < given.size() ? given[i] : 0) ^ expected[i]);
+    }
+    return difference == 0;
+  }
+
+  static std::string cookieValue(const httplib::Request& request, const std::string& name) {
+    const std::string cookies = request.get_header_value("Cookie");
+    size_t start = 0;
+    while (start < cookies.size()) {
+      size_t end = cookies.find(';', start);
+      if (end == std::string::npos) end = cookies.size();
+      std::string pair = cookies.substr(start, end - start);
+      pair.erase(0, pair.find_first_not_of(' '));
+      if (pair.rfind(name + "=", 0) == 0) return pair.substr(name.size() + 1);
+      start = end + 1;
+    }
+    return "";
+  }
+
+  // The page's own checks after Host and Origin: a form POST must say where it comes from (a
+  // browser always sends Origin on one; other pages' forms are refused by the Origin check),
+  // and with a token the request carries it: as a bearer, in the page's cookie, or once as
+  // ?token= on a GET, answered with the cookie and a redirect that drops it from the URL.
+  httplib::Server::HandlerResponse guardPage(const httplib::Request& request,
+                                             httplib::Response& response) {
+    const auto refuse = [&](int status, const std::string& message) {
+      response.status = status;
+      response.set_content("<!DOCTYPE html><p>" + message + "</p>\n", "text/html; charset=utf-8");
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    if (request.method == "POST" && !request.has_header("Origin")) {
+      return refuse(403, "a form post must carry Origin");
+    }
+    if (!options_.bearer_token) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string& token = *options_.bearer_token;
+    if (sameSecret(request.get_header_value("Authorization"), "Bearer " + token) ||
+        sameSecret(cookieValue(request, kPageCookie), token)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (request.method == "GET" && request.has_param("token") &&
+        sameSecret(request.get_param_value("token"), token)) {
+      response.set_header("Set-Cookie", std::string(kPageCookie) + "=" + token +
+                                            "; Path=/review; HttpOnly; SameSite=Strict");
+      response.set_redirect(request.path, 303);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    response.set_header("WWW-Authenticate", "Bearer");
+    return refuse(401, "open the address `stickler review serve` printed: it carries the token");
+  }
+
+  void servePage(const httplib::Request& request, httplib::Response& response) {
+    PageRequest page;
+    page.method = request.method;
+    page.path = request.path;
+    for (const auto& [name, value] : request.params) page.params[name] = value;
+    const PageResponse answer = handleReviewPage(options_.review_root, page);
+    response.status = answer.status;
+    if (!answer.location.empty()) response.set_header("Location", answer.location);
+    // The page runs no script and embeds nothing: say so to the browser.
+    response.set_header("Content-Security-Policy",
+                        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+                        "frame-ancestors 'none'");
+    response.set_header("X-Content-Type-Options", "nosniff");
+    response.set_content(answer.body, answer.content_type);
   }
 
   bool checkVersion(const httplib::Request& request, httplib::Response& response) {

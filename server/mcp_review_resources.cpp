@@ -81,9 +81,10 @@ void addReviewResources(McpCatalog& catalog, const Workspace& workspace) {
            throw RpcFailure(rpc_error::kResourceNotFound,
                             "no proposal " + std::to_string(*id) + " in the review queue");
          }
-         return json::array({{{"uri", uri},
-                              {"mimeType", "application/json"},
-                              {"text", proposalDocument(*proposal, store->latestGate(*id)).dump(2)}}});
+         return json::array(
+             {{{"uri", uri},
+               {"mimeType", "application/json"},
+               {"text", proposalDocument(*proposal, store->latestGate(*id)).dump(2)}}});
        },
        [&workspace](const std::string&, const std::string& prefix) {
          std::vector<std::string> ids;

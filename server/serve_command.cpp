@@ -59,12 +59,14 @@ int runServe(const ServeOptions& options) {
   McpServer server(server_options);
   std::string roots;
   for (const auto& root : server.workspace().roots()) roots += (roots.empty() ? "" : ", ") + root;
-  if (!options.http) {
+  if (!options.http && !options.review_only) {
     std::fprintf(stderr, "stickler serve: MCP over stdio, workspace %s\n", roots.c_str());
     return serveStdio(server, stdin, stdout, options.max_request_bytes);
   }
   HttpOptions http;
-  parseAddress(*options.http, http);
+  parseAddress(options.http.value_or("127.0.0.1:0"), http);
+  http.review_root = server.workspace().roots().at(0);
+  http.mcp_endpoint = !options.review_only;
   if (options.token_file) http.bearer_token = readToken(*options.token_file);
   http.max_request_bytes = options.max_request_bytes;
   if (options.http_threads < 4 || options.http_threads > 1024)
@@ -79,9 +81,15 @@ int runServe(const ServeOptions& options) {
   return serveHttp(server, http, [&](int port) {
     const std::string host =
         http.host.find(':') != std::string::npos ? "[" + http.host + "]" : http.host;
-    std::fprintf(stderr, "stickler serve: MCP over HTTP at http://%s:%d/mcp, workspace %s%s\n",
-                 host.c_str(), port, roots.c_str(),
-                 http.bearer_token ? ", bearer token required" : "");
+    const std::string base = "http://" + host + ":" + std::to_string(port);
+    if (!options.review_only) {
+      std::fprintf(stderr, "stickler serve: MCP over HTTP at %s/mcp, workspace %s%s\n",
+                   base.c_str(), roots.c_str(), http.bearer_token ? ", bearer token required" : "");
+    }
+    // The page's address carries the token once; the browser keeps it in a cookie.
+    std::fprintf(stderr, "stickler %s: the review page at %s/review%s\n",
+                 options.review_only ? "review serve" : "serve", base.c_str(),
+                 http.bearer_token ? ("?token=" + *http.bearer_token).c_str() : "");
     std::fflush(stderr);
   });
 }

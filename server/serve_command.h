@@ -20,9 +20,11 @@ struct ServeOptions {
   std::vector<std::string> allowed_origins;
   double session_idle_minutes = 60;
   size_t max_sessions = 64;
+  bool review_only = false;  // `stickler review serve`: the review page alone, no /mcp
 };
 
-// `stickler serve`: the MCP server over stdio, or over HTTP with --http. Returns the exit
+// `stickler serve`: the MCP server over stdio, or over HTTP with --http (with the review page at
+// /review); `stickler review serve` (review_only): the review page alone. Returns the exit
 // status; bad options throw UserError.
 int runServe(const ServeOptions& options);
 

@@ -107,6 +107,17 @@ std::vector<std::string> recoverInterruptedApprovals(ProposalStore& store,
   return settled;
 }
 
+GateRun gateProposal(OperationContext& context, int64_t id, const GateOptions& options) {
+  ProposalStore store = openReviewStore(context);
+  const WorkspaceCatalog catalog = WorkspaceCatalog::open(workspaceCatalogDir(context));
+  const Proposal proposal = store.get(id);
+  if (proposal.state != ProposalState::kPending) {
+    throw UserError("proposal " + std::to_string(id) + " is " + stateName(proposal.state) +
+                    ": the gate runs for pending proposals");
+  }
+  return runGate(context, store, proposal, catalog, catalog.planApproval(proposal.commit), options);
+}
+
 ApprovalOutcome approveProposal(OperationContext& context, int64_t id,
                                 std::optional<int64_t> revision, const std::string& comment,
                                 const GateOptions& options) {

@@ -29,6 +29,10 @@ ApprovalOutcome approveProposal(OperationContext& context, int64_t id,
                                 std::optional<int64_t> revision, const std::string& comment,
                                 const GateOptions& options);
 
+// The gate alone, for a reviewer who wants its evidence before deciding: run (or found again)
+// and stored, nothing approved.
+GateRun gateProposal(OperationContext& context, int64_t id, const GateOptions& options);
+
 // Finishes (main already moved) or rolls back (it did not) the approvals a crash interrupted,
 // unless a live process holds the approval lock. Returns one line per approval it settled.
 std::vector<std::string> recoverInterruptedApprovals(ProposalStore& store,

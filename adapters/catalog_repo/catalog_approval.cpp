@@ -124,6 +124,25 @@ std::string WorkspaceCatalog::writeApproval(const ApprovalPlan& plan,
                                      message));
 }
 
+std::string WorkspaceCatalog::proposalDiff(const std::string& proposal_commit) const {
+  const std::lock_guard lock(impl_->mutex);
+  git_repository* repo = impl_->repo.get();
+  const git::Commit proposal = git::lookupCommit(repo, parseId(proposal_commit, "proposal"));
+  const git::Commit base = git::firstParent(proposal.get());
+  const git::Tree before = base ? git::treeOf(base.get()) : git::Tree();
+  const git::Tree after = git::treeOf(proposal.get());
+  git_diff* raw = nullptr;
+  git::check(git_diff_tree_to_tree(&raw, repo, before.get(), after.get(), nullptr),
+             "cannot diff proposal " + proposal_commit);
+  const std::unique_ptr<git_diff, git::FreeWith<git_diff_free>> diff(raw);
+  git_buf text = GIT_BUF_INIT;
+  git::check(git_diff_to_buf(&text, diff.get(), GIT_DIFF_FORMAT_PATCH),
+             "cannot format the diff of proposal " + proposal_commit);
+  std::string patch(text.ptr == nullptr ? "" : text.ptr, text.size);
+  git_buf_dispose(&text);
+  return patch;
+}
+
 void WorkspaceCatalog::advanceMain(const std::string& commit, const std::string& expected) {
   const std::lock_guard lock(impl_->mutex);
   git_repository* repo = impl_->repo.get();

@@ -142,6 +142,8 @@ class WorkspaceCatalog {
   // makes the work dir show it.
   void advanceMain(const std::string& commit, const std::string& expected);
   std::string mainCommit() const;
+  // The proposal's change as a unified diff against the main it was made on (its first parent).
+  std::string proposalDiff(const std::string& proposal_commit) const;
 
   // Newest first. For a name: the commits that changed its file or carry its `Adapter` trailer
   // (evidence changes no file). For an empty name: every commit on main and the drafts, once.

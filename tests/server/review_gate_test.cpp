@@ -6,9 +6,9 @@
 
 #include <condition_variable>
 #include <cstdlib>
-#include <mutex>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "adapters/catalog_repo/workspace_catalog.h"
@@ -320,8 +320,8 @@ TEST_F(ReviewGate, AnAgentHearsOfEachDecisionThroughItsSubscription) {
                 .status,
             0);
   ASSERT_TRUE(updated(first_uri));
-  const json changed = json::parse(
-      read(first_uri).at("result").at("contents").at(0).at("text").get<std::string>());
+  const json changed =
+      json::parse(read(first_uri).at("result").at("contents").at(0).at("text").get<std::string>());
   EXPECT_EQ(changed.at("state"), "changes_requested");
   EXPECT_EQ(changed.at("events").back().at("comment"), "say why the cube is exact");
 
@@ -337,8 +337,8 @@ TEST_F(ReviewGate, AnAgentHearsOfEachDecisionThroughItsSubscription) {
   ASSERT_TRUE(request("resources/subscribe", {{"uri", second_uri}}).contains("result"));
   ASSERT_EQ(reviewer("review approve " + std::to_string(second)).status, 0);
   ASSERT_TRUE(updated(second_uri));
-  const json approved = json::parse(
-      read(second_uri).at("result").at("contents").at(0).at("text").get<std::string>());
+  const json approved =
+      json::parse(read(second_uri).at("result").at("contents").at(0).at("text").get<std::string>());
   EXPECT_EQ(approved.at("state"), "approved");
   EXPECT_TRUE(approved.at("gate").at("passed").get<bool>());
   EXPECT_EQ(approved.at("supersedes"), first);
