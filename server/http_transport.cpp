@@ -96,6 +96,14 @@ class EventStream {
       if (detached_ && !resumed_) return true;
       changed_.wait_for(lock, std::chrono::milliseconds(500));
       if (!sink.is_writable()) return false;
+      // A stream that may stay quiet for long (the standalone one) writes a comment now and
+      // then: a client that went away is found when the write fails, and its worker freed.
+      if (++quiet_ticks_ % kKeepAliveTicks == 0) {
+        lock.unlock();
+        const bool written = sink.write(": keep-alive\n\n", 14);
+        lock.lock();
+        if (!written) return false;
+      }
     }
   }
   // A GET with Last-Event-ID takes the stream over.
@@ -112,6 +120,8 @@ class EventStream {
   bool finished_ = false;
   bool detached_ = false;
   bool resumed_ = false;
+  size_t quiet_ticks_ = 0;
+  static constexpr size_t kKeepAliveTicks = 30;  // of 500 ms
 };
 
 class SseChannel : public ClientChannel {
@@ -550,6 +560,19 @@ class HttpTransport {
       auto& current = standalone_[session->id()];
       if (current) current->finish();
       current = events;
+      std::erase(standalone_order_, session->id());
+      standalone_order_.push_back(session->id());
+      // Each open stream holds a worker: at most a quarter of them, the oldest let go first
+      // (its client may open it again; clients that never close their sessions cost nothing).
+      const size_t cap = static_cast<size_t>(std::max(2, options_.threads / 4));
+      while (standalone_.size() > cap && !standalone_order_.empty()) {
+        const std::string oldest = standalone_order_.front();
+        standalone_order_.pop_front();
+        auto it = standalone_.find(oldest);
+        if (it == standalone_.end()) continue;
+        it->second->finish();
+        standalone_.erase(it);
+      }
     }
     session->setNotifier([events](const json& message) { events->push(message); });
     response.set_header("Cache-Control", "no-cache");
@@ -572,6 +595,7 @@ class HttpTransport {
         it->second->finish();
         standalone_.erase(it);
       }
+      std::erase(standalone_order_, session->id());
     }
     session->cancelAll();
     server_.closeSession(session->id());
@@ -595,6 +619,7 @@ class HttpTransport {
   std::mutex streams_mutex_;
   std::map<std::string, std::shared_ptr<EventStream>> streams_;
   std::map<std::string, std::shared_ptr<EventStream>> standalone_;  // by session id
+  std::deque<std::string> standalone_order_;                        // oldest first
   std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> finished_;
   std::atomic<uint64_t> next_stream_{1};
   TaskPool calls_;  // tool calls answered over SSE run here, apart from the HTTP threads

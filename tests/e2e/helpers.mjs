@@ -9,9 +9,11 @@ export const binary = process.env.STICKLER_BINARY ?? path.join(repo, "build/stic
 export const zoo = process.env.STICKLER_ZOO_DIR ?? path.join(repo, "build/zoo");
 export const testProfiles = path.join(repo, "tests/profiles");
 
-// Starts `stickler serve --http 127.0.0.1:0` and resolves with its URL once it listens.
-export function serveHttp(extraArgs = []) {
-  const child = spawn(binary, ["serve", "--http", "127.0.0.1:0", "--root", zoo, "--root", testProfiles, ...extraArgs], {
+// Starts `stickler serve --http 127.0.0.1:0` and resolves with its URL once it listens. The
+// first of `roots` is the workspace.
+export function serveHttp(extraArgs = [], roots = [zoo, testProfiles]) {
+  const rootArgs = roots.flatMap((root) => ["--root", root]);
+  const child = spawn(binary, ["serve", "--http", "127.0.0.1:0", ...rootArgs, ...extraArgs], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   return new Promise((resolve, reject) => {
