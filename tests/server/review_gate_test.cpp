@@ -48,8 +48,8 @@ class ReviewGate : public WorkspaceServerTest {
     const std::string out = workspace_ + "/.cmd.out";
     const std::string err = workspace_ + "/.cmd.err";
     const std::string line = "cd '" + workspace_ +
-                             "' && env GIT_AUTHOR_NAME=Rita GIT_AUTHOR_EMAIL=rita@example.com " +
-                             env + " " + command + " >'" + out + "' 2>'" + err + "'";
+                             "' && export GIT_AUTHOR_NAME=Rita GIT_AUTHOR_EMAIL=rita@example.com " +
+                             env + " && { " + command + "; } >'" + out + "' 2>'" + err + "'";
     const int raw = std::system(line.c_str());
     Command run;
     // sh reports a child killed by signal N as exit status 128 + N.
@@ -283,6 +283,29 @@ TEST_F(ReviewGate, AnApprovalKilledAtAnyPointIsFinishedOrRolledBackAndLosesNothi
     }
     EXPECT_TRUE(ProposalStore(storePath()).approvalsUnderWay().empty());
   }
+  expectCatalogWhole();
+}
+
+TEST_F(ReviewGate, TwoReviewersApprovingAtOnceGetOneApprovalAndOneClearConflict) {
+  draft("pow-cube-as-mul", cubeDraft(1));
+  const int id =
+      submit({"pow-cube-as-mul"}, {{testing::zooPath("gpt2-tiny.pt"), "spyre-2025-clean"}});
+  const std::string main_before = mainCommit();
+  const std::string approve =
+      std::string(STICKLER_BINARY) + " review approve " + std::to_string(id);
+  shell("(" + approve + " >a.out 2>a.err; echo $? >a.rc) & (" + approve +
+        " >b.out 2>b.err; echo $? >b.rc) & wait");
+  const std::string a = slurp(workspace_ + "/a.rc");
+  const std::string b = slurp(workspace_ + "/b.rc");
+  const std::string errors = slurp(workspace_ + "/a.err") + slurp(workspace_ + "/b.err");
+  EXPECT_TRUE((a == "0\n" && b == "2\n") || (a == "2\n" && b == "0\n")) << a << b << errors;
+  EXPECT_NE(errors.find("changed since you read it"), std::string::npos) << errors;
+  // Main moved once, onto one approval.
+  const Command approvals =
+      shell("git -C stickler-adapters log --first-parent --format=%s " + main_before + "..main");
+  EXPECT_EQ(approvals.out, "Approve proposal " + std::to_string(id) + ": pow-cube-as-mul\n")
+      << approvals.out;
+  EXPECT_EQ(call("review_status", {{"id", id}}).at("structuredContent").at("state"), "approved");
   expectCatalogWhole();
 }
 
