@@ -2,12 +2,15 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 
 #include "server/http_transport.h"
 #include "server/mcp_server.h"
 #include "server/stdio_transport.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/text_files.h"
+#include "tools/adapter_support.h"
+#include "tools/review_support.h"
 
 namespace stickler {
 namespace {
@@ -40,6 +43,29 @@ void parseAddress(const std::string& text, HttpOptions& http) {
   if (http.host.empty()) throw UserError("--http '" + text + "': empty address");
 }
 
+// An approval a crash interrupted (docs/review.md, "Durability") is finished or rolled back
+// before anything is served.
+void settleInterruptedApprovals(const std::string& root) {
+  class RootContext : public OperationContext {
+   public:
+    explicit RootContext(std::string root) : root_(std::move(root)) {}
+    std::string workspaceRoot() override { return root_; }
+
+   private:
+    std::string root_;
+  } context(root);
+  std::error_code error;
+  if (!std::filesystem::exists(workspaceCatalogDir(context) + "/.git/stickler-reviews.sqlite",
+                               error)) {
+    return;
+  }
+  try {
+    openReviewStore(context);  // settles what it finds
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stickler serve: the review queue: %s\n", e.what());
+  }
+}
+
 }  // namespace
 
 int runServe(const ServeOptions& options) {
@@ -57,6 +83,7 @@ int runServe(const ServeOptions& options) {
   // writes to sockets without MSG_NOSIGNAL, and stdout may be a closed pipe.
   std::signal(SIGPIPE, SIG_IGN);
   McpServer server(server_options);
+  settleInterruptedApprovals(server.workspace().roots().at(0));
   std::string roots;
   for (const auto& root : server.workspace().roots()) roots += (roots.empty() ? "" : ", ") + root;
   if (!options.http && !options.review_only) {

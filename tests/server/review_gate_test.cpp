@@ -2,6 +2,7 @@
 // Stickler before a reviewer's approval takes effect, on fresh input draws and on the models the
 // catalog already passed; and an approval killed at any point loses nothing.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <condition_variable>
@@ -10,6 +11,9 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
+
+#include <httplib.h>
 
 #include "adapters/catalog_repo/workspace_catalog.h"
 #include "adapters/engine/adapter_catalog.h"
@@ -284,6 +288,74 @@ TEST_F(ReviewGate, AnApprovalKilledAtAnyPointIsFinishedOrRolledBackAndLosesNothi
     EXPECT_TRUE(ProposalStore(storePath()).approvalsUnderWay().empty());
   }
   expectCatalogWhole();
+}
+
+TEST_F(ReviewGate, TheServerKilledDuringAnApprovalFromThePageRestartsWithNothingLost) {
+  draft("pow-cube-as-mul", cubeDraft(1));
+  const int id =
+      submit({"pow-cube-as-mul"}, {{testing::zooPath("gpt2-tiny.pt"), "spyre-2025-clean"}});
+  const std::string main_before = mainCommit();
+  const std::string path = "/review/" + std::to_string(id);
+  for (const std::string point : {"journaled", ""}) {
+    SCOPED_TRACE(point.empty() ? "restarted" : point);
+    const std::string log = workspace_ + "/serve-" + (point.empty() ? "again" : point) + ".err";
+    const std::string env = point.empty() ? "" : "STICKLER_TEST_CRASH_AT=" + point;
+    const std::string pid_file = log + ".pid";
+    const Command started =
+        shell("{ " + env + " " + STICKLER_BINARY + " review serve --http 127.0.0.1:0 2>'" + log +
+              "' & echo $! >'" + pid_file + "'; }");
+    ASSERT_EQ(started.status, 0);
+    // Whatever happens below, this server does not outlive the test.
+    struct Stop {
+      std::string pid_file;
+      ~Stop() {
+        const std::string pid = slurp(pid_file);
+        if (!pid.empty()) ::kill(std::stoi(pid), SIGTERM);
+      }
+    } stop{pid_file};
+    int port = 0;
+    for (int i = 0; i < 200 && port == 0; ++i) {
+      const std::string text = slurp(log);
+      const auto at = text.find("http://127.0.0.1:");
+      if (at != std::string::npos && text.find("/review", at) != std::string::npos) {
+        port = std::stoi(text.substr(at + 17));
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    ASSERT_NE(port, 0) << slurp(log);
+    if (point.empty()) {
+      EXPECT_TRUE(ProposalStore(storePath()).approvalsUnderWay().empty());
+      EXPECT_EQ(call("review_status", {{"id", id}})
+                    .at("structuredContent")
+                    .at("events")
+                    .back()
+                    .at("action"),
+                "approval_rolled_back");
+    }
+    httplib::Client client("127.0.0.1", port);
+    client.set_read_timeout(120, 0);
+    const std::string origin = "http://127.0.0.1:" + std::to_string(port);
+    const auto approved = client.Post(path + "/approve", {{"Origin", origin}},
+                                      "comment=looks+right", "application/x-www-form-urlencoded");
+    if (!point.empty()) {
+      // The server died in the middle: no answer. Nothing is settled until it starts again.
+      EXPECT_FALSE(approved) << approved->status << approved->body;
+      EXPECT_EQ(mainCommit(), main_before);
+      continue;
+    }
+    // Started again, the server settled the interrupted approval before serving (rolled back:
+    // main had not moved), and approving works.
+    ASSERT_TRUE(approved);
+    EXPECT_EQ(approved->status, 303) << approved->body;
+    const auto page = client.Get(path);
+    ASSERT_TRUE(page);
+    EXPECT_NE(page->body.find("approval_rolled_back"), std::string::npos);
+    EXPECT_NE(page->body.find("class=\"state approved\""), std::string::npos);
+    EXPECT_NE(mainCommit(), main_before);
+  }
+  expectCatalogWhole();
+  EXPECT_TRUE(ProposalStore(storePath()).approvalsUnderWay().empty());
 }
 
 TEST_F(ReviewGate, TwoReviewersApprovingAtOnceGetOneApprovalAndOneClearConflict) {
