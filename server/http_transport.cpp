@@ -372,6 +372,18 @@ class HttpTransport {
     response.set_content(answer.body, answer.content_type);
   }
 
+  // The response is `events` from its first one, as they come.
+  static void streamFromStart(httplib::Response& response,
+                              const std::shared_ptr<EventStream>& events) {
+    response.set_header("Cache-Control", "no-cache");
+    response.set_chunked_content_provider("text/event-stream",
+                                          [events](size_t, httplib::DataSink& sink) {
+                                            if (events->relay(sink, 1, /*priming=*/true))
+                                              sink.done();
+                                            return true;
+                                          });
+  }
+
   bool checkVersion(const httplib::Request& request, httplib::Response& response) {
     if (!request.has_header(kVersionHeader)) return true;  // 2025-03-26 clients do not send it
     const std::string version = request.get_header_value(kVersionHeader);
@@ -496,13 +508,7 @@ class HttpTransport {
       events->finish();
       forgetLater(events);
     });
-    response.set_header("Cache-Control", "no-cache");
-    response.set_chunked_content_provider("text/event-stream",
-                                          [events](size_t, httplib::DataSink& sink) {
-                                            if (events->relay(sink, 1, /*priming=*/true))
-                                              sink.done();
-                                            return true;
-                                          });
+    streamFromStart(response, events);
   }
 
   // GET resumes a stream after the event the client saw last; without Last-Event-ID there is
@@ -575,13 +581,7 @@ class HttpTransport {
       }
     }
     session->setNotifier([events](const json& message) { events->push(message); });
-    response.set_header("Cache-Control", "no-cache");
-    response.set_chunked_content_provider("text/event-stream",
-                                          [events](size_t, httplib::DataSink& sink) {
-                                            if (events->relay(sink, 1, /*priming=*/true))
-                                              sink.done();
-                                            return true;
-                                          });
+    streamFromStart(response, events);
   }
 
   void remove(const httplib::Request& request, httplib::Response& response) {

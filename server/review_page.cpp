@@ -20,15 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-class PageContext : public OperationContext {
- public:
-  explicit PageContext(std::string root) : root_(std::move(root)) {}
-  std::string workspaceRoot() override { return root_; }
-
- private:
-  std::string root_;
-};
-
 std::string escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
@@ -167,7 +158,7 @@ std::string modelName(const std::string& path) {
 }
 
 std::string renderQueue(const std::string& root, const PageRequest& request) {
-  PageContext context(root);
+  RootedContext context(root);
   const std::string wanted = request.params.count("state") ? request.params.at("state") : "";
   std::optional<ProposalState> state;
   if (!wanted.empty()) {
@@ -327,7 +318,7 @@ std::string renderActions(const Proposal& proposal) {
 }
 
 std::string renderProposal(const std::string& root, int64_t id, const std::string& banner) {
-  PageContext context(root);
+  RootedContext context(root);
   ProposalStore store = openReviewStore(context);
   const Proposal proposal = store.get(id);
   const auto gate = store.latestGate(id);
@@ -389,7 +380,7 @@ std::optional<int64_t> parseId(const std::string& text) {
 
 PageResponse act(const std::string& root, int64_t id, const std::string& action,
                  const PageRequest& request) {
-  PageContext context(root);
+  RootedContext context(root);
   json input = {{"id", id}};
   const auto param = [&](const std::string& name) {
     const auto it = request.params.find(name);

@@ -46,14 +46,7 @@ void parseAddress(const std::string& text, HttpOptions& http) {
 // An approval a crash interrupted (docs/review.md, "Durability") is finished or rolled back
 // before anything is served.
 void settleInterruptedApprovals(const std::string& root) {
-  class RootContext : public OperationContext {
-   public:
-    explicit RootContext(std::string root) : root_(std::move(root)) {}
-    std::string workspaceRoot() override { return root_; }
-
-   private:
-    std::string root_;
-  } context(root);
+  RootedContext context(root);
   std::error_code error;
   if (!std::filesystem::exists(workspaceCatalogDir(context) + "/.git/stickler-reviews.sqlite",
                                error)) {

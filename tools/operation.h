@@ -39,6 +39,17 @@ class OperationContext {
   virtual size_t listLimit() { return 0; }
 };
 
+// An operation run for the workspace at `root` with nothing kept between runs, as the CLI runs
+// it: the review page's decisions, a server's start-up work.
+class RootedContext : public OperationContext {
+ public:
+  explicit RootedContext(std::string root) : root_(std::move(root)) {}
+  std::string workspaceRoot() override { return root_; }
+
+ private:
+  std::string root_;
+};
+
 // MCP tool annotations: hints a client shows or acts on. Stickler never reaches outside the
 // machine, so openWorldHint is always false.
 struct ToolAnnotations {

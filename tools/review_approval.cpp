@@ -131,12 +131,7 @@ ApprovalOutcome approveProposal(OperationContext& context, int64_t id,
   // it, so that what enters main is what was gated.
   for (int attempt = 0;; ++attempt) {
     outcome.proposal = store.get(id);
-    if (outcome.proposal.version != expected) {
-      throw ReviewConflict("proposal " + std::to_string(id) + " changed since you read it (it is " +
-                           stateName(outcome.proposal.state) + " now, revision " +
-                           std::to_string(outcome.proposal.version) +
-                           "): read it again and decide then");
-    }
+    requireRevision(outcome.proposal, expected);
     if (outcome.proposal.state != ProposalState::kPending) {
       throw UserError("proposal " + std::to_string(id) + " is " +
                       stateName(outcome.proposal.state) +

@@ -48,6 +48,14 @@ std::optional<int64_t> optionalId(int64_t value) {
 
 }  // namespace
 
+void requireRevision(const Proposal& current, int64_t expected_version) {
+  if (current.version == expected_version) return;
+  throw ReviewConflict("proposal " + std::to_string(current.id) +
+                       " changed since you read it (it is " + stateName(current.state) +
+                       " now, revision " + std::to_string(current.version) +
+                       "): read it again and decide then");
+}
+
 std::string stateName(ProposalState state) {
   return kStateNames[static_cast<int>(state)];
 }
@@ -219,11 +227,7 @@ Proposal ProposalStore::decide(int64_t id, int64_t expected_version, ProposalSta
                                const std::string& now) {
   sqlite::Transaction transaction(db_, sqlite::Transaction::Lock::Immediate);
   const Proposal current = get(id);
-  if (current.version != expected_version) {
-    throw ReviewConflict("proposal " + std::to_string(id) + " changed since you read it (it is " +
-                         stateName(current.state) + " now, version " +
-                         std::to_string(current.version) + "): read it again and decide then");
-  }
+  requireRevision(current, expected_version);
   if (const auto under_way = approvalUnderWay(id)) {
     throw ReviewConflict("proposal " + std::to_string(id) + " is being approved by " +
                          under_way->actor + " (since " + under_way->started + ")");
@@ -323,11 +327,7 @@ void ProposalStore::beginApproval(const ApprovalIntent& intent, int64_t expected
     throw ReviewConflict("proposal " + id + " is already being approved by " + under_way->actor +
                          " (since " + under_way->started + ")");
   }
-  if (current.version != expected_version) {
-    throw ReviewConflict("proposal " + id + " changed since you read it (it is " +
-                         stateName(current.state) + " now, version " +
-                         std::to_string(current.version) + "): read it again and decide then");
-  }
+  requireRevision(current, expected_version);
   if (current.state != ProposalState::kPending) {
     throw UserError("proposal " + id + " is " + stateName(current.state) +
                     ": only a pending proposal can be approved");

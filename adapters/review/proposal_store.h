@@ -99,6 +99,10 @@ class ReviewConflict : public UserError {
   using UserError::UserError;
 };
 
+// Throws ReviewConflict when `current` is no longer at `expected_version`: the decision was made
+// on what the reviewer read, and something changed since.
+void requireRevision(const Proposal& current, int64_t expected_version);
+
 class ProposalStore {
  public:
   // Opens (creating) the store at `path`; ":memory:" for tests.

@@ -30,3 +30,13 @@ export function serveHttp(extraArgs = [], roots = [zoo, testProfiles]) {
     child.on("exit", (code) => reject(new Error(`stickler serve exited with ${code}: ${output}`)));
   });
 }
+
+// Debian's Chromium, headless, kept from reaching for Google's services on a machine without a
+// network (playwright-core's `chromium`).
+export function launchChromium(chromium) {
+  return chromium.launch({
+    executablePath: process.env.STICKLER_CHROMIUM ?? "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+}

@@ -11,10 +11,9 @@ import { pathToFileURL } from "node:url";
 
 import { chromium } from "playwright-core";
 
-import { binary, zoo } from "./helpers.mjs";
+import { binary, zoo, launchChromium } from "./helpers.mjs";
 
 const culprit = "transformer.h.0.mlp.c_proj";
-const chromiumPath = process.env.STICKLER_CHROMIUM ?? "/usr/bin/chromium";
 let workspace;
 let browser;
 
@@ -29,12 +28,7 @@ before(async () => {
   }));
   execFileSync(binary, ["localize", path.join(zoo, "gpt2-tiny.pt"), "--profile", profile, "--adapt",
     "--html", path.join(workspace, "report.html")], { cwd: workspace, stdio: ["ignore", "ignore", "inherit"] });
-  // The flags keep Chromium from reaching for Google's services on a machine without a network.
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchChromium(chromium);
 });
 
 after(async () => {

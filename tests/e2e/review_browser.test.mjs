@@ -12,9 +12,8 @@ import { after, before, test } from "node:test";
 
 import { chromium } from "playwright-core";
 
-import { binary, repo, zoo } from "./helpers.mjs";
+import { binary, repo, zoo, launchChromium } from "./helpers.mjs";
 
-const chromiumPath = process.env.STICKLER_CHROMIUM ?? "/usr/bin/chromium";
 const token = "review-page-token-0123456789";
 const env = { ...process.env, GIT_AUTHOR_NAME: "Rita", GIT_AUTHOR_EMAIL: "rita@example.com" };
 let workspace;
@@ -64,11 +63,7 @@ before(async () => {
     });
     server.on("exit", (code) => reject(new Error(`review serve exited with ${code}: ${output}`)));
   });
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchChromium(chromium);
 });
 
 after(async () => {

@@ -20,14 +20,7 @@ using nlohmann::json;
 using ReviewQueue = WorkspaceServerTest;
 
 // The command line in this workspace: what a reviewer runs.
-class ReviewerContext : public OperationContext {
- public:
-  explicit ReviewerContext(std::string root) : root_(std::move(root)) {}
-  std::string workspaceRoot() override { return root_; }
-
- private:
-  std::string root_;
-};
+using ReviewerContext = RootedContext;
 
 std::string shippedWithAComment(const std::string& name) {
   std::ifstream in(shippedCatalogDir() + "/" + name + ".py");
