@@ -76,14 +76,9 @@ std::string approvalText(const Proposal& proposal, const std::string& reviewer,
   return text + "\n\nGate " + gateSummary(gate);
 }
 
-}  // namespace
-
-std::vector<std::string> recoverInterruptedApprovals(ProposalStore& store,
-                                                     WorkspaceCatalog& catalog) {
+// Settles every journaled approval; the caller holds the approval lock, so none is live.
+std::vector<std::string> settleApprovals(ProposalStore& store, WorkspaceCatalog& catalog) {
   std::vector<std::string> settled;
-  if (store.approvalsUnderWay().empty()) return settled;
-  const ApprovalLock lock(catalog.dir(), /*wait=*/false);
-  if (!lock.held()) return settled;  // a live approval: its process settles it
   const std::string now = isoTimeUtcNow();
   for (const ApprovalIntent& intent : store.approvalsUnderWay()) {
     const std::string id = std::to_string(intent.proposal);
@@ -105,6 +100,16 @@ std::vector<std::string> recoverInterruptedApprovals(ProposalStore& store,
     }
   }
   return settled;
+}
+
+}  // namespace
+
+std::vector<std::string> recoverInterruptedApprovals(ProposalStore& store,
+                                                     WorkspaceCatalog& catalog) {
+  if (store.approvalsUnderWay().empty()) return {};
+  const ApprovalLock lock(catalog.dir(), /*wait=*/false);
+  if (!lock.held()) return {};  // a live approval: its process settles it
+  return settleApprovals(store, catalog);
 }
 
 GateRun gateProposal(OperationContext& context, int64_t id, const GateOptions& options) {
@@ -143,7 +148,7 @@ ApprovalOutcome approveProposal(OperationContext& context, int64_t id,
     if (!outcome.gate.passed) return outcome;
 
     const ApprovalLock lock(catalog.dir(), /*wait=*/true);
-    recoverInterruptedApprovals(store, catalog);  // a crashed approval of another proposal
+    settleApprovals(store, catalog);  // a crashed approval of another proposal
     if (catalog.mainCommit() != plan.main) {
       if (attempt < 3) continue;
       throw ReviewConflict("the catalog's main keeps moving during the gate: approve again");
@@ -153,8 +158,7 @@ ApprovalOutcome approveProposal(OperationContext& context, int64_t id,
         plan, outcome.proposal.commit, text,
         {{"Proposal", std::to_string(id)},
          {"Reviewed-by", reviewer},
-         {"Gate", outcome.gate.report.value("passed", false) ? "passed " + outcome.gate.key
-                                                             : outcome.gate.key}});
+         {"Gate", "passed " + outcome.gate.key}});
     crashPoint("commit-written");
     const std::string now = isoTimeUtcNow();
     std::string decision = comment.empty() ? "approved" : comment;

@@ -147,7 +147,11 @@ std::vector<std::string> problemsOf(const json& entry, const std::set<std::strin
   const std::string where =
       entry["model"].get<std::string>() + " on " + entry["profile"].get<std::string>();
   const bool regression = entry["role"] == "regression";
-  if (entry["status"] == "skipped") return problems;
+  if (entry["status"] == "skipped") {
+    // A known model whose archive is gone is no regression; a claim without its model fails.
+    if (!regression) problems.push_back(where + ": " + entry.value("reason", "skipped"));
+    return problems;
+  }
   if (entry["status"] != "completed") {
     problems.push_back(where + ": " + entry["status"].get<std::string>() + ": " +
                        entry.value("reason", ""));
@@ -265,6 +269,11 @@ GateRun runGate(OperationContext& context, ProposalStore& store, const Proposal&
   runConcurrently(tasks);
 
   json problems = json::array();
+  for (const CatalogEntry& entry : entries) {
+    if (proposed.count(entry.name) > 0 && !entry.file) {
+      problems.push_back("adapter " + entry.name + " does not load: " + entry.error);
+    }
+  }
   std::set<std::string> applied_to_claimed;
   for (const json& entry : results) {
     for (const std::string& problem : problemsOf(entry, proposed)) problems.push_back(problem);
