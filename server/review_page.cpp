@@ -8,6 +8,7 @@
 
 #include "adapters/catalog_repo/workspace_catalog.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/text_format.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
 #include "tools/reports/html_report.h"
@@ -235,8 +236,16 @@ std::string renderGate(const Proposal& proposal, const std::optional<GateRecord>
     const json report = json::parse(gate->result, nullptr, false);
     body += std::string("<p id=\"gate-verdict\" class=\"") + (gate->passed ? "pass" : "fail") +
             "\">" + (gate->passed ? "passed" : "failed") + "</p><p>" +
-            escape(report.is_object() ? gateSummary(report) : gate->result) + "</p>";
+            escape(report.is_object() ? firstLine(gateSummary(report)) : gate->result) + "</p>";
     if (report.is_object()) {
+      if (!report.value("changed_on_main", json::array()).empty()) {
+        std::string names;
+        for (const json& name : report["changed_on_main"]) {
+          names += (names.empty() ? "" : ", ") + name.get<std::string>();
+        }
+        body += "<p id=\"changed-on-main\">Changed on main since this proposal was made: " +
+                escape(names) + " (approving puts the proposal's version in place of main's).</p>";
+      }
       if (!report["problems"].empty()) {
         body += "<ul id=\"gate-problems\">";
         for (const json& problem : report["problems"]) {
