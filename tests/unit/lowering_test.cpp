@@ -178,7 +178,39 @@ TEST(LoweringRules, CapacityLimits) {
           "def forward(self, x, a, w):\n    return torch.softmax(x, -1), torch.matmul(a, w)\n",
           long_row),
       "spyre-2026");
-  EXPECT_EQ(rules(lowered.result).count("scratchpad-tiling"), 2u);  // the softmax row, the K tile
+  // The softmax row does not fit; the contraction of 16384 does, split into chunks whose partial
+  // sums accumulate.
+  EXPECT_EQ(rules(lowered.result).count("scratchpad-tiling"), 1u);
+  for (const auto& blocker : lowered.result.blockers) {
+    EXPECT_NE(blocker.node->kind().toQualString(), std::string("aten::matmul")) << blocker.message;
+  }
+
+  // The contractions of 7B-class MLPs (Llama-2-7B's 11008, Llama-3-8B's and Mistral-7B's 14336,
+  // Qwen2-7B's 18944) compile: Granite-3.3-8b runs on one card.
+  for (const int k : {11008, 14336, 18944}) {
+    const std::string card =
+        R"({"inputs": [{"name": "a", "shape": [1, )" + std::to_string(k) +
+        R"(], "dtype": "float32", "kind": "float"}, {"name": "w", "shape": [)" + std::to_string(k) +
+        R"(, 4096], "dtype": "float32", "kind": "float"}]})";
+    const auto down =
+        lowerFile(testing::writeScriptedModel(
+                      "DownProj" + std::to_string(k),
+                      "def forward(self, a, w):\n    return torch.matmul(a, w)\n", card),
+                  "spyre-2026");
+    EXPECT_EQ(rules(down.result).count("scratchpad-tiling"), 0u) << k;
+  }
+  // A scratchpad smaller than one tile (two 64 x 64 blocks and a float32 accumulator, 32 kB)
+  // still blocks a matmul.
+  const std::string small = ::testing::TempDir() + "/small-scratchpad.json";
+  std::ofstream(small)
+      << R"({"extends": "spyre-2026-clean", "name": "small-scratchpad", "device": {"scratchpad_bytes": 30000}})";
+  const auto cramped = lowerFile(
+      testing::writeScriptedModel(
+          "Cramped", "def forward(self, a, w):\n    return torch.matmul(a, w)\n",
+          R"({"inputs": [{"name": "a", "shape": [1, 128], "dtype": "float32", "kind": "float"},
+                                      {"name": "w", "shape": [128, 64], "dtype": "float32", "kind": "float"}]})"),
+      small);
+  EXPECT_EQ(rules(cramped.result).count("scratchpad-tiling"), 1u);
 
   // A profile whose cores address only 10 kB: GPT-2's weights no longer fit one slice.
   const std::string path = ::testing::TempDir() + "/tiny-span.json";

@@ -1,5 +1,6 @@
 // Capacity: what one core can address (the per-core span) and what one kernel must hold in
 // its scratchpad at once.
+#include <algorithm>
 #include <cstdio>
 
 #include "simulator/device/core_span.h"
@@ -12,6 +13,8 @@ using torch::jit::Node;
 namespace {
 
 constexpr int64_t kBytesPerValue = DeviceProfile::kBytesPerValue;
+// The PE accumulates in float32 (knowledge/pages/spyre-hardware.md).
+constexpr int64_t kAccumulatorBytesPerValue = 4;
 
 int64_t roundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -88,15 +91,20 @@ void checkScratchpad(const LoweringContext& context, const Node& node,
   if (op_class == OpClass::kMatmul) {
     auto k = contractionSize(context, node);
     if (!k) return;
-    // Smallest tile: a block of 64 rows of A and 64 columns of B over all of K, and the 64x64
-    // block of C they produce (an assumption: docs/simulator-assumptions.md).
-    const int64_t k_padded = roundUp(*k, stick);
-    const int64_t bytes = (2 * stick * k_padded + stick * stick) * kBytesPerValue;
+    // A long contraction is split into chunks whose partial sums accumulate in float32, as every
+    // matmul compiler does: the smallest tile is 64 rows of A and 64 columns of B over one stick
+    // of K, and the 64x64 float32 accumulator of C, whatever K is (an assumption:
+    // docs/simulator-assumptions.md). Only a scratchpad smaller than that blocks a matmul.
+    const int64_t k_chunk = std::min(roundUp(*k, stick), stick);
+    const int64_t bytes =
+        2 * stick * k_chunk * kBytesPerValue + stick * stick * kAccumulatorBytesPerValue;
     if (bytes > scratchpad) {
       blockers.push_back(Blocker{"scratchpad-tiling",
-                                 "the smallest tile over a contraction of " + std::to_string(*k) +
-                                     " needs " + megabytes(bytes) + ", more than the " +
-                                     megabytes(scratchpad) + " scratchpad",
+                                 "the smallest matmul tile (64 x 64 blocks of A and B over one "
+                                 "stick of the contraction, and a float32 64 x 64 accumulator) "
+                                 "needs " +
+                                     megabytes(bytes) + ", more than the " + megabytes(scratchpad) +
+                                     " scratchpad",
                                  &node});
     }
     return;
