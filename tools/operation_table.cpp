@@ -29,6 +29,7 @@ const std::vector<Operation>& operationTable() {
       makeRequestChangesOperation(),
       makeRejectProposalOperation(),
       makeApproveProposalOperation(),
+      makeReviewBaselineOperation(),
       makeAdaptModelOperation(),
       makeInitWorkspaceOperation(),
       makeStaleAdaptersOperation(),

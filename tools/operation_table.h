@@ -54,6 +54,7 @@ Operation makeListReviewsOperation();
 Operation makeRequestChangesOperation();
 Operation makeRejectProposalOperation();
 Operation makeApproveProposalOperation();
+Operation makeReviewBaselineOperation();
 Operation makeAdaptModelOperation();
 Operation makeInitWorkspaceOperation();
 Operation makeStaleAdaptersOperation();

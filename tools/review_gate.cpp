@@ -35,13 +35,13 @@ struct GateModel {
   const KnownModel* known = nullptr;
 };
 
-// The catalog the gate runs with: the shipped adapters under the planned tree's (main with the
-// proposal); the proposal's adapters count as unreviewed code, so they run sandboxed.
-std::vector<CatalogEntry> plannedCatalog(const WorkspaceCatalog& catalog,
-                                         const WorkspaceCatalog::ApprovalPlan& plan) {
-  const std::set<std::string> proposed(plan.adapters.begin(), plan.adapters.end());
+// The catalog at a tree of the workspace catalog (main with a proposal, or main) over the
+// shipped one; `unreviewed` adapters (the proposal's) run sandboxed.
+std::vector<CatalogEntry> catalogAt(const WorkspaceCatalog& catalog, const std::string& tree,
+                                    const std::vector<std::string>& unreviewed) {
+  const std::set<std::string> proposed(unreviewed.begin(), unreviewed.end());
   std::vector<CatalogEntry> workspace;
-  for (const auto& [name, text] : catalog.adaptersAt(plan.tree)) {
+  for (const auto& [name, text] : catalog.adaptersAt(tree)) {
     const bool is_proposed = proposed.count(name) > 0;
     workspace.push_back(catalogEntryFromText(name, text, (catalog.dir() / (name + ".py")).string(),
                                              is_proposed ? "workspace draft" : "workspace"));
@@ -256,7 +256,7 @@ GateRun runGate(OperationContext& context, ProposalStore& store, const Proposal&
     }
   }
 
-  const std::vector<CatalogEntry> entries = plannedCatalog(catalog, plan);
+  const std::vector<CatalogEntry> entries = catalogAt(catalog, plan.tree, plan.adapters);
   const std::set<std::string> proposed(plan.adapters.begin(), plan.adapters.end());
   std::vector<json> results(models.size());
   std::vector<std::function<void()>> tasks;
@@ -305,6 +305,46 @@ GateRun runGate(OperationContext& context, ProposalStore& store, const Proposal&
                  {"problems", problems}};
   store.storeGate(proposal.id, {gate.key, gate.passed, gate.report.dump(), isoTimeUtcNow()});
   return gate;
+}
+
+json baselineModels(OperationContext& context, ProposalStore& store,
+                    const WorkspaceCatalog& catalog, const std::vector<std::string>& models,
+                    const std::string& profile, const GateOptions& options) {
+  const std::string main = catalog.mainCommit();
+  const std::vector<CatalogEntry> entries = catalogAt(catalog, main, {});
+  std::vector<GateModel> targets;
+  for (const std::string& model : models) {
+    const std::string path = context.resolvePath(model);
+    std::error_code error;
+    targets.push_back({path, profile, "baseline",
+                       std::filesystem::is_regular_file(path, error) ? sha256File(path) : ""});
+  }
+  std::vector<json> results(targets.size());
+  std::vector<std::function<void()>> tasks;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    tasks.emplace_back([&, i, limit = currentExecutionLimit()] {
+      const ExecutionLimitScope scope(limit);
+      // The example inputs every tool uses: the baseline is what main does for anyone.
+      results[i] = runInGateWorker(targets[i], entries, 0, options.model_seconds);
+    });
+  }
+  runConcurrently(tasks);
+  std::vector<KnownModel> passed;
+  const std::string now = isoTimeUtcNow();
+  for (json& entry : results) {
+    entry["known"] =
+        entry.value("status", "") == "completed" && entry.value("verdict", "") == "pass";
+    if (entry["known"].get<bool>()) {
+      passed.push_back({entry["model"], profile, entry.value("sha256", ""), main, now, "baseline"});
+    }
+  }
+  store.recordKnownModels(passed);
+  return {{"schema", "stickler.baseline"},
+          {"version", 1},
+          {"main", main},
+          {"profile", profile},
+          {"models", results},
+          {"known_models", store.knownModels().size()}};
 }
 
 std::string gateSummary(const json& report) {

@@ -37,6 +37,15 @@ GateRun runGate(OperationContext& context, ProposalStore& store, const Proposal&
 // every tool uses), derived from both commits so that it is the same when run again.
 uint64_t gateSeed(const std::string& proposal_commit, const std::string& main_commit);
 
+// Runs `models` on `profile` with the catalog's main, each in a worker as the gate does (the
+// example inputs every tool uses), and records those that pass as known models: the gate's
+// regression set before approvals have grown it. Returns each model's result (schema
+// stickler.baseline).
+nlohmann::json baselineModels(OperationContext& context, ProposalStore& store,
+                              const WorkspaceCatalog& catalog,
+                              const std::vector<std::string>& models, const std::string& profile,
+                              const GateOptions& options);
+
 // One paragraph for the approval commit and the decision: what ran and what it found.
 std::string gateSummary(const nlohmann::json& report);
 

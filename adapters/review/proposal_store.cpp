@@ -298,6 +298,20 @@ std::vector<KnownModel> ProposalStore::knownModels() {
   return models;
 }
 
+void ProposalStore::upsertKnownModel(const KnownModel& model) {
+  sqlite::Statement upsert(db_,
+                           "INSERT OR REPLACE INTO known_models(model, profile, sha256, "
+                           "catalog_commit, time, source) VALUES (?, ?, ?, ?, ?, ?)");
+  upsert.bind(1, model.model).bind(2, model.profile).bind(3, model.sha256);
+  upsert.bind(4, model.catalog_commit).bind(5, model.time).bind(6, model.source).step();
+}
+
+void ProposalStore::recordKnownModels(const std::vector<KnownModel>& models) {
+  sqlite::Transaction transaction(db_, sqlite::Transaction::Lock::Immediate);
+  for (const KnownModel& model : models) upsertKnownModel(model);
+  transaction.commit();
+}
+
 std::optional<ApprovalIntent> ProposalStore::approvalUnderWay(int64_t id) {
   sqlite::Statement select(db_,
                            "SELECT proposal, old_main, new_main, actor, comment, started "
@@ -350,13 +364,7 @@ Proposal ProposalStore::finishApproval(int64_t id, const std::vector<KnownModel>
   update.bind(1, id).step();
   addEvent(id, {now, intent->actor, "approved",
                 note.empty() ? intent->comment : intent->comment + "\n\n" + note});
-  for (const KnownModel& model : passed) {
-    sqlite::Statement upsert(db_,
-                             "INSERT OR REPLACE INTO known_models(model, profile, sha256, "
-                             "catalog_commit, time, source) VALUES (?, ?, ?, ?, ?, ?)");
-    upsert.bind(1, model.model).bind(2, model.profile).bind(3, model.sha256);
-    upsert.bind(4, model.catalog_commit).bind(5, model.time).bind(6, model.source).step();
-  }
+  for (const KnownModel& model : passed) upsertKnownModel(model);
   sqlite::Statement done(db_, "DELETE FROM approvals_under_way WHERE proposal = ?");
   done.bind(1, id).step();
   transaction.commit();

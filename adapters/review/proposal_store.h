@@ -140,7 +140,8 @@ class ProposalStore {
   std::optional<GateRecord> findGate(int64_t id, const std::string& key);
   std::optional<GateRecord> latestGate(int64_t id);
 
-  std::vector<KnownModel> knownModels();  // by model, then profile
+  std::vector<KnownModel> knownModels();                          // by model, then profile
+  void recordKnownModels(const std::vector<KnownModel>& models);  // replaces same model+profile
 
   // Approval in three steps around the move of main. begin: journals `intent` after checking
   // that the proposal is pending at `expected_version` (ReviewConflict otherwise, or when
@@ -165,6 +166,7 @@ class ProposalStore {
  private:
   Proposal readRow(sqlite::Statement& row);
   void addEvent(int64_t id, const ReviewEvent& event);
+  void upsertKnownModel(const KnownModel& model);
   std::optional<ApprovalIntent> approvalUnderWay(int64_t id);
 
   sqlite::Database db_;

@@ -248,6 +248,47 @@ TEST_F(ReviewGate, ASecondProposalOfTheSameAdapterIsGatedOnTopOfTheFirstAndItsRe
   expectCatalogWhole();
 }
 
+TEST_F(ReviewGate, ABaselineGivesTheGateItsRegressionSetBeforeAnyApproval) {
+  const std::string model = testing::zooPath("gpt2-tiny.pt");
+  draft("pow-cube-as-mul", cubeDraft(1));  // makes the catalog; main is still the shipped one
+  // What main passes is recorded; what it does not is reported and left out.
+  const json baseline =
+      reviewerJson("review baseline --model " + model + " --model " +
+                   testing::zooPath("no-such-model.pt") + " --profile spyre-2025-clean");
+  ASSERT_TRUE(baseline.is_object());
+  ASSERT_EQ(baseline.at("models").size(), 2u);
+  EXPECT_TRUE(baseline.at("models").at(0).at("known").get<bool>())
+      << baseline.at("models").at(0).dump();
+  EXPECT_FALSE(baseline.at("models").at(1).at("known").get<bool>());
+  const auto known = ProposalStore(storePath()).knownModels();
+  ASSERT_EQ(known.size(), 1u);
+  EXPECT_EQ(known[0].model, model);
+  EXPECT_EQ(known[0].source, "baseline");
+  EXPECT_EQ(reviewer("review baseline --model " + testing::zooPath("no-such-model.pt") +
+                     " --profile spyre-2025-clean")
+                .status,
+            1);
+
+  // A proposal that breaks gpt2 on the 2025 stack while bringing it up on 2026 is refused by
+  // the regression run, with no approval before it.
+  std::string source = shipped("pow-cube-as-mul");
+  source.replace(source.find("return x * x * x"), 16,
+                 "return torch.exp(torch.zeros_like(x)) * x * x * x");
+  source.replace(source.find(R"(profiles = ["spyre-2025", "spyre-2025-clean"])"), 45,
+                 R"(profiles = ["spyre-2025-clean", "spyre-2026-clean"])");
+  draft("pow-cube-as-mul", source);
+  const int id = submit({"pow-cube-as-mul"}, {{model, "spyre-2026-clean"}});
+  const json refused = reviewerJson("review approve " + std::to_string(id));
+  ASSERT_TRUE(refused.is_object());
+  EXPECT_FALSE(refused.at("approved").get<bool>());
+  EXPECT_NE(refused.at("gate")
+                .at("problems")
+                .dump()
+                .find("regression: " + model + " on spyre-2025-clean"),
+            std::string::npos)
+      << refused.at("gate").at("problems").dump();
+}
+
 TEST_F(ReviewGate, AnApprovalKilledAtAnyPointIsFinishedOrRolledBackAndLosesNothing) {
   const std::string model = testing::zooPath("gpt2-tiny.pt");
   const std::pair<const char*, bool> points[] = {{"gate-stored", false},
