@@ -106,7 +106,7 @@ ProposalStore::ProposalStore(const std::string& path)
       " started TEXT NOT NULL);");
 }
 
-Proposal ProposalStore::readRow(sqlite::Statement& row) {
+Proposal ProposalStore::readRow(sqlite::Statement& row, bool with_events) {
   Proposal proposal;
   proposal.id = row.integer(0);
   const auto state = stateNamed(row.text(1));
@@ -115,11 +115,16 @@ Proposal ProposalStore::readRow(sqlite::Statement& row) {
                     " has an unknown state '" + row.text(1) + "'");
   }
   proposal.state = *state;
-  for (const auto& adapter : column(row.text(2), db_.store(), proposal.id, "adapter")) {
-    proposal.adapters.push_back({adapter.value("name", ""), adapter.value("draft_tip", "")});
-  }
-  for (const auto& claim : column(row.text(3), db_.store(), proposal.id, "claim")) {
-    proposal.claims.push_back({claim.value("model", ""), claim.value("profile", "")});
+  try {
+    for (const auto& adapter : column(row.text(2), db_.store(), proposal.id, "adapter")) {
+      proposal.adapters.push_back({adapter.value("name", ""), adapter.value("draft_tip", "")});
+    }
+    for (const auto& claim : column(row.text(3), db_.store(), proposal.id, "claim")) {
+      proposal.claims.push_back({claim.value("model", ""), claim.value("profile", "")});
+    }
+  } catch (const json::exception&) {  // an element that is no object, a field that is no text
+    throw UserError(db_.store() + ": proposal " + std::to_string(proposal.id) +
+                    " has a damaged adapter or claim list");
   }
   proposal.rationale = row.text(4);
   for (const auto& report : column(row.text(5), db_.store(), proposal.id, "evidence")) {
@@ -132,6 +137,7 @@ Proposal ProposalStore::readRow(sqlite::Statement& row) {
   proposal.supersedes = optionalId(row.integer(10));
   proposal.superseded_by = optionalId(row.integer(11));
   proposal.version = row.integer(12);
+  if (!with_events) return proposal;
   sqlite::Statement events(db_,
                            "SELECT time, actor, action, comment FROM review_events "
                            "WHERE proposal = ? ORDER BY rowid");
@@ -212,13 +218,13 @@ Proposal ProposalStore::get(int64_t id) {
   return *proposal;
 }
 
-std::vector<Proposal> ProposalStore::list(std::optional<ProposalState> state) {
+std::vector<Proposal> ProposalStore::list(std::optional<ProposalState> state, bool with_events) {
   sqlite::Statement select(db_, std::string("SELECT ") + kColumns +
                                     " FROM proposals WHERE ? = '' OR state = ? ORDER BY id DESC");
   const std::string wanted = state ? stateName(*state) : "";
   select.bind(1, wanted).bind(2, wanted);
   std::vector<Proposal> proposals;
-  while (select.step()) proposals.push_back(readRow(select));
+  while (select.step()) proposals.push_back(readRow(select, with_events));
   return proposals;
 }
 

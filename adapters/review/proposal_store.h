@@ -124,7 +124,9 @@ class ProposalStore {
 
   std::optional<Proposal> find(int64_t id);
   Proposal get(int64_t id);  // UserError naming the id when there is none
-  std::vector<Proposal> list(std::optional<ProposalState> state = std::nullopt);  // newest first
+  // Newest first; without events unless asked (one query for the list, not one per proposal).
+  std::vector<Proposal> list(std::optional<ProposalState> state = std::nullopt,
+                             bool with_events = false);
 
   // A reviewer's decision on `expected_version` of the proposal: pending proposals may get
   // changes requested or be rejected; a proposal with changes requested may be rejected.
@@ -164,7 +166,7 @@ class ProposalStore {
   std::string integrityCheck();
 
  private:
-  Proposal readRow(sqlite::Statement& row);
+  Proposal readRow(sqlite::Statement& row, bool with_events = true);
   void addEvent(int64_t id, const ReviewEvent& event);
   void upsertKnownModel(const KnownModel& model);
   std::optional<ApprovalIntent> approvalUnderWay(int64_t id);

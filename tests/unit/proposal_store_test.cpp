@@ -204,5 +204,25 @@ TEST(ProposalStore, GateRunsAreFoundAgainByKey) {
   EXPECT_EQ(store.latestGate(proposal.id)->key, "k2");
 }
 
+TEST(ProposalStore, AHandEditedRowIsNamedAsDamagedNotACrash) {
+  const std::string path =
+      ::testing::TempDir() + "reviews-damaged-" + std::to_string(::getpid()) + "/reviews.sqlite";
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+  const Proposal proposal = ProposalStore(path).submit(aProposal(), "t0", writeBranch);
+  for (const char* damaged : {R"([1])", R"([{"name": 5}])", R"({"name": "x"})"}) {
+    SCOPED_TRACE(damaged);
+    sqlite::Database db(path, "the test's view of the queue");
+    sqlite::Statement edit(db, "UPDATE proposals SET adapters = ? WHERE id = ?");
+    edit.bind(1, std::string(damaged)).bind(2, proposal.id).step();
+    ProposalStore store(path);
+    try {
+      store.get(proposal.id);
+      ADD_FAILURE() << "a damaged row was read";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stickler
