@@ -214,7 +214,8 @@ TEST_F(HttpTest, BadRequestsGetPreciseAnswersAndTheServerGoesOn) {
     EXPECT_EQ(chunked->status, 413);
   }
   EXPECT_LT(served_->peakMemoryKb() - peak_before, 40 * 1024);
-  EXPECT_EQ(client().Get("/mcp", {{"Mcp-Session-Id", id}})->status, 405);  // a standalone stream needs Accept: text/event-stream
+  EXPECT_EQ(client().Get("/mcp", {{"Mcp-Session-Id", id}})->status,
+            405);  // a standalone stream needs Accept: text/event-stream
   auto notification = rpc(id, {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
   EXPECT_EQ(notification->status, 202);
   EXPECT_EQ(rpc(id, {{"jsonrpc", "2.0"}, {"id", 5}, {"method", "ping"}})->status, 200);
@@ -282,6 +283,32 @@ TEST_F(HttpTest, ToolCallsStreamOverSseAndAbortsAreResults) {
 }
 
 // A client that hangs up while its call streams costs that stream, not the server.
+// The standalone stream (GET without Last-Event-ID) carries notifications that answer no
+// request; each open one holds a worker, so at most a quarter of them stay open: the oldest is
+// ended when one more opens.
+TEST_F(HttpTest, StandaloneStreamsAreCappedOldestFirst) {
+  const int cap = 32 / 4;  // the served process's default --http-threads, a quarter
+  std::vector<int> streams;
+  for (int i = 0; i <= cap; ++i) {
+    const std::string id = startSession();
+    const int fd = connectFrom(served_->port(), "127.0.0.1");
+    ASSERT_GE(fd, 0);
+    const std::string get =
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+        "Mcp-Session-Id: " +
+        id + "\r\n\r\n";
+    (void)::send(fd, get.data(), get.size(), MSG_NOSIGNAL);
+    const std::string opened = readAnswer(fd, 500);
+    EXPECT_EQ(statusLine(opened), "HTTP/1.1 200 OK") << opened;
+    EXPECT_NE(opened.find("text/event-stream"), std::string::npos);
+    streams.push_back(fd);
+  }
+  // The first stream was ended (its chunked body closed); the newest is still open.
+  EXPECT_NE(readAnswer(streams.front(), 2000).find("0\r\n\r\n"), std::string::npos);
+  EXPECT_EQ(readAnswer(streams.back(), 1000).find("0\r\n\r\n"), std::string::npos);
+  for (int fd : streams) ::close(fd);
+}
+
 TEST_F(HttpTest, AClientHangingUpMidStreamLeavesTheServerServing) {
   const std::string id = startSession();
   const json call{{"jsonrpc", "2.0"},
