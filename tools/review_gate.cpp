@@ -115,7 +115,8 @@ json runInGateWorker(const GateModel& target, const std::vector<CatalogEntry>& c
     return entry;
   }
   const WorkerOutcome outcome = runInWorker(
-      [&](WorkerProgress&) { return gateOneModel(target, catalog, seed, seconds); }, seconds);
+      [&](WorkerProgress&) { return gateOneModel(target, catalog, seed, seconds); }, seconds,
+      currentExecutionLimit().cancelled);
   entry["seconds"] = outcome.seconds;
   switch (outcome.status) {
     case WorkerOutcome::Status::kCompleted:
