@@ -29,14 +29,19 @@ json run(const json& input, OperationContext& context) {
     names.push_back(adapter);
     proposal.adapters.push_back({adapter, ""});
   }
-  const std::string profile = requireString(input, "profile");
   profileFromInput(input, context);  // a profile that does not load is no claim
+  // Paths as absolute ones: the gate runs them from the reviewer's process, wherever it runs.
+  std::string profile = resolveProfile(requireString(input, "profile"), context);
+  if (profile.find('/') != std::string::npos || profile.ends_with(".json")) {
+    profile = std::filesystem::absolute(profile).lexically_normal().string();
+  }
   for (const auto& model : input.at("models")) {
     const std::string path = context.resolvePath(model.get<std::string>());
     if (!std::filesystem::is_regular_file(path)) {
       throw UserError("model " + model.get<std::string>() + ": no such archive");
     }
-    proposal.claims.push_back({path, profile});
+    proposal.claims.push_back(
+        {std::filesystem::absolute(path).lexically_normal().string(), profile});
   }
   const ReportStore reports(context.workspaceRoot());
   const std::vector<std::string> saved = reports.ids();

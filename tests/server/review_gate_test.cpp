@@ -144,6 +144,16 @@ TEST_F(ReviewGate, AClaimedModelThatFailsEndToEndCannotBeApproved) {
   EXPECT_FALSE(again.at("approved").get<bool>());
   EXPECT_TRUE(again.at("gate").at("reused").get<bool>());
   EXPECT_EQ(mainCommit(), main_before);
+
+  // Submitted from the command line with relative paths, the claim holds absolute ones: the
+  // gate runs it from the reviewer's process, wherever that runs.
+  std::filesystem::copy_file(testing::zooPath("gpt2-tiny.pt"), workspace_ + "/gpt2-copy.pt");
+  const json cli = reviewerJson(
+      "review submit --adapter pow-cube-as-mul --model gpt2-copy.pt --profile abort-softmax.json "
+      "--rationale 'from the command line'");
+  ASSERT_TRUE(cli.is_object());
+  EXPECT_EQ(cli.at("claims").at(0).at("model"), workspace_ + "/gpt2-copy.pt");
+  EXPECT_EQ(cli.at("claims").at(0).at("profile"), workspace_ + "/abort-softmax.json");
 }
 
 TEST_F(ReviewGate, AnAdapterEquivalentOnlyOnTheAgentsDrawsIsCaughtByTheFreshDraws) {
