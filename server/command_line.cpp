@@ -28,7 +28,10 @@ std::string kebab(std::string name) {
 // The values CLI11 fills in for one subcommand, turned into the operation's JSON input.
 class SubcommandInput {
  public:
-  SubcommandInput(CLI::App& command, const Operation& operation) : operation_(operation) {
+  // `has_nested`: the command has subcommands of its own (`sweep` and `sweep merge`), and CLI11
+  // would demand the parent's required flags for them too; those are checked in missingFlag().
+  SubcommandInput(CLI::App& command, const Operation& operation, bool has_nested)
+      : operation_(operation), has_nested_(has_nested) {
     const json& properties = operation.input_schema.at("properties");
     for (const auto& name : operation.cli.positional) {
       addOption(command, name, properties.at(name), name);
@@ -66,6 +69,19 @@ class SubcommandInput {
     return input;
   }
 
+  // The first required flag not given ("--models"), or "": CLI11 checks them unless nested.
+  std::string missingFlag() const {
+    if (!has_nested_) return "";
+    const json given = toJson();
+    for (const auto& name : operation_.input_schema.value("required", json::array())) {
+      if (given.contains(name.get<std::string>())) continue;
+      const auto renamed = operation_.cli.renamed.find(name);
+      return "--" + kebab(renamed == operation_.cli.renamed.end() ? name.get<std::string>()
+                                                                  : renamed->second);
+    }
+    return "";
+  }
+
   bool jsonOutput() const { return json_output_; }
   const Operation& operation() const { return operation_; }
 
@@ -79,7 +95,7 @@ class SubcommandInput {
                  const std::string& flag) {
     const std::string description = schema.value("description", "");
     const std::string type = schema.value("type", "string");
-    const bool required = isRequired(name);
+    const bool required = isRequired(name) && !has_nested_;
     if (type == "boolean") {
       const bool default_true = schema.value("default", false);
       Flag& state = flags_[name];
@@ -124,6 +140,7 @@ class SubcommandInput {
   }
 
   const Operation& operation_;
+  bool has_nested_ = false;
   std::map<std::string, std::string> strings_;
   std::map<std::string, std::vector<std::string>> lists_;
   std::map<std::string, int64_t> integers_;
@@ -165,7 +182,11 @@ int runCommandLine(const std::vector<std::string>& arguments) {
     }
     CLI::App* command = parent->add_subcommand(name, operation.description);
     commands.push_back(command);
-    inputs.push_back(std::make_unique<SubcommandInput>(*command, operation));
+    const bool has_nested = std::any_of(
+        operationTable().begin(), operationTable().end(), [&](const Operation& other) {
+          return other.cli.command.rfind(operation.cli.command + " ", 0) == 0;
+        });
+    inputs.push_back(std::make_unique<SubcommandInput>(*command, operation, has_nested));
   }
 
   // `serve` is a front-end of its own, not an operation.
@@ -255,6 +276,10 @@ int runCommandLine(const std::vector<std::string>& arguments) {
     const Operation& operation = input->operation();
     // The innermost command given runs: `adapters stale` is not `adapters`.
     if (!commands[i]->parsed() || !commands[i]->get_subcommands().empty()) continue;
+    if (const std::string missing = input->missingFlag(); !missing.empty()) {
+      std::cerr << "stickler: " << missing << " is required\n";
+      return exitCode(ExitStatus::kBadInput);
+    }
     try {
       OperationContext context;  // paths as given, nothing kept between runs
       const json output = runOperation(operation, input->toJson(), context);

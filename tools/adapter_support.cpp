@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <set>
 
 #include "adapters/catalog_repo/workspace_catalog.h"
 #include "adapters/engine/adapter_matching.h"
@@ -36,6 +37,28 @@ std::vector<CatalogEntry> adapterCatalog(OperationContext& context) {
                                              dir + "/" + adapter.name + ".py", origin));
   }
   return mergeCatalogs(std::move(shipped), std::move(workspace));
+}
+
+std::vector<CatalogEntry> catalogAtTree(const WorkspaceCatalog& catalog, const std::string& tree,
+                                        const std::vector<std::string>& unreviewed) {
+  const std::set<std::string> proposed(unreviewed.begin(), unreviewed.end());
+  std::vector<CatalogEntry> workspace;
+  for (const auto& [name, text] : catalog.adaptersAt(tree)) {
+    const bool is_proposed = proposed.count(name) > 0;
+    workspace.push_back(catalogEntryFromText(name, text, (catalog.dir() / (name + ".py")).string(),
+                                             is_proposed ? "workspace draft" : "workspace"));
+  }
+  return mergeCatalogs(readCatalogDir(shippedCatalogDir(), "shipped"), std::move(workspace));
+}
+
+std::vector<CatalogEntry> acceptedCatalog(OperationContext& context) {
+  const std::string dir = workspaceCatalogDir(context);
+  std::error_code error;
+  if (!std::filesystem::exists(std::filesystem::path(dir) / ".git", error)) {
+    return readCatalogDir(shippedCatalogDir(), "shipped");
+  }
+  const WorkspaceCatalog catalog = WorkspaceCatalog::open(dir);
+  return catalogAtTree(catalog, catalog.mainCommit(), {});
 }
 
 ModelAdapters::ModelAdapters(OperationContext& context, const std::string& model_path,

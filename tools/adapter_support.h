@@ -18,11 +18,22 @@
 
 namespace stickler {
 
+class WorkspaceCatalog;
+
 // The workspace's catalog repository: <workspace root>/stickler-adapters.
 std::string workspaceCatalogDir(OperationContext& context);
 
 // The shipped catalog with the workspace's adapters (main and drafts) over it.
 std::vector<CatalogEntry> adapterCatalog(OperationContext& context);
+
+// The catalog at a tree of the workspace catalog (main, or main with a proposal) over the
+// shipped one; `unreviewed` adapters (a proposal's) are labelled drafts and run sandboxed.
+std::vector<CatalogEntry> catalogAtTree(const WorkspaceCatalog& catalog, const std::string& tree,
+                                        const std::vector<std::string>& unreviewed);
+
+// What reviewers accepted: the shipped catalog with the workspace catalog's main over it (no
+// drafts), or the shipped catalog alone in a workspace without one. What sweeps measure.
+std::vector<CatalogEntry> acceptedCatalog(OperationContext& context);
 
 // One model's adapters in this call: the session's stack (MCP) or a fresh one (CLI). Holds
 // the session's adapter lock for as long as it lives, so concurrent calls take turns.

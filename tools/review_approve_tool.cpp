@@ -3,6 +3,7 @@
 #include "tools/operation_table.h"
 #include "tools/review_approval.h"
 #include "tools/review_support.h"
+#include "tools/schema_fields.h"
 
 namespace stickler {
 namespace {
@@ -74,11 +75,7 @@ Operation makeApproveProposalOperation() {
       {"type", "integer"},
       {"minimum", 1},
       {"description", "The revision you read (review show); the current one when absent."}};
-  schema["properties"]["model_timeout_seconds"] = {
-      {"type", "number"},
-      {"exclusiveMinimum", 0},
-      {"default", 600},
-      {"description", "How long one model's gate worker may take (load, adapt, check, run)."}};
+  schema["properties"]["model_timeout_seconds"] = modelTimeoutField();
   schema["properties"]["regression_sample"] = {
       {"type", "integer"},
       {"minimum", 0},

@@ -54,11 +54,7 @@ Operation makeReviewBaselineOperation() {
       {"minItems", 1},
       {"description", "Model archives the catalog should keep passing."}};
   schema["properties"]["profile"] = profileField();
-  schema["properties"]["model_timeout_seconds"] = {
-      {"type", "number"},
-      {"exclusiveMinimum", 0},
-      {"default", 600},
-      {"description", "How long one model's worker may take (load, adapt, check, run)."}};
+  schema["properties"]["model_timeout_seconds"] = modelTimeoutField();
   operation.input_schema = schema;
   operation.output_schema = {
       {"type", "object"},

@@ -35,20 +35,6 @@ struct GateModel {
   const KnownModel* known = nullptr;
 };
 
-// The catalog at a tree of the workspace catalog (main with a proposal, or main) over the
-// shipped one; `unreviewed` adapters (the proposal's) run sandboxed.
-std::vector<CatalogEntry> catalogAt(const WorkspaceCatalog& catalog, const std::string& tree,
-                                    const std::vector<std::string>& unreviewed) {
-  const std::set<std::string> proposed(unreviewed.begin(), unreviewed.end());
-  std::vector<CatalogEntry> workspace;
-  for (const auto& [name, text] : catalog.adaptersAt(tree)) {
-    const bool is_proposed = proposed.count(name) > 0;
-    workspace.push_back(catalogEntryFromText(name, text, (catalog.dir() / (name + ".py")).string(),
-                                             is_proposed ? "workspace draft" : "workspace"));
-  }
-  return mergeCatalogs(readCatalogDir(shippedCatalogDir(), "shipped"), std::move(workspace));
-}
-
 // Why a run's verdict is not a pass, in a line.
 std::string verdictReason(const json& run) {
   const std::string verdict = run.value("verdict", "failed");
@@ -257,7 +243,7 @@ GateRun runGate(OperationContext& context, ProposalStore& store, const Proposal&
     }
   }
 
-  const std::vector<CatalogEntry> entries = catalogAt(catalog, plan.tree, plan.adapters);
+  const std::vector<CatalogEntry> entries = catalogAtTree(catalog, plan.tree, plan.adapters);
   const std::set<std::string> proposed(plan.adapters.begin(), plan.adapters.end());
   std::vector<json> results(models.size());
   std::vector<std::function<void()>> tasks;
@@ -312,7 +298,7 @@ json baselineModels(OperationContext& context, ProposalStore& store,
                     const WorkspaceCatalog& catalog, const std::vector<std::string>& models,
                     const std::string& profile, const GateOptions& options) {
   const std::string main = catalog.mainCommit();
-  const std::vector<CatalogEntry> entries = catalogAt(catalog, main, {});
+  const std::vector<CatalogEntry> entries = catalogAtTree(catalog, main, {});
   std::vector<GateModel> targets;
   for (const std::string& model : models) {
     const std::string path = context.resolvePath(model);

@@ -43,6 +43,15 @@ nlohmann::json timeoutField() {
            "loaded, equivalence checks) is stopped with an error after as long."}};
 }
 
+nlohmann::json modelTimeoutField() {
+  return {{"type", "number"},
+          {"exclusiveMinimum", 0},
+          {"default", 600},
+          {"description",
+           "How long one model's worker process may take (load, adapt, check, run): a model "
+           "that takes longer is killed and reported as timed out."}};
+}
+
 nlohmann::json adaptField() {
   return {{"type", "boolean"},
           {"default", false},

@@ -133,20 +133,28 @@ def export(model, inputs, method):
     raise ValueError(method)
 
 
-def write_model(path, model, card, method):
-    """Exports `model` to a TorchScript archive with its card; returns what the index records."""
+def describe_model(model, card):
+    """What the index records of a model: the module calls, output shapes and input sums of one
+    eager run on the card's example inputs. Returns (record, inputs)."""
     model.eval()
     inputs = example_inputs(card["inputs"])
     calls = record_module_calls(model, inputs)
     with torch.no_grad():
         outputs = flatten_tensors(model(*inputs))
-    exported = export(model, inputs, method)
-    torch.jit.save(exported, path, _extra_files={"stickler/model.json": json.dumps(card, indent=2)})
-    return {
+    record = {
         "module_calls": calls,
         "output_shapes": [list(t.shape) for t in outputs],
         "input_sums": [float(t.double().sum()) for t in inputs],
     }
+    return record, inputs
+
+
+def write_model(path, model, card, method):
+    """Exports `model` to a TorchScript archive with its card; returns what the index records."""
+    record, inputs = describe_model(model, card)
+    exported = export(model, inputs, method)
+    torch.jit.save(exported, path, _extra_files={"stickler/model.json": json.dumps(card, indent=2)})
+    return record
 
 
 _renamed_classes = {}

@@ -1,0 +1,20 @@
+// What the sweep operations (sweep, sweep merge) share: their text for people, their output
+// schema, and the retention policy's input properties.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace stickler {
+
+// A sweep document (stickler.sweep) in a few lines: coverage, categories, the blockers that
+// block the most models, what broke since the previous sweep, where the documents went.
+std::string renderSweepText(const nlohmann::json& sweep);
+
+nlohmann::json sweepOutputSchema();
+
+// "keep_sweeps" and "keep_days": how much history, and how old reports and repros, to keep.
+nlohmann::json retentionProperties();
+
+}  // namespace stickler

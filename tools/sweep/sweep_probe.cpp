@@ -1,0 +1,237 @@
+#include "tools/sweep/sweep_probe.h"
+
+#include <filesystem>
+
+#include "adapters/engine/adapter_stack.h"
+#include "simulator/backends/worker.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/diagnose/causal_localization.h"
+#include "simulator/graph/model_cache.h"
+#include "simulator/graph/model_facts.h"
+#include "simulator/lowering/check_support.h"
+#include "simulator/run/run_model.h"
+#include "simulator/support/errors.h"
+#include "simulator/support/execution_limit.h"
+#include "simulator/support/text_format.h"
+#include "tools/adapter_support.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+json compileSummary(const CompileReport& report) {
+  json blockers = json::array();
+  for (const BlockerReport& blocker : report.blockers) {
+    blockers.push_back({{"rule", blocker.rule}, {"op", blocker.op}, {"module", blocker.module}});
+  }
+  return {{"status", compileStatusName(report.status)},
+          {"blockers", blockers.size()},
+          {"by_rule", report.blockers_by_rule},
+          {"first", blockers.empty() ? json() : blockers[0]},
+          {"list", blockers}};
+}
+
+// What blocks a model, as the blocker ranking counts it: an operator the device lacks, or a
+// layout or capacity rule.
+std::string blockerKey(const json& blocker) {
+  return blocker["rule"] == "unsupported-op" ? "unsupported op " + blocker["op"].get<std::string>()
+                                             : "layout rule " + blocker["rule"].get<std::string>();
+}
+
+// The distinct blocker keys of a compile summary, for the ranking.
+json blockerKeys(const json& compile) {
+  std::set<std::string> keys;
+  for (const json& blocker : compile["list"]) keys.insert(blockerKey(blocker));
+  return json(std::vector<std::string>(keys.begin(), keys.end()));
+}
+
+// The weights' bytes on the card: the real model's when the archive stands in for it with
+// fewer layers (the card's config.parameters_full), in the device's 16-bit format.
+int64_t weightBytes(const LoadedModel& model) {
+  const json& config = cardOf(model).config;
+  const int64_t parameters = config.is_object() && config.contains("parameters_full") &&
+                                     config["parameters_full"].is_number_integer()
+                                 ? config["parameters_full"].get<int64_t>()
+                                 : uniqueParametersOf(model);
+  return parameters * DeviceProfile::kBytesPerValue;
+}
+
+bool loweredOnly(const LoadedModel& model) {
+  const json& config = cardOf(model).config;
+  return config.is_object() && config.value("weightless", false) == true;
+}
+
+void setCategory(json& result, const std::string& category, const std::string& detail) {
+  result["category"] = category;
+  result["detail"] = detail;
+}
+
+// In the worker: everything the model's entry says.
+std::string probeInWorker(const std::string& path, const std::vector<CatalogEntry>& catalog,
+                          const ProbeOptions& options) {
+  json result = json::object();
+  std::shared_ptr<const LoadedModel> original;
+  try {
+    original = obtainModel(path, {}, nullptr);
+  } catch (const UserError& error) {
+    result["verdict"] = "not_run";
+    setCategory(result, "bad archive", firstLine(error.what()));
+    return result.dump();
+  }
+  const DeviceProfile profile = loadProfile(options.profile);
+  const ModelCard& card = cardOf(*original);
+  result["name"] = card.name;
+  result["family"] = card.family.empty() ? "unknown" : card.family;
+  result["sha256"] = identityOf(*original).sha256;
+  result["weight_bytes"] = weightBytes(*original);
+  result["lowered_only"] = loweredOnly(*original);
+  result["compile_without"] = compileSummary(compileLoaded(*original, profile));
+
+  AdapterStack stack(original);
+  const StackingResult stacking =
+      applyInOrder(stack, adaptersMeantFor(catalog, *original, &profile), profile, 5);
+  json applied = json::array();
+  for (const json& entry : stacking.applied) applied.push_back(entry.value("adapter", ""));
+  json refused = json::array();
+  for (const json& entry : stacking.skipped) {
+    refused.push_back({{"adapter", entry.value("adapter", "")},
+                       {"reason", firstLine(entry.value("reason", ""))}});
+  }
+  result["adapters"] = {{"applied", applied}, {"refused", refused}};
+  const json with = compileSummary(compileLoaded(*stack.current(), profile));
+  result["compile_with"] = with;
+  result["blockers"] = blockerKeys(with);
+  result["covered"] = with["status"] == "ok";
+
+  if (with["status"] == "blocked") {
+    result["verdict"] = "blocked";
+    const json& first = with["first"];
+    if (applied.empty() && refused.empty()) {
+      setCategory(result, "no adapter",
+                  "no adapter in the catalog matches; first blocker " + blockerKey(first) +
+                      " in " + first["module"].get<std::string>());
+    } else {
+      setCategory(result, blockerKey(first),
+                  std::to_string(with["blockers"].get<int>()) + " blocker(s) left after " +
+                      std::to_string(applied.size()) + " adapter(s); first in " +
+                      first["module"].get<std::string>());
+    }
+    return result.dump();
+  }
+  if (with["status"] == "compiler_error") {
+    result["verdict"] = "blocked";
+    setCategory(result, "compiler error", "the device compiler failed");
+    return result.dump();
+  }
+  if (result["weight_bytes"].get<int64_t>() > profile.device.card_memory_bytes) {
+    result["verdict"] = "not_run";
+    setCategory(result, "too large",
+                std::to_string(result["weight_bytes"].get<int64_t>() >> 30) +
+                    " GiB of weights, more than the card's " +
+                    std::to_string(profile.device.card_memory_bytes >> 30) + " GiB");
+    return result.dump();
+  }
+  if (result["lowered_only"].get<bool>()) {
+    result["verdict"] = "not_run";
+    setCategory(result, "lowered only", "compiles; a geometry without weights is not run");
+    return result.dump();
+  }
+
+  RunRequest request;
+  request.loaded = stack.current();
+  request.backend = "spyre-sim:" + options.profile;
+  request.timeout_seconds = options.run_seconds;
+  const RunResult run = runModel(request);
+  result["verdict"] = runVerdictName(run.verdict);
+  switch (run.verdict) {
+    case RunVerdict::kPass:
+      setCategory(result, "pass", "");
+      break;
+    case RunVerdict::kAborted: {
+      const std::string module = run.run && run.run->module ? *run.run->module : "<root>";
+      setCategory(result, "runtime abort in " + module,
+                  run.run ? firstLine(run.run->message) : "the device run aborted");
+      break;
+    }
+    case RunVerdict::kTimedOut:
+      setCategory(result, "timeout", "the device run did not finish in " +
+                                         std::to_string(int(options.run_seconds)) + " s");
+      break;
+    case RunVerdict::kFail: {
+      std::string module;
+      if (options.localize) {
+        LocalizeOptions localize;
+        localize.backend = request.backend;
+        localize.timeout_seconds = options.run_seconds;
+        const LocalizationResult found = localizeDivergence(*stack.current(), localize);
+        if (found.culprit) module = found.culprit->module;
+      }
+      setCategory(result, module.empty() ? "divergence" : "divergence in " + module,
+                  "the outputs differ from the CPU reference beyond the verdict's tolerance");
+      break;
+    }
+    default:
+      setCategory(result, "error",
+                  run.run ? firstLine(run.run->message) : "the device run could not be made");
+  }
+  return result.dump();
+}
+
+}  // namespace
+
+json probeModel(const std::string& model, const std::vector<CatalogEntry>& catalog,
+                const ProbeOptions& options) {
+  json entry = {{"model", model}};
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(model, error)) {
+    entry["verdict"] = "not_run";
+    setCategory(entry, "bad archive", "no such file");
+    return entry;
+  }
+  const WorkerOutcome outcome =
+      runInWorker([&](WorkerProgress&) { return probeInWorker(model, catalog, options); },
+                  options.model_seconds, currentExecutionLimit().cancelled);
+  entry["seconds"] = outcome.seconds;
+  switch (outcome.status) {
+    case WorkerOutcome::Status::kCompleted:
+      entry.update(json::parse(outcome.payload));
+      break;
+    case WorkerOutcome::Status::kFailed:
+      entry["verdict"] = "failed";
+      setCategory(entry, "error", firstLine(outcome.message));
+      break;
+    case WorkerOutcome::Status::kTimedOut:
+      entry["verdict"] = "timed_out";
+      setCategory(entry, "timeout",
+                  "the model's worker ran out of its " + std::to_string(int(options.model_seconds)) +
+                      " s");
+      break;
+    case WorkerOutcome::Status::kAborted:
+      entry["verdict"] = "failed";
+      setCategory(entry, "crash",
+                  "the model's worker died of signal " + std::to_string(outcome.signal) +
+                      (outcome.stderr_text.empty() ? "" : ": " + firstLine(outcome.stderr_text)));
+      break;
+    case WorkerOutcome::Status::kCancelled:
+      throw Cancelled();
+  }
+  return entry;
+}
+
+const std::vector<std::string>& categoryKinds() {
+  static const std::vector<std::string> kinds = {
+      "pass",           "lowered only", "no adapter",  "unsupported op", "layout rule",
+      "compiler error", "too large",    "runtime abort", "divergence",   "timeout",
+      "crash",          "bad archive",  "error"};
+  return kinds;
+}
+
+std::string categoryKind(const std::string& category) {
+  for (const std::string& kind : categoryKinds()) {
+    if (category.rfind(kind, 0) == 0) return kind;
+  }
+  return "error";
+}
+
+}  // namespace stickler
