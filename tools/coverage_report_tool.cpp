@@ -5,7 +5,7 @@
 #include "simulator/support/text_files.h"
 #include "tools/operation_table.h"
 #include "tools/sweep/sweep_history.h"
-#include "tools/sweep/sweep_probe.h"
+#include "tools/sweep/sweep_summary.h"
 #include "tools/sweep/sweep_report.h"
 
 namespace stickler {

@@ -26,14 +26,20 @@ std::string quote(const std::string& arg) {
 
 }  // namespace
 
-Result stickler(const std::vector<std::string>& args) {
+Result stickler(const std::vector<std::string>& args) { return sticklerIn("", args); }
+
+Result sticklerIn(const std::string& cwd, const std::vector<std::string>& args,
+                  const std::vector<std::string>& environment) {
   // ctest runs tests in parallel processes: each needs its own files.
   static int calls = 0;
   const std::string stem = ::testing::TempDir() + "/stickler_cli_" + std::to_string(::getpid()) +
                            "_" + std::to_string(calls++);
   const std::string out = stem + ".out";
   const std::string err = stem + ".err";
-  std::string command = STICKLER_BINARY;
+  std::string command = cwd.empty() ? "" : "cd " + quote(cwd) + " && ";
+  if (!environment.empty()) command += "env ";
+  for (const auto& variable : environment) command += quote(variable) + " ";
+  command += STICKLER_BINARY;
   for (const auto& arg : args) command += " " + quote(arg);
   command += " >" + out + " 2>" + err;
   const int raw = std::system(command.c_str());

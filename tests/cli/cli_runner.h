@@ -14,4 +14,9 @@ struct Result {
 
 Result stickler(const std::vector<std::string>& args);
 
+// The same, run in directory `cwd` (a workspace: sweeps keep their history there) with
+// `environment` ("NAME=value" pairs) added.
+Result sticklerIn(const std::string& cwd, const std::vector<std::string>& args,
+                  const std::vector<std::string>& environment = {});
+
 }  // namespace stickler::testing

@@ -1,6 +1,7 @@
 #include "tools/sweep/sweep_probe.h"
 
 #include <filesystem>
+#include <set>
 
 #include "adapters/engine/adapter_stack.h"
 #include "simulator/backends/worker.h"
@@ -217,21 +218,6 @@ json probeModel(const std::string& model, const std::vector<CatalogEntry>& catal
       throw Cancelled();
   }
   return entry;
-}
-
-const std::vector<std::string>& categoryKinds() {
-  static const std::vector<std::string> kinds = {
-      "pass",           "lowered only", "no adapter",  "unsupported op", "layout rule",
-      "compiler error", "too large",    "runtime abort", "divergence",   "timeout",
-      "crash",          "bad archive",  "error"};
-  return kinds;
-}
-
-std::string categoryKind(const std::string& category) {
-  for (const std::string& kind : categoryKinds()) {
-    if (category.rfind(kind, 0) == 0) return kind;
-  }
-  return "error";
 }
 
 }  // namespace stickler

@@ -24,9 +24,4 @@ struct ProbeOptions {
 nlohmann::json probeModel(const std::string& model, const std::vector<CatalogEntry>& catalog,
                           const ProbeOptions& options);
 
-// The categories, in the order reports list them: pass first, then what needs work.
-const std::vector<std::string>& categoryKinds();
-// "unsupported op aten::topk" -> "unsupported op": a category's kind.
-std::string categoryKind(const std::string& category);
-
 }  // namespace stickler

@@ -121,8 +121,14 @@ json openState(const fs::path& dir, const json& wanted) {
   if (const auto text = readTextFileIfPresent(file.string())) {
     const json state = json::parse(*text, nullptr, /*allow_exceptions=*/false);
     if (!state.is_object()) throw UserError(file.string() + " is damaged: remove the directory");
+    // Where a shard came from (a flag, Slurm) does not matter: its index and count do.
+    const auto same = [&](const char* field) {
+      if (std::string(field) != "shard") return state.value(field, json()) == wanted[field];
+      return state.contains("shard") && state["shard"].value("index", json()) == wanted["shard"]["index"] &&
+             state["shard"].value("count", json()) == wanted["shard"]["count"];
+    };
     for (const char* field : {"key", "profile", "models_sha256", "shard"}) {
-      if (state.value(field, json()) != wanted[field]) {
+      if (!same(field)) {
         throw UserError(dir.string() + " holds another sweep (its " + field +
                         " differs: another model list, profile, catalog or shard): choose "
                         "another --out, or remove it to start afresh");

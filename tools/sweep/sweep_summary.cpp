@@ -4,7 +4,6 @@
 #include <map>
 #include <set>
 
-#include "tools/sweep/sweep_probe.h"
 
 namespace stickler {
 namespace {
@@ -23,6 +22,21 @@ bool works(const json& entry) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& categoryKinds() {
+  static const std::vector<std::string> kinds = {
+      "pass",           "lowered only", "no adapter",  "unsupported op", "layout rule",
+      "compiler error", "too large",    "runtime abort", "divergence",   "timeout",
+      "crash",          "bad archive",  "error"};
+  return kinds;
+}
+
+std::string categoryKind(const std::string& category) {
+  for (const std::string& kind : categoryKinds()) {
+    if (category.rfind(kind, 0) == 0) return kind;
+  }
+  return "error";
+}
 
 json summarizeSweep(const json& models) {
   int64_t total = 0;

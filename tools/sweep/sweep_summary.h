@@ -3,9 +3,18 @@
 // all read these (docs/sweeps.md).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 namespace stickler {
+
+// The categories of a model's outcome, in the order reports list them: pass first, then what
+// needs work. A category is its kind with what it names: "unsupported op aten::topk".
+const std::vector<std::string>& categoryKinds();
+// "unsupported op aten::topk" -> "unsupported op".
+std::string categoryKind(const std::string& category);
 
 // {"models", "covered", "passing", "by_category": {kind: n}, "by_family": {family: {models,
 // covered, passing}}, "blockers": [{"blocker", "models", "examples"}] most models first}.
