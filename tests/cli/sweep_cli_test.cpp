@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/cli/fault_profiles.h"
 #include "tests/unit/zoo.h"
 
 namespace stickler {
@@ -117,6 +118,26 @@ TEST(SweepCli, EveryFailureIsAModelsCategoryNeverTheSweeps) {
   EXPECT_NE(xml.str().find("tests=\"5\" failures=\"4\""), std::string::npos) << xml.str();
   EXPECT_NE(xml.str().find("type=\"bad archive\""), std::string::npos);
   EXPECT_TRUE(fs::exists(workspace + "/out/report.html"));
+}
+
+TEST(SweepCli, LocalizeNamesTheModuleOfADivergence) {
+  // A device stack whose only fault scales one MLP projection of GPT-2 by 3.
+  const std::string module = "transformer.h.0.mlp.c_proj";
+  const std::string profile = testing::wrongScaleProfile(module);
+  const std::string workspace = workspaceWith("sweep_localize", {zooPath("gpt2-tiny.pt")});
+  const auto swept = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"sweep", "--models", "models.txt", "--profile", profile,
+                                     "--out", out, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result result = sticklerIn(workspace, args);
+    EXPECT_EQ(result.status, 0) << result.err;
+    return json::parse(result.out)["models"][0];
+  };
+  const json plain = swept("plain", {});
+  EXPECT_EQ(plain["verdict"], "fail");
+  EXPECT_EQ(plain["category"], "divergence");
+  const json localized = swept("localized", {"--localize"});
+  EXPECT_EQ(localized["category"], "divergence in " + module) << localized.dump(1);
 }
 
 TEST(SweepCli, AKilledSweepResumesWithoutRedoingFinishedModels) {
