@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
     models.push_back(path);
     if (model.value("kind", "variant") == "variant") variants.push_back(path);
   }
-  const std::string work = fs::temp_directory_path() / ("stickler-sweep-bench-" + std::to_string(::getpid()));
+  const std::string work =
+      fs::temp_directory_path() / ("stickler-sweep-bench-" + std::to_string(::getpid()));
   fs::create_directories(work);
   {
     std::ofstream list(work + "/models.txt");
@@ -120,8 +121,8 @@ int main(int argc, char** argv) {
   double bare_total = 0;
   long bare_peak = 0;
   for (const std::string& model : sampled) {
-    const Timed timed = run(work, binary + " run " + quote(model) +
-                                      " --backend spyre-sim:spyre-2026 >/dev/null 2>&1");
+    const Timed timed = run(
+        work, binary + " run " + quote(model) + " --backend spyre-sim:spyre-2026 >/dev/null 2>&1");
     bare[model] = timed.seconds;
     bare_total += timed.seconds;
     bare_peak = std::max(bare_peak, timed.peak_kib);
@@ -130,8 +131,9 @@ int main(int argc, char** argv) {
   std::printf("sweeping %zu models (%zu variants) with --jobs %zu ...\n", models.size(),
               variants.size(), jobs);
   std::fflush(stdout);
-  const Timed swept = run(work, binary + " sweep --models models.txt --profile spyre-2026 --out out --jobs " +
-                                    std::to_string(jobs) + " --json > sweep-output.json");
+  const Timed swept =
+      run(work, binary + " sweep --models models.txt --profile spyre-2026 --out out --jobs " +
+                    std::to_string(jobs) + " --json > sweep-output.json");
   const long sweep_peak = swept.peak_kib;
   if (swept.status != 0) {
     std::fprintf(stderr, "sweep_bench: the sweep exited %d\n", swept.status);
@@ -151,11 +153,13 @@ int main(int argc, char** argv) {
               document["summary"]["passing"].dump().c_str());
   std::printf("baseline: a bare `stickler run` of %zu sampled variants: %.3f s each\n",
               sampled.size(), bare_mean);
-  std::printf("ratio, per-model wall time in the sweep / a bare run:            %.2fx (target <= 1.2x)\n",
-              per_model_wall / bare_mean);
-  std::printf("ratio, the same models' worker time in the sweep / their bare runs: %.2fx "
-              "(one core each; the sweep also adapts, checks equivalence and compiles twice)\n",
-              sampled_in_sweep / bare_total);
+  std::printf(
+      "ratio, per-model wall time in the sweep / a bare run:            %.2fx (target <= 1.2x)\n",
+      per_model_wall / bare_mean);
+  std::printf(
+      "ratio, the same models' worker time in the sweep / their bare runs: %.2fx "
+      "(one core each; the sweep also adapts, checks equivalence and compiles twice)\n",
+      sampled_in_sweep / bare_total);
   std::printf("peak memory: sweep (largest process) / bare run: %.2fx (%ld / %ld MiB)\n",
               bare_peak == 0 ? 0.0 : 1.0 * sweep_peak / bare_peak, sweep_peak >> 10,
               bare_peak >> 10);

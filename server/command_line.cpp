@@ -182,8 +182,8 @@ int runCommandLine(const std::vector<std::string>& arguments) {
     }
     CLI::App* command = parent->add_subcommand(name, operation.description);
     commands.push_back(command);
-    const bool has_nested = std::any_of(
-        operationTable().begin(), operationTable().end(), [&](const Operation& other) {
+    const bool has_nested =
+        std::any_of(operationTable().begin(), operationTable().end(), [&](const Operation& other) {
           return other.cli.command.rfind(operation.cli.command + " ", 0) == 0;
         });
     inputs.push_back(std::make_unique<SubcommandInput>(*command, operation, has_nested));

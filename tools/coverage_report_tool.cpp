@@ -5,8 +5,8 @@
 #include "simulator/support/text_files.h"
 #include "tools/operation_table.h"
 #include "tools/sweep/sweep_history.h"
-#include "tools/sweep/sweep_summary.h"
 #include "tools/sweep/sweep_report.h"
+#include "tools/sweep/sweep_summary.h"
 
 namespace stickler {
 namespace {
@@ -21,8 +21,8 @@ json run(const json& input, OperationContext& context) {
   }
   SweepHistory history(path);
   const std::string profile = input.value("profile", "");
-  std::optional<json> sweep = input.contains("sweep") ? history.load(input["sweep"])
-                                                      : history.latest(profile);
+  std::optional<json> sweep =
+      input.contains("sweep") ? history.load(input["sweep"]) : history.latest(profile);
   if (!sweep) {
     throw UserError(input.contains("sweep")
                         ? "no sweep '" + input["sweep"].get<std::string>() + "' in history"
@@ -37,14 +37,10 @@ json run(const json& input, OperationContext& context) {
                      {"covered", point.covered},
                      {"passing", point.passing}});
   }
-  json report = {{"schema", "stickler.coverage"},
-                 {"version", 1},
-                 {"sweep", (*sweep)["id"]},
-                 {"profile", (*sweep)["profile"]},
-                 {"finished", (*sweep)["finished"]},
-                 {"catalog", (*sweep)["catalog"]},
-                 {"summary", (*sweep)["summary"]},
-                 {"trend", trend}};
+  json report = {{"schema", "stickler.coverage"},    {"version", 1},
+                 {"sweep", (*sweep)["id"]},          {"profile", (*sweep)["profile"]},
+                 {"finished", (*sweep)["finished"]}, {"catalog", (*sweep)["catalog"]},
+                 {"summary", (*sweep)["summary"]},   {"trend", trend}};
   if (sweep->contains("diff")) report["diff"] = (*sweep)["diff"];
   if (input.contains("category")) {
     const std::string wanted = input["category"];
@@ -87,8 +83,8 @@ std::string render(const json& report) {
   }
   if (report.contains("models")) {
     for (const json& entry : report["models"]) {
-      text += entry.value("name", entry.value("model", "")) + ": " +
-              entry.value("category", "") + " " + entry.value("detail", "") + "\n";
+      text += entry.value("name", entry.value("model", "")) + ": " + entry.value("category", "") +
+              " " + entry.value("detail", "") + "\n";
     }
   }
   if (report.contains("html")) text += "written " + report["html"].get<std::string>() + "\n";
@@ -120,12 +116,12 @@ Operation makeCoverageReportOperation() {
       {"type", "string"},
       {"description", "Also write the sweep's HTML page (coverage chart, diff) to this path."}};
   operation.input_schema = schema;
-  operation.output_schema = {
-      {"type", "object"},
-      {"properties",
-       {{"schema", {{"const", "stickler.coverage"}}}, {"summary", {{"type", "object"}}},
-        {"trend", {{"type", "array"}}}}},
-      {"required", {"schema", "summary", "trend"}}};
+  operation.output_schema = {{"type", "object"},
+                             {"properties",
+                              {{"schema", {{"const", "stickler.coverage"}}},
+                               {"summary", {{"type", "object"}}},
+                               {"trend", {{"type", "array"}}}}},
+                             {"required", {"schema", "summary", "trend"}}};
   operation.annotations = {.read_only = true, .destructive = false, .idempotent = true};
   operation.cli = {"sweep report", {}, {}};
   operation.run = run;

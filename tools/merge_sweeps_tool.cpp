@@ -15,11 +15,8 @@ json run(const json& input, OperationContext& context) {
   for (const std::string& dir : input.at("shards").get<std::vector<std::string>>()) {
     shards.push_back(context.resolvePath(dir));
   }
-  RetentionPolicy retention;
-  retention.keep_sweeps = input.at("keep_sweeps").get<size_t>();
-  retention.keep_days = input.at("keep_days").get<int>();
   const std::string out = context.resolvePath(requireString(input, "out"));
-  json sweep = mergeSweeps(context, shards, out, retention);
+  json sweep = mergeSweeps(context, shards, out, retentionFromInput(input));
   sweep["out"] = out;
   return sweep;
 }
@@ -34,9 +31,8 @@ Operation makeMergeSweepsOperation() {
       "Combine the output directories of a sharded sweep (every shard K/N of the same model "
       "list, profile and catalog, each once) into one sweep: written to `out` (sweep.json, "
       "junit.xml, report.html) and recorded in the workspace's sweep history.";
-  json schema = {{"type", "object"},
-                 {"required", {"shards", "out"}},
-                 {"additionalProperties", false}};
+  json schema = {
+      {"type", "object"}, {"required", {"shards", "out"}}, {"additionalProperties", false}};
   schema["properties"]["shards"] = {{"type", "array"},
                                     {"items", {{"type", "string"}}},
                                     {"minItems", 1},

@@ -9,10 +9,8 @@ namespace {
 using nlohmann::json;
 
 json run(const json& input, OperationContext& context) {
-  RetentionPolicy policy;
-  policy.keep_sweeps = input.at("keep_sweeps").get<size_t>();
-  policy.keep_days = input.at("keep_days").get<int>();
-  return pruneWorkspace(context.workspaceRoot(), policy, input.at("dry_run").get<bool>());
+  return pruneWorkspace(context.workspaceRoot(), retentionFromInput(input),
+                        input.at("dry_run").get<bool>());
 }
 
 std::string render(const json& pruned) {
@@ -20,8 +18,9 @@ std::string render(const json& pruned) {
   return std::string(dry ? "would delete " : "deleted ") +
          std::to_string(pruned["reports"].size()) + " report(s) and " +
          std::to_string(pruned["repros"].size()) + " repro bundle(s) older than " +
-         pruned["keep_days"].dump() + " days (" + std::to_string(pruned["bytes"].get<uint64_t>() >> 10) +
-         " KiB), and " + std::to_string(pruned["sweeps"].size()) + " sweep(s) beyond the newest " +
+         pruned["keep_days"].dump() + " days (" +
+         std::to_string(pruned["bytes"].get<uint64_t>() >> 10) + " KiB), and " +
+         std::to_string(pruned["sweeps"].size()) + " sweep(s) beyond the newest " +
          pruned["keep_sweeps"].dump() + "\n";
 }
 
@@ -37,9 +36,10 @@ Operation makePruneReportsOperation() {
       "after every run. dry_run lists what would go.";
   json schema = {{"type", "object"}, {"additionalProperties", false}};
   schema["properties"] = retentionProperties();
-  schema["properties"]["dry_run"] = {{"type", "boolean"},
-                                     {"default", false},
-                                     {"description", "List what would be deleted; delete nothing."}};
+  schema["properties"]["dry_run"] = {
+      {"type", "boolean"},
+      {"default", false},
+      {"description", "List what would be deleted; delete nothing."}};
   operation.input_schema = schema;
   operation.output_schema = {{"type", "object"},
                              {"properties", {{"reports", {{"type", "array"}}}}},

@@ -100,9 +100,9 @@ json runInGateWorker(const GateModel& target, const std::vector<CatalogEntry>& c
     entry["reason"] = "the archive is gone";
     return entry;
   }
-  const WorkerOutcome outcome = runInWorker(
-      [&](WorkerProgress&) { return gateOneModel(target, catalog, seed, seconds); }, seconds,
-      currentExecutionLimit().cancelled);
+  const WorkerOutcome outcome =
+      runInWorker([&](WorkerProgress&) { return gateOneModel(target, catalog, seed, seconds); },
+                  seconds, currentExecutionLimit().cancelled);
   entry["seconds"] = outcome.seconds;
   switch (outcome.status) {
     case WorkerOutcome::Status::kCompleted:

@@ -25,8 +25,7 @@ json run(const json& input, OperationContext& context) {
   options.probe.model_seconds = input.at("model_timeout_seconds").get<double>();
   options.probe.run_seconds = input.at("timeout_seconds").get<double>();
   options.probe.localize = input.at("localize").get<bool>();
-  options.retention.keep_sweeps = input.at("keep_sweeps").get<size_t>();
-  options.retention.keep_days = input.at("keep_days").get<int>();
+  options.retention = retentionFromInput(input);
   json sweep = runSweep(context, options);
   sweep["out"] = options.out;
   return sweep;
@@ -46,9 +45,8 @@ Operation makeRunSweepOperation() {
       "Results go to `out` as each model finishes: run again with the same `out` to resume. "
       "A whole sweep is recorded in the workspace's sweep history (coverage_report reads it). "
       "Long: about a second per small model; prefer coverage_report to read past sweeps.";
-  json schema = {{"type", "object"},
-                 {"required", {"models", "out"}},
-                 {"additionalProperties", false}};
+  json schema = {
+      {"type", "object"}, {"required", {"models", "out"}}, {"additionalProperties", false}};
   json& properties = schema["properties"];
   properties["models"] = {{"type", "string"},
                           {"description",

@@ -26,7 +26,9 @@ std::string quote(const std::string& arg) {
 
 }  // namespace
 
-Result stickler(const std::vector<std::string>& args) { return sticklerIn("", args); }
+Result stickler(const std::vector<std::string>& args) {
+  return sticklerIn("", args);
+}
 
 Result sticklerIn(const std::string& cwd, const std::vector<std::string>& args,
                   const std::vector<std::string>& environment) {

@@ -44,8 +44,8 @@ json readJson(const std::string& path) {
 
 json sweep(const std::string& workspace, const std::string& out,
            std::vector<std::string> extra = {}, std::vector<std::string> environment = {}) {
-  std::vector<std::string> args = {"sweep", "--models", "models.txt", "--profile", "spyre-2026",
-                                   "--out", out, "--json"};
+  std::vector<std::string> args = {"sweep",      "--models", "models.txt", "--profile",
+                                   "spyre-2026", "--out",    out,          "--json"};
   args.insert(args.end(), extra.begin(), extra.end());
   const Result result = sticklerIn(workspace, args, environment);
   EXPECT_EQ(result.status, 0) << result.err;
@@ -73,17 +73,17 @@ size_t lines(const std::string& path) {
 }
 
 const std::vector<std::string>& fourModels() {
-  static const std::vector<std::string> models = {
-      zooPath("gpt2-tiny.pt"), zooPath("qwen2-hd128.pt"), zooPath("bamba-tiny.pt"),
-      zooPath("vit-tiny.pt")};
+  static const std::vector<std::string> models = {zooPath("gpt2-tiny.pt"),
+                                                  zooPath("qwen2-hd128.pt"),
+                                                  zooPath("bamba-tiny.pt"), zooPath("vit-tiny.pt")};
   return models;
 }
 
 TEST(SweepCli, EveryFailureIsAModelsCategoryNeverTheSweeps) {
-  const std::string workspace = workspaceWith(
-      "sweep_categories", {zooPath("qwen2-hd128.pt"), zooPath("bamba-tiny.pt"),
-                           zooPath("mixtral-tiny.pt"), zooPath("broken/truncated.pt"),
-                           "/nonexistent/model.pt"});
+  const std::string workspace =
+      workspaceWith("sweep_categories", {zooPath("qwen2-hd128.pt"), zooPath("bamba-tiny.pt"),
+                                         zooPath("mixtral-tiny.pt"), zooPath("broken/truncated.pt"),
+                                         "/nonexistent/model.pt"});
   const json document = sweep(workspace, "out");
   std::map<std::string, json> by_name;
   for (const json& entry : document["models"]) by_name[fs::path(entry["model"]).stem()] = entry;
@@ -126,8 +126,8 @@ TEST(SweepCli, LocalizeNamesTheModuleOfADivergence) {
   const std::string profile = testing::wrongScaleProfile(module);
   const std::string workspace = workspaceWith("sweep_localize", {zooPath("gpt2-tiny.pt")});
   const auto swept = [&](const std::string& out, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"sweep", "--models", "models.txt", "--profile", profile,
-                                     "--out", out, "--json"};
+    std::vector<std::string> args = {"sweep", "--models", "models.txt", "--profile",
+                                     profile, "--out",    out,          "--json"};
     args.insert(args.end(), extra.begin(), extra.end());
     const Result result = sticklerIn(workspace, args);
     EXPECT_EQ(result.status, 0) << result.err;
@@ -173,9 +173,9 @@ TEST(SweepCli, ShardsMergedEqualOneUnshardedSweep) {
   const std::string workspace = workspaceWith("sweep_shards", fourModels());
   const json shard0 = sweep(workspace, "shard-0", {"--shard", "0/2"});
   // The second shard from the environment, as a Slurm array task would get it.
-  const json shard1 = sweep(workspace, "shard-1", {},
-                            {"SLURM_ARRAY_TASK_ID=5", "SLURM_ARRAY_TASK_MIN=4",
-                             "SLURM_ARRAY_TASK_COUNT=2"});
+  const json shard1 =
+      sweep(workspace, "shard-1", {},
+            {"SLURM_ARRAY_TASK_ID=5", "SLURM_ARRAY_TASK_MIN=4", "SLURM_ARRAY_TASK_COUNT=2"});
   EXPECT_EQ(shard1["shard"]["index"], 1);
   EXPECT_EQ(shard1["shard"]["source"], "slurm");
   EXPECT_EQ(shard0["models"].size() + shard1["models"].size(), 4u);
@@ -189,8 +189,8 @@ TEST(SweepCli, ShardsMergedEqualOneUnshardedSweep) {
   const Result twice =
       sticklerIn(workspace, {"sweep", "merge", "--out", "merged", "shard-0", "shard-0"});
   EXPECT_NE(twice.err.find("given twice"), std::string::npos) << twice.err;
-  const Result merged = sticklerIn(
-      workspace, {"sweep", "merge", "--out", "merged", "shard-0", "shard-1", "--json"});
+  const Result merged =
+      sticklerIn(workspace, {"sweep", "merge", "--out", "merged", "shard-0", "shard-1", "--json"});
   ASSERT_EQ(merged.status, 0) << merged.err;
   const json combined = json::parse(merged.out);
   const json whole = sweep(workspaceWith("sweep_shards_whole", fourModels()), "out");
@@ -253,8 +253,8 @@ TEST(SweepCli, BadListsAndShardsAreRefusedClearly) {
   EXPECT_NE(result.err.find("names no archive"), std::string::npos) << result.err;
   result = sticklerIn(workspace, {"sweep", "--models", "absent.txt", "--out", "o"});
   EXPECT_NE(result.err.find("cannot read the model list"), std::string::npos) << result.err;
-  result = sticklerIn(workspace,
-                      {"sweep", "--models", "globs.txt", "--out", "o", "--shard", "4/4"});
+  result =
+      sticklerIn(workspace, {"sweep", "--models", "globs.txt", "--out", "o", "--shard", "4/4"});
   EXPECT_EQ(result.status, 2);
   result = sticklerIn(workspace, {"sweep", "--models", "globs.txt", "--out", "o"},
                       {"JOB_COMPLETION_INDEX=1"});

@@ -38,8 +38,8 @@ TEST_F(SweepToolsTest, RunSweepThenCoverageReportInTheWorkspace) {
 
 TEST_F(SweepToolsTest, PathsOutsideTheRootsAreRefusedBeforeAnyWork) {
   std::ofstream(workspace_ + "/models.txt") << "/etc/hostname\n";
-  json result = call("run_sweep", {{"models", workspace_ + "/models.txt"},
-                                   {"out", workspace_ + "/night"}});
+  json result =
+      call("run_sweep", {{"models", workspace_ + "/models.txt"}, {"out", workspace_ + "/night"}});
   EXPECT_TRUE(result.value("isError", false)) << result.dump();
   EXPECT_FALSE(fs::exists(workspace_ + "/night"));
   std::ofstream(workspace_ + "/models.txt") << testing::zooPath("qwen2-hd128.pt") << "\n";

@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::string freshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/sweep_parts_" + name + "_" +
-                          std::to_string(::getpid());
+  const std::string dir =
+      ::testing::TempDir() + "/sweep_parts_" + name + "_" + std::to_string(::getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -45,8 +45,9 @@ TEST(SweepShards, FlagsAndSchedulersGiveTheSameShards) {
   EXPECT_THROW(parseShard("a/3"), UserError);
   EXPECT_THROW(parseShard("3"), UserError);
 
-  const Shard slurm = shardFromEnvironment(environment(
-      {{"SLURM_ARRAY_TASK_ID", "7"}, {"SLURM_ARRAY_TASK_MIN", "5"}, {"SLURM_ARRAY_TASK_COUNT", "4"}}));
+  const Shard slurm = shardFromEnvironment(environment({{"SLURM_ARRAY_TASK_ID", "7"},
+                                                        {"SLURM_ARRAY_TASK_MIN", "5"},
+                                                        {"SLURM_ARRAY_TASK_COUNT", "4"}}));
   EXPECT_EQ(slurm.index, 2u);
   EXPECT_EQ(slurm.count, 4u);
   EXPECT_EQ(slurm.source, "slurm");
@@ -56,8 +57,8 @@ TEST(SweepShards, FlagsAndSchedulersGiveTheSameShards) {
   EXPECT_EQ(kubernetes.source, "kubernetes");
   EXPECT_TRUE(shardFromEnvironment(environment({})).whole());
   EXPECT_THROW(shardFromEnvironment(environment({{"JOB_COMPLETION_INDEX", "0"}})), UserError);
-  EXPECT_THROW(shardFromEnvironment(environment(
-                   {{"SLURM_ARRAY_TASK_ID", "4"}, {"SLURM_ARRAY_TASK_COUNT", "4"}})),
+  EXPECT_THROW(shardFromEnvironment(
+                   environment({{"SLURM_ARRAY_TASK_ID", "4"}, {"SLURM_ARRAY_TASK_COUNT", "4"}})),
                UserError);
 
   // Every model in exactly one shard, and the shards about equal.
@@ -77,8 +78,10 @@ TEST(SweepShards, FlagsAndSchedulersGiveTheSameShards) {
 TEST(SweepModelList, PathsGlobsCommentsAndManifests) {
   const std::string dir = freshDir("lists");
   fs::create_directories(dir + "/zoo/sub");
-  for (const char* name : {"zoo/a.pt", "zoo/b.pt", "zoo/sub/c.pt"}) std::ofstream(dir + "/" + name) << "x";
-  std::ofstream(dir + "/list.txt") << "# nightly\n\nzoo/*.pt   # the top level\n  zoo/sub/c.pt\nzoo/a.pt\nmissing.pt\n";
+  for (const char* name : {"zoo/a.pt", "zoo/b.pt", "zoo/sub/c.pt"})
+    std::ofstream(dir + "/" + name) << "x";
+  std::ofstream(dir + "/list.txt")
+      << "# nightly\n\nzoo/*.pt   # the top level\n  zoo/sub/c.pt\nzoo/a.pt\nmissing.pt\n";
   const auto identity = [](const std::string& path) { return path; };
   const auto models = readModelList(dir + "/list.txt", identity);
   ASSERT_EQ(models.size(), 4u);  // a.pt once; missing.pt stays, to be reported as a bad archive
@@ -89,7 +92,8 @@ TEST(SweepModelList, PathsGlobsCommentsAndManifests) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"missing.pt", "a.pt", "b.pt", "c.pt"}));
 
-  std::ofstream(dir + "/index.json") << R"({"version": 1, "models": [{"name": "b", "file": "zoo/b.pt"}, {"file": "zoo/sub/c.pt"}]})";
+  std::ofstream(dir + "/index.json")
+      << R"({"version": 1, "models": [{"name": "b", "file": "zoo/b.pt"}, {"file": "zoo/sub/c.pt"}]})";
   const auto manifest = readModelList(dir + "/index.json", identity);
   ASSERT_EQ(manifest.size(), 2u);
   EXPECT_EQ(fs::path(manifest[0]).filename(), "b.pt");
@@ -106,26 +110,34 @@ TEST(SweepModelList, PathsGlobsCommentsAndManifests) {
 
 json entry(const std::string& model, const std::string& category, bool covered,
            const std::string& verdict, std::vector<std::string> blockers = {}) {
-  return {{"model", model},     {"name", model},         {"family", "llama"},
-          {"category", category}, {"covered", covered}, {"verdict", verdict},
+  return {{"model", model},       {"name", model},           {"family", "llama"},
+          {"category", category}, {"covered", covered},      {"verdict", verdict},
           {"blockers", blockers}, {"sha256", "sha-" + model}};
 }
 
 json sweepOf(const std::string& id, const std::string& finished, json models) {
-  return {{"schema", "stickler.sweep"}, {"version", 1},         {"id", id},
-          {"started", finished},        {"finished", finished}, {"profile", "spyre-2026"},
-          {"key", "k"},                 {"catalog", json::array()},
+  return {{"schema", "stickler.sweep"},
+          {"version", 1},
+          {"id", id},
+          {"started", finished},
+          {"finished", finished},
+          {"profile", "spyre-2026"},
+          {"key", "k"},
+          {"catalog", json::array()},
           {"shard", {{"index", 0}, {"count", 1}}},
-          {"models", models},           {"summary", summarizeSweep(models)}};
+          {"models", models},
+          {"summary", summarizeSweep(models)}};
 }
 
 TEST(SweepSummary, CountsRanksBlockersAndDiffs) {
-  const json before = json::array(
-      {entry("a", "pass", true, "pass"), entry("b", "no adapter", false, "blocked", {"unsupported op aten::topk"}),
-       entry("c", "pass", true, "pass")});
-  const json after = json::array(
-      {entry("a", "layout rule stick-mismatch", false, "blocked", {"layout rule stick-mismatch", "unsupported op aten::topk"}),
-       entry("b", "pass", true, "pass"), entry("d", "timeout", true, "timed_out")});
+  const json before =
+      json::array({entry("a", "pass", true, "pass"),
+                   entry("b", "no adapter", false, "blocked", {"unsupported op aten::topk"}),
+                   entry("c", "pass", true, "pass")});
+  const json after =
+      json::array({entry("a", "layout rule stick-mismatch", false, "blocked",
+                         {"layout rule stick-mismatch", "unsupported op aten::topk"}),
+                   entry("b", "pass", true, "pass"), entry("d", "timeout", true, "timed_out")});
   const json summary = summarizeSweep(after);
   EXPECT_EQ(summary["models"], 3);
   EXPECT_EQ(summary["covered"], 2);
@@ -144,9 +156,10 @@ TEST(SweepSummary, CountsRanksBlockersAndDiffs) {
   EXPECT_EQ(diff["added"][0]["model"], "d");
   EXPECT_EQ(diff["removed"][0]["model"], "c");
 
-  const json ranked = summarizeSweep(json::array(
-      {entry("x", "no adapter", false, "blocked", {"unsupported op aten::topk"}),
-       entry("y", "no adapter", false, "blocked", {"unsupported op aten::topk", "layout rule core-span"})}));
+  const json ranked = summarizeSweep(
+      json::array({entry("x", "no adapter", false, "blocked", {"unsupported op aten::topk"}),
+                   entry("y", "no adapter", false, "blocked",
+                         {"unsupported op aten::topk", "layout rule core-span"})}));
   EXPECT_EQ(ranked["blockers"][0]["blocker"], "unsupported op aten::topk");
   EXPECT_EQ(ranked["blockers"][0]["models"], 2);
 }
@@ -154,7 +167,8 @@ TEST(SweepSummary, CountsRanksBlockersAndDiffs) {
 TEST(SweepHistoryStore, RecordsPreviousReusesAndPrunes) {
   const std::string dir = freshDir("history");
   SweepHistory history(SweepHistory::pathFor(dir));
-  history.record(sweepOf("s1", "2026-12-01T01:00:00Z", json::array({entry("a", "pass", true, "pass")})));
+  history.record(
+      sweepOf("s1", "2026-12-01T01:00:00Z", json::array({entry("a", "pass", true, "pass")})));
   history.record(sweepOf("s2", "2026-12-02T01:00:00Z",
                          json::array({entry("a", "timeout", false, "timed_out")})));
   EXPECT_EQ(history.points().size(), 2u);
@@ -168,7 +182,8 @@ TEST(SweepHistoryStore, RecordsPreviousReusesAndPrunes) {
   EXPECT_EQ(reused->at("reused_from"), "s2");
   EXPECT_FALSE(history.reusable("sha-a", "another key").has_value());
   // Recording a sweep again replaces it.
-  history.record(sweepOf("s2", "2026-12-02T01:00:00Z", json::array({entry("a", "pass", true, "pass")})));
+  history.record(
+      sweepOf("s2", "2026-12-02T01:00:00Z", json::array({entry("a", "pass", true, "pass")})));
   EXPECT_EQ(history.points()[1].passing, 1);
   EXPECT_EQ(history.prune(1), std::vector<std::string>{"s1"});
   EXPECT_EQ(history.points().size(), 1u);
@@ -183,7 +198,8 @@ TEST(SweepPages, TheChartHasAPointPerSweepAndJUnitACasePerModel) {
                                           {"s2", "2026-12-02T01:00:00Z", "spyre-2026", 2, 1, 1}};
   const std::string page = renderSweepHtml(sweep, points);
   size_t circles = 0;
-  for (size_t at = page.find("<circle"); at != std::string::npos; at = page.find("<circle", at + 1)) ++circles;
+  for (size_t at = page.find("<circle"); at != std::string::npos; at = page.find("<circle", at + 1))
+    ++circles;
   EXPECT_EQ(circles, 4u);  // two sweeps, two lines
   EXPECT_NE(page.find("a&lt;b&gt;"), std::string::npos);
   EXPECT_EQ(page.find("<script"), std::string::npos);

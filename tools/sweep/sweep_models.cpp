@@ -36,8 +36,7 @@ Shard checkedShard(size_t index, size_t count, std::string source, const std::st
   if (count == 0) throw UserError(what + ": the shard count must be at least 1");
   if (index >= count) {
     throw UserError(what + ": shard " + std::to_string(index) + " of " + std::to_string(count) +
-                    " is out of range (shards count from 0 to " + std::to_string(count - 1) +
-                    ")");
+                    " is out of range (shards count from 0 to " + std::to_string(count - 1) + ")");
   }
   return {index, count, std::move(source)};
 }
@@ -61,8 +60,9 @@ std::vector<std::string> expandGlob(const std::string& pattern) {
 std::vector<std::string> entriesOfManifest(const std::string& list, const std::string& text) {
   const nlohmann::json index = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!index.is_object() || !index.contains("models") || !index["models"].is_array()) {
-    throw UserError(list + ": a JSON model list must be a zoo manifest, an object whose \"models\" "
-                           "array lists entries with a \"file\"");
+    throw UserError(list +
+                    ": a JSON model list must be a zoo manifest, an object whose \"models\" "
+                    "array lists entries with a \"file\"");
   }
   std::vector<std::string> files;
   for (const nlohmann::json& model : index["models"]) {
@@ -96,7 +96,8 @@ Shard shardFromEnvironment(const std::function<const char*(const char*)>& enviro
   };
   if (!value("SLURM_ARRAY_TASK_ID").empty()) {
     const std::string count = value("SLURM_ARRAY_TASK_COUNT");
-    if (count.empty()) throw UserError("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not");
+    if (count.empty())
+      throw UserError("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not");
     const size_t id = parseCount(value("SLURM_ARRAY_TASK_ID"), "SLURM_ARRAY_TASK_ID");
     const std::string min_text = value("SLURM_ARRAY_TASK_MIN");
     const size_t min = min_text.empty() ? 0 : parseCount(min_text, "SLURM_ARRAY_TASK_MIN");
@@ -107,8 +108,9 @@ Shard shardFromEnvironment(const std::function<const char*(const char*)>& enviro
   if (!value("JOB_COMPLETION_INDEX").empty()) {
     const std::string count = value("STICKLER_SHARD_COUNT");
     if (count.empty()) {
-      throw UserError("JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job) but "
-                      "STICKLER_SHARD_COUNT is not: set it to the Job's completions");
+      throw UserError(
+          "JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job) but "
+          "STICKLER_SHARD_COUNT is not: set it to the Job's completions");
     }
     return checkedShard(parseCount(value("JOB_COMPLETION_INDEX"), "JOB_COMPLETION_INDEX"),
                         parseCount(count, "STICKLER_SHARD_COUNT"), "kubernetes",
@@ -147,8 +149,7 @@ std::vector<std::string> readModelList(
     }
     const std::vector<std::string> matched = expandGlob(path);
     if (matched.empty()) {
-      throw UserError(list + ":" + std::to_string(number) + ": '" + entry +
-                      "' matches no archive");
+      throw UserError(list + ":" + std::to_string(number) + ": '" + entry + "' matches no archive");
     }
     for (const std::string& match : matched) models.insert(resolve(match));
   }

@@ -35,8 +35,8 @@ Shard shardFromEnvironment(const std::function<const char*(const char*)>& enviro
 // `resolve` confines each path (the MCP workspace roots). Throws UserError for a list that
 // cannot be read or a glob that matches nothing. A named archive that does not exist stays in
 // the list: the sweep reports it as a bad archive.
-std::vector<std::string> readModelList(const std::string& list,
-                                       const std::function<std::string(const std::string&)>& resolve);
+std::vector<std::string> readModelList(
+    const std::string& list, const std::function<std::string(const std::string&)>& resolve);
 
 // The models of `models` (sorted) that `shard` takes: every count-th one from its index, so
 // that shards are about equal whatever order families have in the list.

@@ -8,7 +8,8 @@ std::string renderSweepText(const json& sweep) {
   const json& summary = sweep["summary"];
   std::string text = sweep["id"].get<std::string>() + " on " + sweep["profile"].get<std::string>();
   if (sweep["shard"]["count"].get<size_t>() > 1) {
-    text += " (shard " + sweep["shard"]["index"].dump() + "/" + sweep["shard"]["count"].dump() + ")";
+    text +=
+        " (shard " + sweep["shard"]["index"].dump() + "/" + sweep["shard"]["count"].dump() + ")";
   }
   text += ": " + summary["models"].dump() + " models, " + summary["covered"].dump() +
           " compile with the adapters they have, " + summary["passing"].dump() +
@@ -65,8 +66,16 @@ json retentionProperties() {
            {{"type", "integer"},
             {"minimum", 0},
             {"default", 30},
-            {"description", "Saved reports and repro bundles older than this many days are "
-                            "deleted."}}}};
+            {"description",
+             "Saved reports and repro bundles older than this many days are "
+             "deleted."}}}};
+}
+
+RetentionPolicy retentionFromInput(const json& input) {
+  RetentionPolicy policy;
+  policy.keep_sweeps = input.at("keep_sweeps").get<size_t>();
+  policy.keep_days = input.at("keep_days").get<int>();
+  return policy;
 }
 
 }  // namespace stickler

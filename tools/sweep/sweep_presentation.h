@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/reports/report_retention.h"
+
 namespace stickler {
 
 // A sweep document (stickler.sweep) in a few lines: coverage, categories, the blockers that
@@ -16,5 +18,7 @@ nlohmann::json sweepOutputSchema();
 
 // "keep_sweeps" and "keep_days": how much history, and how old reports and repros, to keep.
 nlohmann::json retentionProperties();
+// The policy those properties give (filled with their defaults by runOperation).
+RetentionPolicy retentionFromInput(const nlohmann::json& input);
 
 }  // namespace stickler

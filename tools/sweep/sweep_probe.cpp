@@ -110,8 +110,8 @@ std::string probeInWorker(const std::string& path, const std::vector<CatalogEntr
     const json& first = with["first"];
     if (applied.empty() && refused.empty()) {
       setCategory(result, "no adapter",
-                  "no adapter in the catalog matches; first blocker " + blockerKey(first) +
-                      " in " + first["module"].get<std::string>());
+                  "no adapter in the catalog matches; first blocker " + blockerKey(first) + " in " +
+                      first["module"].get<std::string>());
     } else {
       setCategory(result, blockerKey(first),
                   std::to_string(with["blockers"].get<int>()) + " blocker(s) left after " +
@@ -156,8 +156,9 @@ std::string probeInWorker(const std::string& path, const std::vector<CatalogEntr
       break;
     }
     case RunVerdict::kTimedOut:
-      setCategory(result, "timeout", "the device run did not finish in " +
-                                         std::to_string(int(options.run_seconds)) + " s");
+      setCategory(
+          result, "timeout",
+          "the device run did not finish in " + std::to_string(int(options.run_seconds)) + " s");
       break;
     case RunVerdict::kFail: {
       std::string module;
@@ -204,9 +205,9 @@ json probeModel(const std::string& model, const std::vector<CatalogEntry>& catal
       break;
     case WorkerOutcome::Status::kTimedOut:
       entry["verdict"] = "timed_out";
-      setCategory(entry, "timeout",
-                  "the model's worker ran out of its " + std::to_string(int(options.model_seconds)) +
-                      " s");
+      setCategory(
+          entry, "timeout",
+          "the model's worker ran out of its " + std::to_string(int(options.model_seconds)) + " s");
       break;
     case WorkerOutcome::Status::kAborted:
       entry["verdict"] = "failed";

@@ -12,7 +12,7 @@
 namespace stickler {
 
 struct ProbeOptions {
-  std::string profile;        // a profile name or path, as loadProfile takes it
+  std::string profile;         // a profile name or path, as loadProfile takes it
   double model_seconds = 600;  // the whole probe of one model, in its worker
   double run_seconds = 120;    // the device run inside it
   bool localize = false;       // name the module of a divergence (about log2(M) more runs)

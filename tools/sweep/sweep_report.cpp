@@ -22,7 +22,9 @@ svg .covered{stroke:#5b7aa6;fill:none;stroke-width:2}svg .passing{stroke:#2e7d32
 svg .axis{stroke:#8a939e}.legend span{margin-right:1.2em}
 )";
 
-std::string html(const std::string& text) { return escapeMarkup(text); }
+std::string html(const std::string& text) {
+  return escapeMarkup(text);
+}
 
 std::string number(const json& value) {
   return value.is_number() ? value.dump() : std::string("0");
@@ -44,8 +46,8 @@ std::string header(const json& sweep) {
   const int64_t models = summary.value("models", int64_t{0});
   return "<h1>Coverage sweep on " + html(sweep.value("profile", "")) + "</h1>\n<p class=\"mono\">" +
          html(sweep.value("id", "")) + ", " + html(sweep.value("started", "")) + " to " +
-         html(sweep.value("finished", "")) + "</p>\n<p id=\"totals\"><b>" + number(summary["models"]) +
-         "</b> models: <b>" + number(summary["covered"]) + "</b> (" +
+         html(sweep.value("finished", "")) + "</p>\n<p id=\"totals\"><b>" +
+         number(summary["models"]) + "</b> models: <b>" + number(summary["covered"]) + "</b> (" +
          percent(summary.value("covered", int64_t{0}), models) +
          ") compile with the adapters they have, <b>" + number(summary["passing"]) + "</b> (" +
          percent(summary.value("passing", int64_t{0}), models) + ") pass end to end. " +
@@ -90,10 +92,12 @@ std::string chart(const std::vector<SweepPoint>& points) {
            marks;
   };
   char box[128];
-  std::snprintf(box, sizeof box, "<svg id=\"coverage-chart\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\">\n",
+  std::snprintf(box, sizeof box,
+                "<svg id=\"coverage-chart\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\">\n",
                 left + width + 40, top + height + 40, left + width + 40);
-  page += "<p class=\"legend\"><span style=\"color:#5b7aa6\">&#9644; compile with adapters</span>"
-          "<span style=\"color:#2e7d32\">&#9644; pass end to end</span></p>\n";
+  page +=
+      "<p class=\"legend\"><span style=\"color:#5b7aa6\">&#9644; compile with adapters</span>"
+      "<span style=\"color:#2e7d32\">&#9644; pass end to end</span></p>\n";
   page += box;
   char axis[256];
   std::snprintf(axis, sizeof axis,
@@ -111,8 +115,9 @@ std::string chart(const std::vector<SweepPoint>& points) {
                   top + height + 18, html(shortTime(points[i].finished)).c_str());
     page += label;
   }
-  page += "</svg>\n<table id=\"history\"><tr><th>sweep</th><th>finished</th><th>models</th>"
-          "<th>compile with adapters</th><th>pass</th></tr>\n";
+  page +=
+      "</svg>\n<table id=\"history\"><tr><th>sweep</th><th>finished</th><th>models</th>"
+      "<th>compile with adapters</th><th>pass</th></tr>\n";
   for (auto point = points.rbegin(); point != points.rend(); ++point) {
     page += "<tr><td class=\"mono\">" + html(point->id) + "</td><td>" + html(point->finished) +
             "</td><td class=\"num\">" + std::to_string(point->models) + "</td><td class=\"num\">" +
@@ -126,8 +131,8 @@ std::string diffSection(const json& sweep) {
   std::string page = "<h2>Since the previous sweep</h2>\n";
   if (!sweep.contains("diff")) return page + "<p>No previous sweep on this profile.</p>\n";
   const json& diff = sweep["diff"];
-  page += "<p>Compared with <span class=\"mono\">" + html(diff.value("previous", "")) + "</span>: " +
-          std::to_string(diff["newly_broken"].size()) + " newly broken, " +
+  page += "<p>Compared with <span class=\"mono\">" + html(diff.value("previous", "")) +
+          "</span>: " + std::to_string(diff["newly_broken"].size()) + " newly broken, " +
           std::to_string(diff["newly_fixed"].size()) + " newly fixed, " +
           std::to_string(diff["changed"].size()) + " changed, " +
           std::to_string(diff["added"].size()) + " added, " +
@@ -155,15 +160,17 @@ std::string diffSection(const json& sweep) {
 }
 
 std::string familyTable(const json& summary) {
-  std::string page = "<h2>Families</h2>\n<table id=\"families\"><tr><th>family</th><th>models</th>"
-                     "<th>compile with adapters</th><th>pass</th></tr>\n";
+  std::string page =
+      "<h2>Families</h2>\n<table id=\"families\"><tr><th>family</th><th>models</th>"
+      "<th>compile with adapters</th><th>pass</th></tr>\n";
   for (const auto& [family, counts] : summary["by_family"].items()) {
     page += "<tr><td>" + html(family) + "</td><td class=\"num\">" + number(counts["models"]) +
             "</td><td class=\"num\">" + number(counts["covered"]) + "</td><td class=\"num\">" +
             number(counts["passing"]) + "</td></tr>\n";
   }
-  page += "</table>\n<h2>Categories</h2>\n<table id=\"categories\"><tr><th>category</th>"
-          "<th>models</th></tr>\n";
+  page +=
+      "</table>\n<h2>Categories</h2>\n<table id=\"categories\"><tr><th>category</th>"
+      "<th>models</th></tr>\n";
   for (const auto& [kind, count] : summary["by_category"].items()) {
     page += "<tr><td>" + html(kind) + "</td><td class=\"num\">" + number(count) + "</td></tr>\n";
   }
@@ -187,8 +194,9 @@ std::string blockerTable(const json& summary) {
 }
 
 std::string modelTable(const json& sweep) {
-  std::string page = "<h2>Every model</h2>\n<table id=\"models\"><tr><th>model</th><th>family</th>"
-                     "<th>category</th><th>adapters</th><th>detail</th><th>s</th></tr>\n";
+  std::string page =
+      "<h2>Every model</h2>\n<table id=\"models\"><tr><th>model</th><th>family</th>"
+      "<th>category</th><th>adapters</th><th>detail</th><th>s</th></tr>\n";
   for (const json& entry : sweep["models"]) {
     std::string adapters;
     if (entry.contains("adapters")) {
@@ -198,11 +206,12 @@ std::string modelTable(const json& sweep) {
     }
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.1f", entry.value("seconds", 0.0));
-    page += std::string("<tr") + (works(entry) ? "" : " class=\"broken\"") + "><td class=\"mono\">" +
-            html(entry.value("name", entry.value("model", ""))) + "</td><td>" +
-            html(entry.value("family", "")) + "</td><td>" + html(entry.value("category", "")) +
-            "</td><td class=\"mono\">" + adapters + "</td><td>" + html(entry.value("detail", "")) +
-            "</td><td class=\"num\">" + seconds + "</td></tr>\n";
+    page += std::string("<tr") + (works(entry) ? "" : " class=\"broken\"") +
+            "><td class=\"mono\">" + html(entry.value("name", entry.value("model", ""))) +
+            "</td><td>" + html(entry.value("family", "")) + "</td><td>" +
+            html(entry.value("category", "")) + "</td><td class=\"mono\">" + adapters +
+            "</td><td>" + html(entry.value("detail", "")) + "</td><td class=\"num\">" + seconds +
+            "</td></tr>\n";
   }
   return page + "</table>\n";
 }
@@ -247,7 +256,8 @@ std::string renderSweepJunit(const json& sweep) {
                              "\" failures=\"" + std::to_string(failures) + "\"";
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"stickler\"" + counts +
          ">\n  <testsuite name=\"" + escapeMarkup("stickler sweep " + sweep.value("id", "")) +
-         "\"" + counts + " errors=\"0\" skipped=\"0\">\n" + cases + "  </testsuite>\n</testsuites>\n";
+         "\"" + counts + " errors=\"0\" skipped=\"0\">\n" + cases +
+         "  </testsuite>\n</testsuites>\n";
 }
 
 }  // namespace stickler

@@ -5,8 +5,8 @@
 
 #include <cctype>
 #include <csignal>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -42,7 +42,8 @@ std::string probeKey(const DeviceProfile& profile, const std::vector<CatalogEntr
   json keyed = {{"probe", kProbeVersion}, {"localize", options.localize}};
   keyed["profile"].push_back(readTextFile(profile.path));
   for (size_t i = 1; i < profile.lineage.size(); ++i) {
-    keyed["profile"].push_back(readTextFile(profileDirectory() + "/" + profile.lineage[i] + ".json"));
+    keyed["profile"].push_back(
+        readTextFile(profileDirectory() + "/" + profile.lineage[i] + ".json"));
   }
   for (const CatalogEntry& entry : catalog) keyed["catalog"].push_back({entry.name, entry.text});
   return sha256Bytes(keyed.dump());
@@ -124,7 +125,8 @@ json openState(const fs::path& dir, const json& wanted) {
     // Where a shard came from (a flag, Slurm) does not matter: its index and count do.
     const auto same = [&](const char* field) {
       if (std::string(field) != "shard") return state.value(field, json()) == wanted[field];
-      return state.contains("shard") && state["shard"].value("index", json()) == wanted["shard"]["index"] &&
+      return state.contains("shard") &&
+             state["shard"].value("index", json()) == wanted["shard"]["index"] &&
              state["shard"].value("count", json()) == wanted["shard"]["count"];
     };
     for (const char* field : {"key", "profile", "models_sha256", "shard"}) {
@@ -170,8 +172,8 @@ json finish(OperationContext& context, json sweep, const fs::path& dir,
 }  // namespace
 
 json runSweep(OperationContext& context, const SweepOptions& options) {
-  const std::vector<std::string> all =
-      readModelList(options.list, [&](const std::string& path) { return context.resolvePath(path); });
+  const std::vector<std::string> all = readModelList(
+      options.list, [&](const std::string& path) { return context.resolvePath(path); });
   const std::vector<std::string> models = shardModels(all, options.shard);
   const DeviceProfile profile = loadProfile(options.probe.profile);
   const std::vector<CatalogEntry> catalog = acceptedCatalog(context);
@@ -197,7 +199,8 @@ json runSweep(OperationContext& context, const SweepOptions& options) {
   std::vector<std::string> todo;
   size_t reused = 0;
   std::unique_ptr<SweepHistory> history;
-  if (options.incremental) history = std::make_unique<SweepHistory>(SweepHistory::pathFor(context.workspaceRoot()));
+  if (options.incremental)
+    history = std::make_unique<SweepHistory>(SweepHistory::pathFor(context.workspaceRoot()));
   for (const std::string& model : models) {
     if (results.count(model) > 0) continue;
     if (history) {
@@ -243,8 +246,10 @@ json runSweep(OperationContext& context, const SweepOptions& options) {
                 {"list", options.list},
                 {"shard", shardJson(options.shard)},
                 {"catalog", json::array()},
-                {"options", {{"localize", options.probe.localize}, {"jobs", options.jobs},
-                             {"incremental", options.incremental}}},
+                {"options",
+                 {{"localize", options.probe.localize},
+                  {"jobs", options.jobs},
+                  {"incremental", options.incremental}}},
                 {"run", {{"probed", todo.size()}, {"resumed", resumed}, {"reused", reused}}},
                 {"models", entries},
                 {"summary", summarizeSweep(entries)}};

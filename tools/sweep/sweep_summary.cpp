@@ -4,16 +4,21 @@
 #include <map>
 #include <set>
 
-
 namespace stickler {
 namespace {
 
 using nlohmann::json;
 
-bool passed(const json& entry) { return entry.value("verdict", "") == "pass"; }
-bool covered(const json& entry) { return entry.value("covered", false); }
+bool passed(const json& entry) {
+  return entry.value("verdict", "") == "pass";
+}
+bool covered(const json& entry) {
+  return entry.value("covered", false);
+}
 
-std::string category(const json& entry) { return entry.value("category", "error"); }
+std::string category(const json& entry) {
+  return entry.value("category", "error");
+}
 
 // A model works when it does all it was asked to: pass end to end, or compile when only
 // lowered.
@@ -25,8 +30,8 @@ bool works(const json& entry) {
 
 const std::vector<std::string>& categoryKinds() {
   static const std::vector<std::string> kinds = {
-      "pass",           "lowered only", "no adapter",  "unsupported op", "layout rule",
-      "compiler error", "too large",    "runtime abort", "divergence",   "timeout",
+      "pass",           "lowered only", "no adapter",    "unsupported op", "layout rule",
+      "compiler error", "too large",    "runtime abort", "divergence",     "timeout",
       "crash",          "bad archive",  "error"};
   return kinds;
 }
@@ -61,16 +66,16 @@ json summarizeSweep(const json& models) {
   }
   json blockers = json::array();
   for (const auto& [blocker, names] : blocked_by) {
-    json examples(std::vector<std::string>(names.begin(),
-                                           names.begin() + std::min<size_t>(names.size(), 5)));
+    json examples(
+        std::vector<std::string>(names.begin(), names.begin() + std::min<size_t>(names.size(), 5)));
     blockers.push_back({{"blocker", blocker}, {"models", names.size()}, {"examples", examples}});
   }
   std::stable_sort(blockers.begin(), blockers.end(), [](const json& a, const json& b) {
     return a["models"].get<size_t>() > b["models"].get<size_t>();
   });
-  return {{"models", total},          {"covered", covered_count},
-          {"passing", passing},       {"by_category", by_category},
-          {"by_family", by_family},   {"blockers", blockers}};
+  return {{"models", total},        {"covered", covered_count},
+          {"passing", passing},     {"by_category", by_category},
+          {"by_family", by_family}, {"blockers", blockers}};
 }
 
 json diffSweeps(const json& previous, const json& current) {
@@ -107,7 +112,8 @@ json diffSweeps(const json& previous, const json& current) {
     diff[bucket].push_back(change);
   }
   for (const auto& [model, entry] : before) {
-    if (seen.count(model) == 0) diff["removed"].push_back({{"model", model}, {"before", category(*entry)}});
+    if (seen.count(model) == 0)
+      diff["removed"].push_back({{"model", model}, {"before", category(*entry)}});
   }
   return diff;
 }
@@ -117,14 +123,14 @@ json outcomesOf(const json& models) {
   for (const json& entry : models) {
     json applied = entry.contains("adapters") ? entry["adapters"].value("applied", json::array())
                                               : json::array();
-    outcomes.push_back({{"model", entry["model"]},
-                        {"category", category(entry)},
-                        {"verdict", entry.value("verdict", "")},
-                        {"covered", covered(entry)},
-                        {"compiled_without", entry.contains("compile_without")
-                                                 ? entry["compile_without"].value("status", "")
-                                                 : ""},
-                        {"adapters", applied}});
+    outcomes.push_back(
+        {{"model", entry["model"]},
+         {"category", category(entry)},
+         {"verdict", entry.value("verdict", "")},
+         {"covered", covered(entry)},
+         {"compiled_without",
+          entry.contains("compile_without") ? entry["compile_without"].value("status", "") : ""},
+         {"adapters", applied}});
   }
   return outcomes;
 }
