@@ -95,8 +95,11 @@ void applyLimits(const WorkerLimits& limits) {
                            const WorkerLimits& limits) {
   ::dup2(err_fd, STDERR_FILENO);
   applyLimits(limits);
-  // OpenMP's thread pool does not survive fork(); one thread never touches it.
-  at::set_num_threads(1);
+  // OpenMP's thread pool does not survive fork(); one thread never touches it. A worker forked
+  // from a worker already runs one thread, and must not set it again: set_num_threads reaches
+  // LibTorch's pthreadpool, whose mutex another thread of the parent (a float64 check beside an
+  // adapter's sandboxed condition) may have held at fork(), and the child would wait forever.
+  if (at::get_num_threads() != 1) at::set_num_threads(1);
   std::string reply;
   try {
     reply = std::string(1, kOk) + job(*progress);

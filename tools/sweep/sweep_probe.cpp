@@ -21,30 +21,34 @@ namespace {
 
 using nlohmann::json;
 
-json compileSummary(const CompileReport& report) {
-  json blockers = json::array();
-  for (const BlockerReport& blocker : report.blockers) {
-    blockers.push_back({{"rule", blocker.rule}, {"op", blocker.op}, {"module", blocker.module}});
-  }
-  return {{"status", compileStatusName(report.status)},
-          {"blockers", blockers.size()},
-          {"by_rule", report.blockers_by_rule},
-          {"first", blockers.empty() ? json() : blockers[0]},
-          {"list", blockers}};
-}
-
 // What blocks a model, as the blocker ranking counts it: an operator the device lacks, or a
 // layout or capacity rule.
-std::string blockerKey(const json& blocker) {
-  return blocker["rule"] == "unsupported-op" ? "unsupported op " + blocker["op"].get<std::string>()
-                                             : "layout rule " + blocker["rule"].get<std::string>();
+std::string blockerKey(const BlockerReport& blocker) {
+  return blocker.rule == "unsupported-op" ? "unsupported op " + blocker.op
+                                          : "layout rule " + blocker.rule;
 }
 
-// The distinct blocker keys of a compile summary, for the ranking.
-json blockerKeys(const json& compile) {
+// Lowering's outcome for the sweep: its status, the blockers counted and keyed (all of them),
+// and the first few with their modules (a model may have hundreds).
+json compileSummary(const CompileReport& report) {
+  constexpr size_t kListed = 10;
+  json listed = json::array();
   std::set<std::string> keys;
-  for (const json& blocker : compile["list"]) keys.insert(blockerKey(blocker));
-  return json(std::vector<std::string>(keys.begin(), keys.end()));
+  for (const BlockerReport& blocker : report.blockers) {
+    keys.insert(blockerKey(blocker));
+    if (listed.size() < kListed) {
+      listed.push_back({{"rule", blocker.rule},
+                        {"op", blocker.op},
+                        {"module", blocker.module},
+                        {"key", blockerKey(blocker)}});
+    }
+  }
+  return {{"status", compileStatusName(report.status)},
+          {"blockers", report.blockers.size()},
+          {"by_rule", report.blockers_by_rule},
+          {"keys", std::vector<std::string>(keys.begin(), keys.end())},
+          {"first", listed.empty() ? json() : listed[0]},
+          {"list", listed}};
 }
 
 // The weights' bytes on the card: the real model's when the archive stands in for it with
@@ -60,7 +64,7 @@ int64_t weightBytes(const LoadedModel& model) {
 
 bool loweredOnly(const LoadedModel& model) {
   const json& config = cardOf(model).config;
-  return config.is_object() && config.value("weightless", false) == true;
+  return config.is_object() && config.contains("weightless") && config["weightless"] == true;
 }
 
 void setCategory(json& result, const std::string& category, const std::string& detail) {
@@ -102,7 +106,7 @@ std::string probeInWorker(const std::string& path, const std::vector<CatalogEntr
   result["adapters"] = {{"applied", applied}, {"refused", refused}};
   const json with = compileSummary(compileLoaded(*stack.current(), profile));
   result["compile_with"] = with;
-  result["blockers"] = blockerKeys(with);
+  result["blockers"] = with["keys"];
   result["covered"] = with["status"] == "ok";
 
   if (with["status"] == "blocked") {
@@ -110,10 +114,11 @@ std::string probeInWorker(const std::string& path, const std::vector<CatalogEntr
     const json& first = with["first"];
     if (applied.empty() && refused.empty()) {
       setCategory(result, "no adapter",
-                  "no adapter in the catalog matches; first blocker " + blockerKey(first) + " in " +
+                  "no adapter in the catalog matches; first blocker " +
+                      first["key"].get<std::string>() + " in " +
                       first["module"].get<std::string>());
     } else {
-      setCategory(result, blockerKey(first),
+      setCategory(result, first["key"].get<std::string>(),
                   std::to_string(with["blockers"].get<int>()) + " blocker(s) left after " +
                       std::to_string(applied.size()) + " adapter(s); first in " +
                       first["module"].get<std::string>());
