@@ -129,7 +129,7 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
 
 StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
                             const DeviceProfile& profile, size_t limit,
-                            const std::function<void()>& beside) {
+                            const std::function<void()>& beside, bool single_threaded) {
   StackingResult result;
   // The whole stack is judged against the original model's float64 results, which no adapter
   // changes: they are computed on a thread of their own beside the adapters, and abandoned if
@@ -137,11 +137,12 @@ StackingResult applyInOrder(AdapterStack& stack, const std::vector<const Catalog
   std::atomic<bool> truth_unneeded{false};
   std::future<std::shared_ptr<const Float64Truth>> truth;
   if (!entries.empty()) {
-    truth = std::async(std::launch::async, [original = stack.original(), &truth_unneeded,
-                                            limit = currentExecutionLimit()] {
-      const ExecutionLimitScope scope(limit);
-      return computeFloat64Truth(*original, &truth_unneeded);
-    });
+    truth =
+        std::async(single_threaded ? std::launch::deferred : std::launch::async,
+                   [original = stack.original(), &truth_unneeded, limit = currentExecutionLimit()] {
+                     const ExecutionLimitScope scope(limit);
+                     return computeFloat64Truth(*original, &truth_unneeded);
+                   });
   }
   // Leaving early (an error) abandons it too, rather than waiting for it.
   struct Abandon {

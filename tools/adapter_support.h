@@ -97,9 +97,15 @@ struct StackingResult {
   nlohmann::json whole_model;  // the check of the whole stack, when one ran
   bool beside_outdated = false;
 };
+//
+// The original's float64 results are computed on a thread of their own while the adapters
+// apply, unless `single_threaded`: then on the calling thread when the whole-stack check needs
+// them. Workers that fork workers of their own (an adapter's sandboxed condition) ask for it: a
+// fork while another thread is inside LibTorch can copy one of its mutexes locked (the operator
+// registry's, the thread pool's) into the child, which then waits forever.
 StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
                             const DeviceProfile& profile, size_t limit,
-                            const std::function<void()>& beside = {});
+                            const std::function<void()>& beside = {}, bool single_threaded = false);
 
 nlohmann::json applicationToJson(const AdapterApplication& application, size_t limit);
 

@@ -68,7 +68,8 @@ std::string gateOneModel(const GateModel& target, const std::vector<CatalogEntry
   const DeviceProfile profile = loadProfile(target.profile);
   AdapterStack stack(original);
   const StackingResult stacking =
-      applyInOrder(stack, adaptersMeantFor(catalog, *original, &profile), profile, 10);
+      applyInOrder(stack, adaptersMeantFor(catalog, *original, &profile), profile, 10, {},
+                   /*single_threaded=*/true);
   RunRequest request;
   request.loaded = stack.current();
   request.backend = "spyre-sim:" + target.profile;

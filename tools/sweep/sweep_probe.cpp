@@ -95,7 +95,8 @@ std::string probeInWorker(const std::string& path, const std::vector<CatalogEntr
 
   AdapterStack stack(original);
   const StackingResult stacking =
-      applyInOrder(stack, adaptersMeantFor(catalog, *original, &profile), profile, 5);
+      applyInOrder(stack, adaptersMeantFor(catalog, *original, &profile), profile, 5, {},
+                   /*single_threaded=*/true);
   json applied = json::array();
   for (const json& entry : stacking.applied) applied.push_back(entry.value("adapter", ""));
   json refused = json::array();
