@@ -166,15 +166,18 @@ int main(int argc, char** argv) {
   std::printf("  coverage: %s compile with adapters, %s pass end to end\n",
               document["summary"]["covered"].dump().c_str(),
               document["summary"]["passing"].dump().c_str());
-  std::printf("baseline: a bare `stickler run` of %zu sampled variants: %.3f s each\n",
-              sampled.size(), bare_mean);
-  std::printf(
-      "ratio, per-model wall time in the sweep / a bare run:            %.2fx (target <= 1.2x)\n",
-      per_model_wall / bare_mean);
-  std::printf(
-      "ratio, the same models' worker time in the sweep / their bare runs: %.2fx "
-      "(one core each; the sweep also adapts, checks equivalence and compiles twice)\n",
-      sampled_in_sweep / bare_total);
+  if (!sampled.empty()) {
+    std::printf("baseline: a bare `stickler run` of %zu sampled variants: %.3f s each\n",
+                sampled.size(), bare_mean);
+    std::printf(
+        "ratio, per-model wall time in the sweep / a bare run:            %.2fx (target <= "
+        "1.2x)\n",
+        per_model_wall / bare_mean);
+    std::printf(
+        "ratio, the same models' worker time in the sweep / their bare runs: %.2fx "
+        "(one core each; the sweep also adapts, checks equivalence and compiles twice)\n",
+        sampled_in_sweep / bare_total);
+  }
   if (!reals.empty()) {
     std::printf(
         "real geometries (%zu, lowered only): their worker time in the sweep / a bare "

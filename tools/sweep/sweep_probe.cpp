@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <set>
 
+#include "adapters/engine/adapter_application.h"
 #include "adapters/engine/adapter_stack.h"
 #include "simulator/backends/worker.h"
 #include "simulator/device/device_profile.h"
@@ -67,6 +68,28 @@ bool loweredOnly(const LoadedModel& model) {
   return config.is_object() && config.contains("weightless") && config["weightless"] == true;
 }
 
+// The adapters a weightless archive (a real geometry, lowered only) gets, applied without their
+// equivalence checks: on weights that are all zero every rewrite computes the same zeros, so a
+// check would prove nothing, and it would copy every weight into dense float32 and float64.
+StackingResult applyUnchecked(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
+                              const DeviceProfile& profile) {
+  StackingResult result;
+  for (const CatalogEntry* entry : entries) {
+    if (!entry->file || stack.contains(entry->name)) continue;
+    try {
+      AdapterApplication application =
+          applyAdapter(*entry->file, stack.current(), profile, /*check_equivalence=*/false);
+      if (!application.changed()) continue;
+      result.applied.push_back(
+          {{"adapter", entry->name}, {"equivalence", "not checked: the archive has no weights"}});
+      stack.push(std::move(application));
+    } catch (const UserError& error) {  // cannot apply to this model: the others still may
+      result.skipped.push_back({{"adapter", entry->name}, {"reason", error.what()}});
+    }
+  }
+  return result;
+}
+
 void setCategory(json& result, const std::string& category, const std::string& detail) {
   result["category"] = category;
   result["detail"] = detail;
@@ -94,9 +117,10 @@ std::string probeInWorker(const std::string& path, const std::vector<CatalogEntr
   result["compile_without"] = compileSummary(compileLoaded(*original, profile));
 
   AdapterStack stack(original);
+  const std::vector<const CatalogEntry*> meant = adaptersMeantFor(catalog, *original, &profile);
   const StackingResult stacking =
-      applyInOrder(stack, adaptersMeantFor(catalog, *original, &profile), profile, 5, {},
-                   /*single_threaded=*/true);
+      loweredOnly(*original) ? applyUnchecked(stack, meant, profile)
+                             : applyInOrder(stack, meant, profile, 5, {}, /*single_threaded=*/true);
   json applied = json::array();
   for (const json& entry : stacking.applied) applied.push_back(entry.value("adapter", ""));
   json refused = json::array();
