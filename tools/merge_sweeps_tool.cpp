@@ -18,7 +18,7 @@ json run(const json& input, OperationContext& context) {
   const std::string out = context.resolvePath(requireString(input, "out"));
   json sweep = mergeSweeps(context, shards, out, retentionFromInput(input));
   sweep["out"] = out;
-  return sweep;
+  return pagedSweep(std::move(sweep), context.listLimit());
 }
 
 }  // namespace

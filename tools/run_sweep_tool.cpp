@@ -28,7 +28,7 @@ json run(const json& input, OperationContext& context) {
   options.retention = retentionFromInput(input);
   json sweep = runSweep(context, options);
   sweep["out"] = options.out;
-  return sweep;
+  return pagedSweep(std::move(sweep), context.listLimit());
 }
 
 }  // namespace

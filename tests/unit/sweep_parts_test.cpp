@@ -10,6 +10,7 @@
 #include "tools/reports/report_retention.h"
 #include "tools/sweep/sweep_history.h"
 #include "tools/sweep/sweep_models.h"
+#include "tools/sweep/sweep_presentation.h"
 #include "tools/sweep/sweep_report.h"
 #include "tools/sweep/sweep_summary.h"
 
@@ -206,6 +207,23 @@ TEST(SweepPages, TheChartHasAPointPerSweepAndJUnitACasePerModel) {
   const std::string xml = renderSweepJunit(sweep);
   EXPECT_NE(xml.find("tests=\"2\" failures=\"1\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("type=\"no adapter\""), std::string::npos);
+}
+
+TEST(SweepPages, APagedResultListsTheModelsThatDoNotPass) {
+  json models = json::array();
+  for (int i = 0; i < 30; ++i) {
+    models.push_back(i % 3 == 0 ? entry("m" + std::to_string(i), "no adapter", false, "blocked")
+                                : entry("m" + std::to_string(i), "pass", true, "pass"));
+  }
+  json sweep = sweepOf("s", "t", models);
+  sweep["out"] = "/w/night";
+  const json paged = pagedSweep(sweep, 4);
+  EXPECT_EQ(paged["models_total"], 30);
+  ASSERT_EQ(paged["models"].size(), 4u);
+  for (const json& model : paged["models"]) EXPECT_EQ(model["category"], "no adapter");
+  EXPECT_EQ(paged["summary"], sweep["summary"]);
+  EXPECT_NE(paged["models_note"].get<std::string>().find("/w/night/sweep.json"), std::string::npos);
+  EXPECT_EQ(pagedSweep(sweep, 0), sweep);  // the command line: everything
 }
 
 TEST(Retention, DeletesWhatIsOlderThanThePolicyAndNothingElse) {

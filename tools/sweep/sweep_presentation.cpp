@@ -71,6 +71,24 @@ json retentionProperties() {
              "deleted."}}}};
 }
 
+json pagedSweep(json sweep, size_t limit) {
+  if (limit == 0 || sweep["models"].size() <= limit) return sweep;
+  json listed = json::array();
+  for (const json& entry : sweep["models"]) {
+    if (entry.value("verdict", "") == "pass" || entry.value("category", "") == "lowered only") {
+      continue;
+    }
+    if (listed.size() == limit) break;
+    listed.push_back(entry);
+  }
+  sweep["models_total"] = sweep["models"].size();
+  sweep["models"] = listed;
+  sweep["models_note"] = "the first " + std::to_string(listed.size()) +
+                         " models that do not pass; every model is in " +
+                         sweep.value("out", std::string("the output directory")) + "/sweep.json";
+  return sweep;
+}
+
 RetentionPolicy retentionFromInput(const json& input) {
   RetentionPolicy policy;
   policy.keep_sweeps = input.at("keep_sweeps").get<size_t>();

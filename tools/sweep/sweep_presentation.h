@@ -16,6 +16,11 @@ std::string renderSweepText(const nlohmann::json& sweep);
 
 nlohmann::json sweepOutputSchema();
 
+// The sweep as a result for a caller that pages long lists (`limit` > 0, over MCP): every
+// count, and the first `limit` models that do not pass in place of all of them (the whole
+// document is sweep.json in the output directory).
+nlohmann::json pagedSweep(nlohmann::json sweep, size_t limit);
+
 // "keep_sweeps" and "keep_days": how much history, and how old reports and repros, to keep.
 nlohmann::json retentionProperties();
 // The policy those properties give (filled with their defaults by runOperation).
