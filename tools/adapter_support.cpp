@@ -278,6 +278,7 @@ json applicationToJson(const AdapterApplication& application, size_t limit) {
                  {"change", graphChangeToJson(application.change, limit)}};
   if (application.refused_by_condition > 0) {
     result["refused_by_condition"] = application.refused_by_condition;
+    result["turned_down"] = application.turned_down;
   }
   if (application.changed()) result["equivalence"] = equivalenceToJson(application.equivalence);
   return result;

@@ -69,9 +69,7 @@ json run(const json& input, OperationContext& context) {
   }
   if (!application.changed()) {
     report["status"] = "not_applicable";
-    report["reason"] = application.refused_by_condition > 0
-                           ? "every match was turned down by the adapter's condition"
-                           : "nothing in the model matches the adapter";
+    report["reason"] = unchangedReason(application);
   } else if (!application.accepted()) {
     report["status"] = "refused";
     report["reason"] = application.equivalence.problem();

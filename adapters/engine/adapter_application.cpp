@@ -1,6 +1,8 @@
 #include "adapters/engine/adapter_application.h"
 
+#include <algorithm>
 #include <future>
+#include <set>
 
 #include "adapters/engine/adapter_sandbox.h"
 #include "adapters/engine/equivalence/change_region.h"
@@ -21,6 +23,64 @@ std::string transformLocation(const AdapterFile& adapter) {
          std::to_string(adapter.transform->position.column);
 }
 
+// "aten::sum x4 in 2 modules (transformer.h.0.ln_1, ...), aten::div x4": the first operators of
+// a change, in the order the change met them.
+std::string changedNodesText(const std::vector<ChangedNode>& nodes) {
+  struct Group {
+    std::string op;
+    int count = 0;
+    std::set<std::string> modules;
+    std::string first_module;
+  };
+  std::vector<Group> groups;
+  for (const ChangedNode& node : nodes) {
+    auto found = std::find_if(groups.begin(), groups.end(),
+                              [&node](const Group& group) { return group.op == node.op; });
+    if (found == groups.end())
+      found = groups.insert(groups.end(), Group{node.op, 0, {}, node.module});
+    ++found->count;
+    found->modules.insert(node.module);
+  }
+  constexpr size_t kShown = 4;
+  std::string text;
+  for (size_t i = 0; i < groups.size() && i < kShown; ++i) {
+    const Group& group = groups[i];
+    const std::string first = group.first_module.empty() ? "the root" : group.first_module;
+    text += (i == 0 ? "" : ", ") + group.op +
+            (group.count > 1 ? " x" + std::to_string(group.count) : "") +
+            (group.modules.size() > 1
+                 ? " in " + std::to_string(group.modules.size()) + " modules (" + first + ", ...)"
+                 : " in " + first);
+  }
+  if (groups.size() > kShown)
+    text += ", and " + std::to_string(groups.size() - kShown) + " more operators";
+  return text;
+}
+
+std::string changeText(const GraphChange& change) {
+  std::string text = std::to_string(change.rewrites) + " place(s)";
+  if (!change.added.empty()) text += "; added " + changedNodesText(change.added);
+  if (!change.removed.empty()) text += "; removed " + changedNodesText(change.removed);
+  if (!change.placed_on_host.empty()) text += "; moved modules to the host";
+  return text;
+}
+
+// The adapted model failed on the example inputs the model before it runs on: the adaptation
+// is what failed, so say so, with what it changed and the operator that then failed.
+[[noreturn]] void throwAdaptationFailed(const AdapterFile& adapter, const GraphChange& change,
+                                        const std::string& what) {
+  static const std::string kDoesNotRun = "the model does not run on its example inputs: ";
+  const size_t at = what.find(kDoesNotRun);
+  const std::string failure = at == std::string::npos ? what : what.substr(at + kDoesNotRun.size());
+  const std::string subject = adapter.transform ? transformLocation(adapter) + ": the transform " +
+                                                      adapter.transform->name + " could not finish"
+                                                : adapter.path + ": the rewrite could not finish";
+  throw UserError(subject + ": it changed " + changeText(change) +
+                  ", and the adapted model then fails where an operator it did not adapt still "
+                  "reads what it changed (the model before it runs on the same inputs): " +
+                  failure);
+}
+
 }  // namespace
 
 void validateAdapter(const AdapterFile& adapter) {
@@ -30,6 +90,22 @@ void validateAdapter(const AdapterFile& adapter) {
   } else {
     compileRewrite(adapter);
   }
+}
+
+std::string unchangedReason(const AdapterApplication& application) {
+  if (application.refused_by_condition == 0) return "nothing in the model matches the adapter";
+  std::string reason = "the adapter's condition turned down every match (" +
+                       std::to_string(application.refused_by_condition) + ")";
+  for (size_t i = 0; i < application.turned_down.size(); ++i) {
+    reason += (i == 0 ? ": " : "; ") + application.turned_down[i];
+  }
+  const size_t more = static_cast<size_t>(application.refused_by_condition) -
+                      std::min(application.turned_down.size(),
+                               static_cast<size_t>(application.refused_by_condition));
+  if (more > 0 && !application.turned_down.empty()) {
+    reason += "; and " + std::to_string(more) + " more";
+  }
+  return reason;
 }
 
 std::string adaptedIdentity(const std::string& base_identity, const std::string& adapter_name) {
@@ -54,8 +130,9 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
     }
   } else {
     const CompiledRewrite rewrite = compileRewrite(adapter);
-    application.refused_by_condition =
-        applyRewrite(rewrite, edit, adapter.path).refused_by_condition;
+    RewriteCount count = applyRewrite(rewrite, edit, adapter.path);
+    application.refused_by_condition = count.refused_by_condition;
+    application.turned_down = std::move(count.turned_down);
   }
   application.change = edit.change();
   if (!application.changed()) return application;
@@ -64,7 +141,14 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
   // model's example run in a worker under the sandbox's memory and CPU limits. After that, the
   // same runs in this process allocate what they did there.
   if (!adapter.reviewed && !adapter.transform) {
-    runAdaptedModelSandboxed(*model, edit.graph(), adapter.path);
+    try {
+      runAdaptedModelSandboxed(*model, edit.graph(), adapter.path);
+    } catch (const UserError& e) {
+      const std::string what = e.what();
+      // Limits and crashes are the code's own failure; a failing operator is the adaptation's.
+      if (what.find("does not run on its example inputs") == std::string::npos) throw;
+      throwAdaptationFailed(adapter, edit.change(), what);
+    }
   }
   // The region is found twice: from the graphs alone before the adapted model first runs, so
   // that its run records shapes and captures the first input draw at once, while the model
@@ -91,6 +175,9 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
     after = rebuildModel(*model, model->module, edit.takeGraph(),
                          adaptedIdentity(model->sha256, adapter.metadata.name),
                          capture ? &first : nullptr);
+  } catch (const UserError& e) {
+    if (others.valid()) others.wait();
+    throwAdaptationFailed(adapter, edit.change(), e.what());
   } catch (...) {
     if (others.valid()) others.wait();
     throw;

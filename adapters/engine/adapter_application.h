@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "adapters/engine/adapter_file.h"
 #include "adapters/engine/equivalence/equivalence.h"
@@ -19,8 +20,9 @@ struct AdapterApplication {
   std::shared_ptr<const LoadedModel> before;
   std::shared_ptr<const LoadedModel> after;  // null when nothing matched
   GraphChange change;
-  int refused_by_condition = 0;   // matches the adapter's condition turned down
-  EquivalenceResult equivalence;  // meaningful when something changed
+  int refused_by_condition = 0;          // matches the adapter's condition turned down
+  std::vector<std::string> turned_down;  // the first few of them, with the values it saw
+  EquivalenceResult equivalence;         // meaningful when something changed
 
   bool changed() const { return !change.empty(); }
   bool accepted() const { return changed() && equivalence.accepted(); }
@@ -35,6 +37,10 @@ struct AdapterApplication {
 AdapterApplication applyAdapter(const AdapterFile& adapter,
                                 std::shared_ptr<const LoadedModel> model,
                                 const DeviceProfile& profile, bool check_equivalence = true);
+
+// Why an application changed nothing, for a person: the matches its condition turned down and
+// the values it saw, or that nothing matches.
+std::string unchangedReason(const AdapterApplication& application);
 
 // Compiles a rewrite's functions, or checks a transform's name and arguments, as applying it
 // would: UserError "path:line:column: message" when it could never apply. Needs no model.

@@ -88,9 +88,7 @@ std::vector<AdapterMatch> matchAdapters(const std::vector<CatalogEntry>& catalog
     match.applies = application.changed();
     match.rewrites = application.change.rewrites;
     if (!match.applies) {
-      match.reason = application.refused_by_condition > 0
-                         ? "every match was turned down by its condition"
-                         : "nothing in this model matches it";
+      match.reason = unchangedReason(application);
       matches.push_back(match);
       continue;
     }

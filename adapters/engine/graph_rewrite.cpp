@@ -1,12 +1,14 @@
 #include "adapters/engine/graph_rewrite.h"
 
 #include <algorithm>
+#include <sstream>
 #include <unordered_set>
 
 #include <torch/csrc/jit/ir/subgraph_matcher.h>
 
 #include "adapters/engine/adapter_sandbox.h"
 #include "simulator/graph/example_inputs.h"
+#include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -16,9 +18,31 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 // A stand-in for a matched value with what the condition may ask of it: a meta tensor has the
-// recorded shape and dtype but no storage; constants are themselves.
+// recorded shape and dtype but no storage; constants are themselves; lists and tuples the graph
+// builds (the `List[int]` of a view's sizes) are built from their elements.
 std::optional<c10::IValue> conditionArgument(const GraphEdit& edit, const Value* value) {
   if (auto constant = torch::jit::toIValue(value)) return constant;
+  const Node* producer = value->node();
+  if (producer->kind() == torch::jit::prim::ListConstruct) {
+    const auto list_type = value->type()->cast<c10::ListType>();
+    if (!list_type) return std::nullopt;
+    c10::impl::GenericList list(list_type->getElementType());
+    for (const Value* element : producer->inputs()) {
+      auto argument = conditionArgument(edit, element);
+      if (!argument) return std::nullopt;
+      list.push_back(std::move(*argument));
+    }
+    return c10::IValue(std::move(list));
+  }
+  if (producer->kind() == torch::jit::prim::TupleConstruct) {
+    std::vector<c10::IValue> elements;
+    for (const Value* element : producer->inputs()) {
+      auto argument = conditionArgument(edit, element);
+      if (!argument) return std::nullopt;
+      elements.push_back(std::move(*argument));
+    }
+    return c10::IValue(c10::ivalue::Tuple::create(std::move(elements)));
+  }
   auto desc = edit.describe(value);
   if (!desc) return std::nullopt;
   if (desc->kind == "Tensor") {
@@ -31,18 +55,65 @@ std::optional<c10::IValue> conditionArgument(const GraphEdit& edit, const Value*
   if (desc->kind == "int") return c10::IValue(static_cast<int64_t>(std::stoll(desc->value)));
   if (desc->kind == "float") return c10::IValue(std::stod(desc->value));
   if (desc->kind == "bool") return c10::IValue(desc->value == "true" || desc->value == "1");
+  if (desc->kind == "None") return c10::IValue();
   return std::nullopt;
 }
 
-// The condition's verdict on every match, decided before anything changes and in a worker:
-// adapter code never runs in the server's process.
-std::vector<ConditionVerdict> conditionVerdicts(const CompiledRewrite& rewrite,
-                                                const GraphEdit& edit,
-                                                const std::vector<std::vector<Value*>>& inputs,
-                                                const std::string& adapter_path) {
-  if (rewrite.condition == nullptr) {
-    return std::vector<ConditionVerdict>(inputs.size(), {ConditionVerdict::Kind::kHolds, ""});
+// An argument as a person reads it: tensors by dtype and shape (their values are not what a
+// condition sees of an activation), everything else as written in Python.
+std::string argumentText(const c10::IValue& argument) {
+  if (argument.isTensor()) {
+    const at::Tensor& tensor = argument.toTensor();
+    std::string shape;
+    for (const int64_t size : tensor.sizes())
+      shape += (shape.empty() ? "" : ", ") + std::to_string(size);
+    return std::string(tensor.is_meta() ? "Tensor" : "weight Tensor") + "(" +
+           dtypeName(tensor.scalar_type()) + ", [" + shape + "])";
   }
+  if (argument.isList() || argument.isTuple()) {
+    const bool list = argument.isList();
+    const auto elements =
+        list ? argument.toListRef().vec() : argument.toTupleRef().elements().vec();
+    std::string text;
+    for (const auto& element : elements) text += (text.empty() ? "" : ", ") + argumentText(element);
+    return list ? "[" + text + "]" : "(" + text + (elements.size() == 1 ? ",)" : ")");
+  }
+  if (argument.isNone()) return "None";
+  if (argument.isBool()) return argument.toBool() ? "True" : "False";
+  std::ostringstream text;
+  text << argument;
+  return text.str();
+}
+
+// Where a match sits and what its condition was called with, for a match it turned down.
+std::string turnedDownText(const CompiledRewrite& rewrite, const GraphEdit& edit,
+                           const torch::jit::Match& match, const std::vector<Value*>& inputs,
+                           const std::optional<std::vector<c10::IValue>>& arguments) {
+  const Node* anchor = match.anchor;
+  std::string module = modulePathOf(*anchor);
+  std::string text = std::string(anchor->kind().toQualString()) + " in " +
+                     (module.empty() ? "the model's forward" : module) + ": ";
+  const auto& parameters = rewrite.condition->getSchema().arguments();
+  if (!arguments) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (conditionArgument(edit, inputs[i])) continue;
+      return text + "nothing is known about `" + parameters.at(i).name() +
+             "` (a value an earlier rewrite created, or one the example inputs never reached), "
+             "so the condition did not run";
+    }
+  }
+  std::string call;
+  for (size_t i = 0; arguments && i < arguments->size(); ++i) {
+    call +=
+        (call.empty() ? "" : ", ") + parameters.at(i).name() + "=" + argumentText(arguments->at(i));
+  }
+  return text + "condition(" + call + ") returned False";
+}
+
+// The condition's arguments for every match: nullopt when something about a matched value is
+// unknown (the match is then turned down without running anything).
+std::vector<std::optional<std::vector<c10::IValue>>> conditionArguments(
+    const GraphEdit& edit, const std::vector<std::vector<Value*>>& inputs) {
   std::vector<std::optional<std::vector<c10::IValue>>> arguments;
   for (const auto& values : inputs) {
     std::optional<std::vector<c10::IValue>> stack;
@@ -59,7 +130,7 @@ std::vector<ConditionVerdict> conditionVerdicts(const CompiledRewrite& rewrite,
     }
     arguments.push_back(std::move(stack));
   }
-  return runConditionSandboxed(*rewrite.condition, arguments, adapter_path);
+  return arguments;
 }
 
 // Values that the replacement will read and that the pattern reads too: the matched inputs.
@@ -83,8 +154,14 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
   const auto matches = torch::jit::findPatternMatches(*rewrite.pattern, graph);
   std::vector<std::vector<Value*>> inputs_of;
   for (const auto& match : matches) inputs_of.push_back(matchedInputs(*rewrite.pattern, match));
-  const std::vector<ConditionVerdict> verdicts =
-      conditionVerdicts(rewrite, edit, inputs_of, adapter_path);
+  // Decided for every match before anything changes, and in a worker: adapter code never runs
+  // in the server's process.
+  std::vector<std::optional<std::vector<c10::IValue>>> arguments;
+  std::vector<ConditionVerdict> verdicts(matches.size(), {ConditionVerdict::Kind::kHolds, ""});
+  if (rewrite.condition != nullptr) {
+    arguments = conditionArguments(edit, inputs_of);
+    verdicts = runConditionSandboxed(*rewrite.condition, arguments, adapter_path);
+  }
   size_t index = 0;
   std::unordered_set<const Node*> taken;  // a node is rewritten by one match at most
   for (const auto& match : matches) {
@@ -101,6 +178,10 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
       throw UserError(adapter_path + ": condition failed on a match: " + verdict.message);
     }
     if (verdict.kind == ConditionVerdict::Kind::kTurnedDown) {
+      if (count.turned_down.size() < kTurnedDownShown) {
+        count.turned_down.push_back(
+            turnedDownText(rewrite, edit, match, inputs, arguments[index - 1]));
+      }
       ++count.refused_by_condition;
       continue;
     }

@@ -3,13 +3,23 @@
 // module path and source position.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "adapters/engine/graph_edit.h"
 #include "adapters/engine/rewrite_compiler.h"
 
 namespace stickler {
 
+// How many turned-down matches a result describes: enough to see what the condition saw.
+constexpr size_t kTurnedDownShown = 3;
+
 struct RewriteCount {
   int refused_by_condition = 0;  // the rewrites made are counted in the edit's change
+  // The first kTurnedDownShown matches the condition turned down: where, and the values it
+  // was called with ("aten::view in model.layers.0.mlp: condition(x=Tensor(float32, [2, 8]),
+  // sizes=[2, 8, 4, 2]) returned False").
+  std::vector<std::string> turned_down;
 };
 
 RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,

@@ -16,6 +16,7 @@
 #include "adapters/engine/adapter_stack.h"
 #include "adapters/engine/equivalence/agreement.h"
 #include "adapters/engine/equivalence/equivalence.h"
+#include "adapters/engine/graph_rewrite.h"
 #include "adapters/engine/transforms/builtin_transform.h"
 #include "simulator/backends/backend.h"
 #include "simulator/backends/float64_graph.h"
@@ -163,6 +164,65 @@ TEST(AdapterEngine, AConditionTurnsDownMatches) {
   const auto application = applyAdapter(file, load("bert-tiny"), loadProfile("spyre-2025-clean"));
   EXPECT_FALSE(application.changed());
   EXPECT_EQ(application.refused_by_condition, 1);
+}
+
+// A view's sizes as an adapter binds them: `sizes: List[int]`, the condition then called with
+// the list the graph builds.
+std::string viewAsReshape(const std::string& condition) {
+  return "name = \"view-as-reshape\"\ngap = \"g\"\nwhy = \"w\"\nmodels = [\"*\"]\n"
+         "profiles = [\"spyre-2026\"]\nremove_when = \"r\"\n\n\n"
+         "def pattern(x: Tensor, sizes: List[int]):\n    return x.view(sizes)\n\n\n"
+         "def replacement(x: Tensor, sizes: List[int]):\n    return x.reshape(sizes)\n\n\n"
+         "def condition(x: Tensor, sizes: List[int]) -> bool:\n    return " +
+         condition + "\n";
+}
+
+TEST(AdapterEngine, AConditionSeesListParametersAndTurnedDownMatchesSayWhatItSaw) {
+  const auto model = load("llama-tiny");
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const auto taken = applyAdapter(
+      parseAdapterFile(viewAsReshape("len(sizes) == 4 and x.dim() == 3"), "view-as-reshape.py"),
+      model, profile);
+  EXPECT_TRUE(taken.accepted()) << unchangedReason(taken) << taken.equivalence.problem();
+  EXPECT_EQ(taken.refused_by_condition, 0);
+  EXPECT_GE(taken.change.rewrites, 3);  // q, k and v of each layer
+
+  const auto refused = applyAdapter(
+      parseAdapterFile(viewAsReshape("len(sizes) == 4 and sizes[3] == 1000"), "view-as-reshape.py"),
+      model, profile);
+  EXPECT_FALSE(refused.changed());
+  EXPECT_GE(refused.refused_by_condition, 3);
+  ASSERT_EQ(refused.turned_down.size(), kTurnedDownShown);
+  const std::string& first = refused.turned_down[0];
+  EXPECT_NE(first.find("aten::view in model.layers.0.self_attn"), std::string::npos) << first;
+  EXPECT_NE(first.find("condition(x=Tensor(float32, ["), std::string::npos) << first;
+  EXPECT_NE(first.find("sizes=[" + std::to_string(model->example_inputs.at(0).toTensor().size(0))),
+            std::string::npos)
+      << first;
+  const std::string reason = unchangedReason(refused);
+  EXPECT_NE(reason.find("turned down every match"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("more"), std::string::npos) << reason;
+}
+
+TEST(AdapterEngine, ATransformThatCannotFinishSaysSoWithWhatItChangedAndWhatFailed) {
+  // GPT-2 splits heads with a view of the hidden size: padding the hidden size alone leaves
+  // that view reading the old head layout.
+  try {
+    applyAdapter(transformAdapter("pad_hidden_size()"), load("gpt2-h80"),
+                 loadProfile("spyre-2026"));
+    FAIL() << "padding the hidden size of gpt2-h80 alone succeeded";
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind("test-transform.py:8:13: the transform pad_hidden_size could not "
+                            "finish: it changed ",
+                            0),
+              0)
+        << message;
+    EXPECT_NE(message.find("; added "), std::string::npos) << message;
+    EXPECT_NE(message.find("running aten::view in transformer.h.0.attn"), std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("the model does not run"), std::string::npos) << message;
+  }
 }
 
 TEST(AdapterEngine, VocabularyPaddingFollowsThePerCoreSpanRule) {
