@@ -23,10 +23,13 @@ json run(const json& input, OperationContext& context) {
   const auto catalog = adapterCatalog(context);
   StackingResult stacking;
   json report;
+  std::vector<std::string> already_applied;
+  json session;
   {
     ModelAdapters adapters(context, model_path, input_flags);
     AdapterStack& stack = adapters.stack();
     const LoadedModel& original = *stack.original();
+    already_applied = stack.names();
     RunRequest request;
     request.model = model_path;
     request.inputs = input_flags;
@@ -58,15 +61,30 @@ json run(const json& input, OperationContext& context) {
       saveAdaptedArchive(*stack.current(), stack.names(), out);
       report["saved"] = out;
     }
+    session = sessionStackToJson(stack);
   }
   report["schema"] = "stickler.adapt_run";
-  report["adapters"] = {{"applied", stacking.applied}, {"refused", stacking.skipped}};
+  // `applied` are this call's; the session may have had some already, which adapt never applies
+  // again: `stack` is what the run used.
+  report["adapters"] = {{"applied", stacking.applied},
+                        {"refused", stacking.skipped},
+                        {"already_applied", already_applied},
+                        {"stack", session["adapters"]}};
+  report["session"] = session;
   if (!stacking.whole_model.is_null()) report["adapters"]["whole_model"] = stacking.whole_model;
   return report;
 }
 
 std::string renderText(const json& report) {
-  std::string text = "adapters applied:";
+  std::string text;
+  if (!report["adapters"]["already_applied"].empty()) {
+    text += "already applied in this session:";
+    for (const auto& name : report["adapters"]["already_applied"]) {
+      text += " " + name.get<std::string>();
+    }
+    text += "\n";
+  }
+  text += "adapters applied:";
   for (const auto& application : report["adapters"]["applied"]) {
     text += " " + application["adapter"].get<std::string>();
   }
@@ -103,7 +121,10 @@ Operation makeAdaptModelOperation() {
       "the adapted model "
       "end to end on the simulator for that profile and compare it with the CPU reference. The "
       "result is run_model's, with the adapters applied; exit status as run_model's. With save, "
-      "the adapted model is written as an archive.";
+      "the adapted model is written as an archive. Adapters the session's model already has are "
+      "never applied again (adapters.already_applied); adapters.stack is the whole stack the run "
+      "used. " +
+      std::string(kChangesTheSession);
   json schema = {{"type", "object"}, {"required", {"model"}}, {"additionalProperties", false}};
   schema["properties"]["model"] = modelField();
   schema["properties"]["profile"] = profileField();
@@ -116,8 +137,9 @@ Operation makeAdaptModelOperation() {
                              {"properties",
                               {{"schema", {{"const", "stickler.adapt_run"}}},
                                {"verdict", {{"type", "string"}}},
-                               {"adapters", {{"type", "object"}}}}},
-                             {"required", {"schema", "verdict", "adapters"}}};
+                               {"adapters", {{"type", "object"}}},
+                               {"session", {{"type", "object"}}}}},
+                             {"required", {"schema", "verdict", "adapters", "session"}}};
   operation.annotations = {false, false, false};
   operation.cli = {"adapt", {"model"}, {{"inputs", "input"}, {"timeout_seconds", "timeout"}}};
   operation.run = run;

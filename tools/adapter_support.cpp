@@ -127,6 +127,22 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
   return stack.current();
 }
 
+const char* const kChangesTheSession =
+    "Changes the session: later calls on this model in this session (check_support, "
+    "run_model, inspect_model, diagnose_model, localize_divergence, apply_adapter, adapt_model) "
+    "see the adapted model, and every result lists the stack it was computed with "
+    "(model.adapters); revert_adapter takes adapters off, with all: true every one.";
+
+json sessionStackToJson(const AdapterStack& stack) {
+  const std::vector<std::string> names = stack.names();
+  return {{"adapters", names},
+          {"note", names.empty()
+                       ? "the session's model is the original archive"
+                       : "the session's model now has these adapters applied, in this order; "
+                         "later calls on it see them (revert_adapter with all: true returns it "
+                         "to the original archive)"}};
+}
+
 StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
                             const DeviceProfile& profile, size_t limit,
                             const std::function<void()>& beside, bool single_threaded) {

@@ -70,9 +70,16 @@ std::vector<const CatalogEntry*> adaptersMeantFor(const std::vector<CatalogEntry
                                                   const LoadedModel& model,
                                                   const DeviceProfile* profile);
 
+// What a call that changed the session's model leaves there: the whole stack, in order, and
+// what that means for the calls after it. Every tool that changes the session returns it.
+nlohmann::json sessionStackToJson(const AdapterStack& stack);
+// The sentence tool descriptions use for it.
+extern const char* const kChangesTheSession;
+
 // The model a diagnosis works on: the session's, with the adapters applied to it there, and
 // with `adapt_for` the catalog's adapters meant for it and that profile applied on top, on a
-// stack of the call's own (the session does not change); their names go to `applied`. The
+// stack of the call's own (the session does not change), skipping those the session already
+// has; their names go to `applied` (the model's identity lists the whole stack). The
 // session's lock is released before returning, so long device runs do not hold it.
 std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
                                                    const std::string& model_path,

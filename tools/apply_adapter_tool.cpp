@@ -37,6 +37,7 @@ json outputSchema() {
       "status": {"enum": ["applied", "refused", "not_applicable"]},
       "application": {"type": "object"},
       "applied": {"type": "array", "items": {"type": "string"}},
+      "session": {"type": "object"},
       "blockers_left": {"type": "object"},
       "saved": {"type": "string"}
     },
@@ -92,6 +93,7 @@ json run(const json& input, OperationContext& context) {
     adapters.publish();
   }
   report["applied"] = stack.names();
+  report["session"] = sessionStackToJson(stack);
   report["blockers_left"] = blockersLeftToJson(*stack.current(), profile, context.listLimit());
   if (input.contains("save") && report["status"] == "applied") {
     const std::string out = context.resolvePath(requireString(input, "save"));
@@ -144,8 +146,8 @@ Operation makeApplyAdapterOperation() {
       "is checked once. Bitwise equality and float32 ULPs are reported as information. Returns the "
       "graph change (nodes removed and added, by "
       "module), the equivalence result, the stack of applied adapters and the blockers left on "
-      "the profile. Later check_support and run_model calls on the model see the adapted graph "
-      "until revert_adapter.";
+      "the profile. " +
+      std::string(kChangesTheSession);
   operation.input_schema = inputSchema();
   operation.output_schema = outputSchema();
   operation.annotations = {false, false, false};

@@ -183,6 +183,7 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
     throw;
   }
   after->host_modules = edit.hostModules();
+  after->adapters.push_back(adapter.metadata.name);
   if (edit.change().fixes_shapes) after->card.fixed_shapes = true;
   application.after = std::move(after);
   if (check_equivalence) {

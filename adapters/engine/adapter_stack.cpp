@@ -1,5 +1,6 @@
 #include "adapters/engine/adapter_stack.h"
 
+#include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -9,6 +10,9 @@ std::shared_ptr<const LoadedModel> AdapterStack::current() const {
 }
 
 bool AdapterStack::contains(const std::string& name) const {
+  for (const auto& applied : original_->adapters) {
+    if (applied == name) return true;
+  }
   for (const auto& application : applied_) {
     if (application.adapter.metadata.name == name) return true;
   }
@@ -52,6 +56,12 @@ AdapterApplication AdapterStack::revert(const std::string& name, const DevicePro
   }
   AdapterApplication removed = std::move(applied_[index]);
   applied_ = std::move(rebuilt);
+  return removed;
+}
+
+std::vector<std::string> AdapterStack::clear() {
+  std::vector<std::string> removed = names();
+  applied_.clear();
   return removed;
 }
 

@@ -21,6 +21,8 @@ class AdapterStack {
   // The model with every applied adapter.
   std::shared_ptr<const LoadedModel> current() const;
   const std::vector<AdapterApplication>& applied() const { return applied_; }
+  // Whether `name` is on the stack, or was already applied to the model the stack started from
+  // (a stack built on an adapted model): applying it again would adapt the adapted.
   bool contains(const std::string& name) const;
   std::vector<std::string> names() const;  // of the applied adapters, in order
 
@@ -30,6 +32,8 @@ class AdapterStack {
   // order, to the model before it; returns the removed entry. Throws UserError when `name`
   // is not applied or an adapter above no longer applies without it.
   AdapterApplication revert(const std::string& name, const DeviceProfile& profile);
+  // Takes every adapter off: current() is the original again. Returns their names, in order.
+  std::vector<std::string> clear();
 
  private:
   std::shared_ptr<const LoadedModel> original_;

@@ -426,6 +426,7 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
   model->modules = base.modules;
   model->unique_parameters = base.unique_parameters;
   model->host_modules = base.host_modules;
+  model->adapters = base.adapters;
   model->example_inputs = base.example_inputs;
   model->seed = base.seed;
   model->captured_inputs = base.captured_inputs;

@@ -36,7 +36,9 @@ struct LoadedModel {
   std::string path;
   std::string sha256;
   ModelCard card;
-  ModelIdentity identity() const { return {path, sha256, card.name}; }
+  // The adapters applied to the archive to make this model, in order (see ModelIdentity).
+  std::vector<std::string> adapters;
+  ModelIdentity identity() const { return {path, sha256, card.name, adapters}; }
   torch::jit::Module module;
   std::shared_ptr<torch::jit::Graph> graph;
   ModuleTable modules;

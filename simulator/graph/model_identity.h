@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace stickler {
 
@@ -10,6 +11,9 @@ struct ModelIdentity {
   std::string path;
   std::string sha256;
   std::string name;
+  // The adapters the model was computed with, in the order applied (empty: the archive as it
+  // is): every result that names the model says which stack it describes.
+  std::vector<std::string> adapters;
 };
 
 }  // namespace stickler

@@ -107,6 +107,35 @@ for (const [name, open] of Object.entries(transports)) {
       assert.equal((await call("run_model", { model, backend })).verdict, "blocked");
     });
 
+    test("the session's adapter stack: listed in every result, never applied twice, one call back to the original", async () => {
+      const model = "qwen2-hd128.pt";
+      const profile = "spyre-2025-clean";
+      const call = async (name, args) => {
+        const result = await client.callTool({ name, arguments: args });
+        assert.equal(result.isError, false, JSON.stringify(result.content));
+        return result.structuredContent;
+      };
+      const applied = await call("apply_adapter", { model, adapter: "pow-square-as-mul", profile });
+      assert.deepEqual(applied.session.adapters, ["pow-square-as-mul"]);
+      // adapt: true works on a stack of its own, on top of the session's, without repeating it.
+      const diagnosed = await call("diagnose_model", { model, profile, adapt: true });
+      assert.ok(!diagnosed.adapters_applied.includes("pow-square-as-mul"), JSON.stringify(diagnosed.adapters_applied));
+      assert.deepEqual(diagnosed.model.adapters, ["pow-square-as-mul", ...diagnosed.adapters_applied]);
+      assert.deepEqual((await call("check_support", { model, profile })).model.adapters, ["pow-square-as-mul"]);
+      const adapted = await call("adapt_model", { model, profile });
+      assert.deepEqual(adapted.adapters.already_applied, ["pow-square-as-mul"]);
+      const names = adapted.adapters.applied.map((entry) => entry.adapter);
+      assert.ok(!names.includes("pow-square-as-mul"), JSON.stringify(names));
+      assert.deepEqual(adapted.adapters.stack, ["pow-square-as-mul", ...names]);
+      assert.deepEqual(adapted.session.adapters, adapted.adapters.stack);
+      assert.deepEqual(adapted.model.adapters, adapted.adapters.stack);
+      const reverted = await call("revert_adapter", { model, all: true });
+      assert.deepEqual(reverted.reverted, adapted.adapters.stack);
+      assert.equal(reverted.original, true);
+      assert.deepEqual(reverted.session.adapters, []);
+      assert.deepEqual((await call("check_support", { model, profile })).model.adapters, []);
+    });
+
     test("bad arguments and paths outside the workspace are tool errors", async () => {
       const typed = await client.callTool({ name: "check_support", arguments: { model: "gpt2-tiny.pt", profile: 7 } });
       assert.equal(typed.isError, true);

@@ -9,7 +9,10 @@ json numberOrNull(const std::optional<double>& value) {
 }
 
 json modelIdentityToJson(const ModelIdentity& model) {
-  return {{"path", model.path}, {"sha256", model.sha256}, {"name", model.name}};
+  return {{"path", model.path},
+          {"sha256", model.sha256},
+          {"name", model.name},
+          {"adapters", model.adapters}};
 }
 
 void addPlacement(json& report, const Placement& placement, int64_t host_nodes) {
