@@ -1,6 +1,7 @@
 #include "tools/adapter_support.h"
 #include "tools/adapter_json.h"
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <future>
@@ -24,17 +25,48 @@ std::string workspaceCatalogDir(OperationContext& context) {
   return (std::filesystem::path(context.workspaceRoot()) / "stickler-adapters").string();
 }
 
+namespace {
+
+// Main's version of an adapter, named by where it came from: the shipped text, a review's
+// approval (the last commit on main that changed the file says so), or another change.
+std::string mainStatus(const WorkspaceCatalog& catalog, const CatalogEntry& entry,
+                       const std::vector<CatalogEntry>& shipped) {
+  for (const CatalogEntry& original : shipped) {
+    if (original.name == entry.name && original.text == entry.text) return "shipped";
+  }
+  const std::string file = entry.name + ".py";
+  for (const CatalogCommit& commit : catalog.history(entry.name)) {
+    if (commit.branch != "main") continue;
+    if (std::find(commit.files_changed.begin(), commit.files_changed.end(), file) ==
+        commit.files_changed.end()) {
+      continue;
+    }
+    for (const auto& [key, value] : commit.trailers) {
+      if (key == "Stickler-Action" && value == "approve") return "accepted";
+    }
+    return "workspace";
+  }
+  return "workspace";
+}
+
+}  // namespace
+
 std::vector<CatalogEntry> adapterCatalog(OperationContext& context) {
   auto shipped = readCatalogDir(shippedCatalogDir(), "shipped");
+  for (CatalogEntry& entry : shipped) entry.status = "shipped";
   const std::string dir = workspaceCatalogDir(context);
   std::error_code error;
   if (!std::filesystem::exists(std::filesystem::path(dir) / ".git", error)) return shipped;
   std::vector<CatalogEntry> workspace;
   const WorkspaceCatalog catalog = WorkspaceCatalog::open(dir);
   for (const CatalogAdapter& adapter : catalog.list()) {
-    const std::string origin = adapter.branch == "main" ? "workspace" : "workspace draft";
-    workspace.push_back(catalogEntryFromText(adapter.name, catalog.read(adapter.name),
-                                             dir + "/" + adapter.name + ".py", origin));
+    const bool draft = adapter.branch != "main";
+    CatalogEntry entry = catalogEntryFromText(
+        adapter.name, catalog.read(adapter.name, adapter.branch), dir + "/" + adapter.name + ".py",
+        draft ? "workspace draft" : "workspace");
+    entry.branch = adapter.branch;
+    entry.status = draft ? "draft" : mainStatus(catalog, entry, shipped);
+    workspace.push_back(std::move(entry));
   }
   return mergeCatalogs(std::move(shipped), std::move(workspace));
 }
@@ -316,7 +348,11 @@ json blockersLeftToJson(const LoadedModel& model, const DeviceProfile& profile, 
 }
 
 json adapterMetadataToJson(const CatalogEntry& entry) {
-  json result = {{"name", entry.name}, {"origin", entry.origin}, {"path", entry.path}};
+  json result = {{"name", entry.name},
+                 {"origin", entry.origin},
+                 {"status", entry.status.empty() ? json(nullptr) : json(entry.status)},
+                 {"branch", entry.branch.empty() ? json(nullptr) : json(entry.branch)},
+                 {"path", entry.path}};
   if (!entry.file) {
     result["error"] = entry.error;
     return result;

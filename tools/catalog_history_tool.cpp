@@ -44,8 +44,20 @@ json run(const json& input, OperationContext& context) {
   const std::vector<CatalogCommit> commits = catalog.history(name);
   json listed = json::array();
   std::string draft_tip;
-  // Evidence counts for the text only when it came after the text's last change: the commits
-  // are newest first, so evidence is current until the first draft or revert commit is met.
+  // Evidence counts for the text only when it came after the text's last change, on the line
+  // that holds the text: the draft branch when a draft changes it, else main with the evidence
+  // branch beside it. The commits are newest first, so evidence is current until the first
+  // draft, revert, seed or approval commit of that line is met.
+  std::string text_branch = "main";
+  for (const CatalogAdapter& adapter :
+       name.empty() ? std::vector<CatalogAdapter>{} : catalog.list()) {
+    if (adapter.name == name) text_branch = adapter.branch;
+  }
+  const auto onTextLine = [&](const CatalogCommit& commit) {
+    return text_branch == "main"
+               ? commit.branch == "main" || commit.branch == WorkspaceCatalog::evidenceBranch(name)
+               : commit.branch == text_branch;
+  };
   int current_evidence = 0;
   bool text_seen = false;
   for (const CatalogCommit& commit : commits) {
@@ -53,8 +65,13 @@ json run(const json& input, OperationContext& context) {
     if (draft_tip.empty() && !name.empty() && commit.branch == "draft/" + name) {
       draft_tip = commit.id;
     }
-    if (action == "draft" || action == "revert" || action == "seed") text_seen = true;
-    if (action == "evidence" && !text_seen) ++current_evidence;
+    if (onTextLine(commit)) {
+      if (action == "evidence") {
+        if (!text_seen) ++current_evidence;
+      } else {
+        text_seen = true;
+      }
+    }
     if (limit == 0 || listed.size() < limit) listed.push_back(commitToJson(commit));
   }
   json output = {{"schema", "stickler.catalog_history"},

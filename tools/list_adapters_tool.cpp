@@ -17,7 +17,7 @@ json run(const json& input, OperationContext& context) {
     adapters.push_back(adapterMetadataToJson(entry));
   }
   return {{"schema", "stickler.adapters"},
-          {"version", 1},
+          {"version", 2},
           {"shipped_catalog", shippedCatalogDir()},
           {"workspace_catalog", workspaceCatalogDir(context)},
           {"adapters", adapters}};
@@ -26,7 +26,9 @@ json run(const json& input, OperationContext& context) {
 std::string renderText(const json& report) {
   std::string text;
   for (const auto& adapter : report["adapters"]) {
-    text += adapter["name"].get<std::string>() + " (" + adapter["origin"].get<std::string>() + ")";
+    text += adapter["name"].get<std::string>() + " (" + adapter["status"].get<std::string>();
+    if (adapter["branch"].is_string()) text += ", " + adapter["branch"].get<std::string>();
+    text += ")";
     if (adapter.contains("error")) {
       text += ": " + adapter["error"].get<std::string>() + "\n";
       continue;
@@ -49,7 +51,11 @@ Operation makeListAdaptersOperation() {
       "which shadow a shipped adapter of the same name), each with the gap it bridges, why it is "
       "right, the models and profiles it is for, the blockers it clears, when it can be removed "
       "and the float32 ULP distance it states (max_ulps: information; the equivalence check judges "
-      "in float64). An adapter file that does not parse is listed with its error.";
+      "in float64). An adapter file that does not parse is listed with its error. status says "
+      "what it is: shipped (as it ships), accepted (came into the workspace's main through a "
+      "review), workspace (main's, changed otherwise) or draft (a draft branch changes it); "
+      "branch is the workspace branch it was read from. Applying an adapter records evidence "
+      "about it without making it a draft.";
   operation.input_schema = {
       {"type", "object"},
       {"properties",

@@ -1,9 +1,9 @@
 // revert_adapter: takes an adapter off a model in the session, restoring the graph before it.
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/model_facts.h"
+#include "simulator/support/errors.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
-#include "simulator/support/errors.h"
 #include "tools/schema_fields.h"
 
 namespace stickler {
@@ -76,14 +76,15 @@ Operation makeRevertAdapterOperation() {
   schema["properties"]["profile"] = profileField();
   schema["properties"]["inputs"] = inputsField();
   operation.input_schema = schema;
-  operation.output_schema = {{"type", "object"},
-                             {"properties",
-                              {{"schema", {{"const", "stickler.revert"}}},
-                               {"reverted", {{"type", "array"}}},
-                               {"original", {{"type", "boolean"}}},
-                               {"applied", {{"type", "array"}}},
-                               {"session", {{"type", "object"}}}}},
-                             {"required", {"schema", "reverted", "applied", "original", "session"}}};
+  operation.output_schema = {
+      {"type", "object"},
+      {"properties",
+       {{"schema", {{"const", "stickler.revert"}}},
+        {"reverted", {{"type", "array"}}},
+        {"original", {{"type", "boolean"}}},
+        {"applied", {{"type", "array"}}},
+        {"session", {{"type", "object"}}}}},
+      {"required", {"schema", "reverted", "applied", "original", "session"}}};
   operation.annotations = {false, false, false};
   operation.cli = {"revert", {"model"}, {{"inputs", "input"}}};
   operation.run = run;

@@ -85,8 +85,13 @@ std::vector<CatalogCommit> WorkspaceCatalog::history(const std::string& name,
   std::vector<std::string> drafts;
   if (name.empty()) {
     drafts = git::branchesUnder(repo, "draft/");
-  } else if (git::branchExists(repo, draftBranch(name))) {
-    drafts = {draftBranch(name)};
+    for (const std::string& evidence : git::branchesUnder(repo, "evidence/")) {
+      drafts.push_back(evidence);
+    }
+  } else {
+    for (const std::string& branch : {draftBranch(name), evidenceBranch(name)}) {
+      if (git::branchExists(repo, branch)) drafts.push_back(branch);
+    }
   }
   std::vector<git_oid> tips{main};
   for (const std::string& draft : drafts) {

@@ -165,6 +165,18 @@ std::vector<CatalogAdapter> adaptersOnBranch(git_repository* repo, const std::st
   return adaptersInTree(tree.get(), branch);
 }
 
+// Whether draft/<name> exists and its file differs from main's (deleting it is a difference).
+bool hasRealDraft(git_repository* repo, const std::string& name) {
+  const std::optional<git_oid> draft = git::branchTip(repo, WorkspaceCatalog::draftBranch(name));
+  if (!draft) return false;
+  const std::optional<git_oid> main = git::branchTip(repo, catalog::kMainBranch);
+  if (!main) return true;
+  const std::string path = catalog::adapterPath(name);
+  const git::Tree draft_tree = git::treeOf(git::lookupCommit(repo, *draft).get());
+  const git::Tree main_tree = git::treeOf(git::lookupCommit(repo, *main).get());
+  return !git::sameId(git::fileId(draft_tree.get(), path), git::fileId(main_tree.get(), path));
+}
+
 }  // namespace
 
 WorkspaceCatalog::WorkspaceCatalog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -277,18 +289,31 @@ CatalogChange WorkspaceCatalog::recordEvidence(const std::string& name, const st
   const catalog::MessageText text = catalog::splitText(summary, "summary");
   const std::lock_guard lock(impl_->mutex);
   git_repository* repo = impl_->repo.get();
-  const BranchBase base = baseFor(repo, name);
   const std::string path = catalog::adapterPath(name);
-  if (!git::fileId(base.tree.get(), path)) {
-    throw UserError("no adapter named " + name + " on branch " +
-                    (base.draft_tip ? draftBranch(name) : std::string(catalog::kMainBranch)) +
-                    ": draft it before recording evidence about it");
-  }
   const std::string message =
       catalog::composeMessage(text, sticklerTrailers(name, "evidence", trailers));
-  const std::string id =
-      commitOnDraft(repo, name, base, *git_tree_id(base.tree.get()), message, text.subject);
-  return {true, id, draftBranch(name), FileChange::kUnchanged};
+  if (hasRealDraft(repo, name)) {
+    const BranchBase base = baseFor(repo, name);
+    const std::string id =
+        commitOnDraft(repo, name, base, *git_tree_id(base.tree.get()), message, text.subject);
+    return {true, id, draftBranch(name), FileChange::kUnchanged};
+  }
+  const std::optional<git_oid> main = git::branchTip(repo, catalog::kMainBranch);
+  if (!main) throw UserError("the adapter catalog has no main branch: it is damaged");
+  const git::Tree main_tree = git::treeOf(git::lookupCommit(repo, *main).get());
+  if (!git::fileId(main_tree.get(), path)) {
+    throw UserError("no adapter named " + name + " on branch " + catalog::kMainBranch +
+                    ": draft it before recording evidence about it");
+  }
+  // An empty commit, as on a draft: the branch starts at main and changes no file.
+  const std::string branch = evidenceBranch(name);
+  const std::optional<git_oid> tip = git::branchTip(repo, branch);
+  const git::Commit parent = git::lookupCommit(repo, tip ? *tip : *main);
+  const git::Tree parent_tree = git::treeOf(parent.get());
+  const git_oid commit =
+      git::writeCommit(repo, *git_tree_id(parent_tree.get()), parent.get(), message);
+  git::moveBranch(repo, branch, commit, tip, "stickler: " + text.subject);
+  return {true, git::toHex(commit), branch, FileChange::kUnchanged};
 }
 
 std::string WorkspaceCatalog::read(const std::string& name, const std::string& branch) const {
@@ -319,14 +344,17 @@ std::vector<CatalogAdapter> WorkspaceCatalog::list(const std::string& branch) co
   }
   // A draft branch shadows main for its adapter, as read() does: even when the draft
   // deleted the file, what the user works on is the draft.
+  // A draft branch whose file is main's (evidence recorded before there was an evidence branch,
+  // or a draft reverted to main) is no draft.
   std::vector<CatalogAdapter> adapters;
   for (const CatalogAdapter& adapter : adaptersOnBranch(repo, catalog::kMainBranch)) {
-    if (!git::branchExists(repo, draftBranch(adapter.name))) {
+    if (!hasRealDraft(repo, adapter.name)) {
       adapters.push_back(adapter);
     }
   }
   for (const std::string& draft : git::branchesUnder(repo, "draft/")) {
     const std::string name = draft.substr(std::string("draft/").size());
+    if (!hasRealDraft(repo, name)) continue;
     for (const CatalogAdapter& adapter : adaptersOnBranch(repo, draft)) {
       if (adapter.name == name) {
         adapters.push_back(adapter);

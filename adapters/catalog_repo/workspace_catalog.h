@@ -92,8 +92,10 @@ class WorkspaceCatalog {
   CatalogChange revert(const std::string& name, const std::string& commit_id,
                        const std::string& reason, const Trailers& trailers = {});
 
-  // An empty commit on draft/<name> (branched from main when the adapter is only there), so that
-  // what was learned about an adapter lives in its history next to the change it judges.
+  // An empty commit, so that what was learned about an adapter lives in its history next to the
+  // version it judges: on draft/<name> when there is a draft (its file differs from main's),
+  // else on evidence/<name> (branched from main): evidence about main's version, a shipped
+  // adapter's included, never makes a draft of it.
   CatalogChange recordEvidence(const std::string& name, const std::string& summary,
                                const Trailers& trailers);
 
@@ -101,8 +103,9 @@ class WorkspaceCatalog {
   // branch exists, else main.
   std::string read(const std::string& name, const std::string& branch = "") const;
 
-  // With an empty `branch`, every adapter once, resolved as read() resolves it; otherwise the
-  // adapters on that branch. Sorted by name.
+  // With an empty `branch`, every adapter once: on its draft branch when the draft changes its
+  // file against main (or main has none), else on main; otherwise the adapters on that branch.
+  // Sorted by name.
   std::vector<CatalogAdapter> list(const std::string& branch = "") const;
 
   // Writes branch `proposals/<id>` for a review: main's tree with each named adapter's file as
@@ -146,7 +149,8 @@ class WorkspaceCatalog {
   std::string proposalDiff(const std::string& proposal_commit) const;
 
   // Newest first. For a name: the commits that changed its file or carry its `Adapter` trailer
-  // (evidence changes no file). For an empty name: every commit on main and the drafts, once.
+  // (evidence changes no file). For an empty name: every commit on main, the drafts and the
+  // evidence branches, once.
   // `limit` 0 means no limit.
   std::vector<CatalogCommit> history(const std::string& name = "", std::size_t limit = 0) const;
 
@@ -154,6 +158,7 @@ class WorkspaceCatalog {
   // digits and single hyphens, at most 64 characters): names become branch names and paths.
   static void validateName(const std::string& name);
   static std::string draftBranch(const std::string& name) { return "draft/" + name; }
+  static std::string evidenceBranch(const std::string& name) { return "evidence/" + name; }
 
  private:
   struct Impl;

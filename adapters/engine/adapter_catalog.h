@@ -17,6 +17,11 @@ struct CatalogEntry {
   std::string text;
   std::optional<AdapterFile> file;  // parsed; empty when `error` says why not
   std::string error;
+  // What a person should call it: "shipped" (as it ships, in the workspace or not), "accepted"
+  // (main's version came in through a review), "workspace" (main's, changed otherwise), "draft"
+  // (a draft branch changes it). Empty where nobody asked (a catalog at a commit).
+  std::string status;
+  std::string branch;  // the workspace branch it was read from; "" when not from the workspace
 };
 
 // The shipped catalog's directory: $STICKLER_CATALOG_DIR, or the one in the source tree.

@@ -779,5 +779,75 @@ TEST(AdapterTools, CatalogHistoryGivesCommitsAndCurrentEvidence) {
   std::filesystem::remove_all(root);
 }
 
+json listedAdapter(OperationContext& context, const std::string& name) {
+  const json listed = runOperation(operationNamed("list_adapters"), json::object(), context);
+  for (const json& adapter : listed["adapters"]) {
+    if (adapter["name"] == name) return adapter;
+  }
+  return nullptr;
+}
+
+bool hasBranch(const std::string& repo, const std::string& branch) {
+  const std::string command =
+      "git -C " + repo + " rev-parse --verify --quiet refs/heads/" + branch + " >/dev/null";
+  return std::system(command.c_str()) == 0;
+}
+
+TEST(AdapterTools, ListAdaptersLabelsShippedAndDraftsTruthfullyAndKeepsEvidenceApart) {
+  const std::string root = freshWorkspace();
+  WorkspaceContext context(root);
+  const std::string repo = root + "/stickler-adapters";
+  runOperation(operationNamed("init_workspace"), json::object(), context);
+  json cube = listedAdapter(context, "pow-cube-as-mul");
+  EXPECT_EQ(cube["status"], "shipped") << cube.dump();
+  EXPECT_EQ(cube["branch"], "main");
+
+  // Applying a shipped adapter records evidence about it, on a branch of its own: no draft.
+  const json apply_input = {{"model", zooPath("gpt2-tiny.pt")},
+                            {"adapter", "pow-cube-as-mul"},
+                            {"profile", "spyre-2025-clean"}};
+  const json applied = runOperation(operationNamed("apply_adapter"), apply_input, context);
+  ASSERT_TRUE(applied.contains("evidence_commit")) << applied.dump();
+  cube = listedAdapter(context, "pow-cube-as-mul");
+  EXPECT_EQ(cube["status"], "shipped") << cube.dump();
+  EXPECT_EQ(cube["origin"], "workspace");
+  EXPECT_EQ(cube["branch"], "main");
+  EXPECT_TRUE(hasBranch(repo, "evidence/pow-cube-as-mul"));
+  EXPECT_FALSE(hasBranch(repo, "draft/pow-cube-as-mul"));
+
+  // A real draft of it is a draft, on its branch; evidence then goes with the draft.
+  std::ifstream in(shippedCatalogDir() + "/pow-cube-as-mul.py");
+  std::stringstream text;
+  text << in.rdbuf();
+  runOperation(operationNamed("draft_adapter"),
+               {{"name", "pow-cube-as-mul"},
+                {"source", text.str() + "\n# reworded\n"},
+                {"reason", "Reword"}},
+               context);
+  cube = listedAdapter(context, "pow-cube-as-mul");
+  EXPECT_EQ(cube["status"], "draft") << cube.dump();
+  EXPECT_EQ(cube["branch"], "draft/pow-cube-as-mul");
+  const json again = runOperation(operationNamed("apply_adapter"), apply_input, context);
+  const json history = runOperation(operationNamed("catalog_history"),
+                                    {{"adapter", "pow-cube-as-mul"}, {"limit", 1}}, context);
+  EXPECT_EQ(history["commits"][0]["id"], again["evidence_commit"]);
+  EXPECT_EQ(history["commits"][0]["branch"], "draft/pow-cube-as-mul");
+
+  // Reverted to main's text, the branch is no draft any more.
+  runOperation(operationNamed("draft_adapter"),
+               {{"name", "pow-cube-as-mul"}, {"revert", true}, {"reason", "Back"}}, context);
+  cube = listedAdapter(context, "pow-cube-as-mul");
+  EXPECT_EQ(cube["status"], "shipped") << cube.dump();
+  EXPECT_EQ(cube["branch"], "main");
+
+  // A new adapter drafted in the workspace.
+  runOperation(operationNamed("draft_adapter"),
+               {{"name", "cube-as-square"}, {"source", kCubeAsSquare}, {"reason", "Try"}}, context);
+  const json fresh = listedAdapter(context, "cube-as-square");
+  EXPECT_EQ(fresh["status"], "draft") << fresh.dump();
+  EXPECT_EQ(fresh["branch"], "draft/cube-as-square");
+  std::filesystem::remove_all(root);
+}
+
 }  // namespace
 }  // namespace stickler
