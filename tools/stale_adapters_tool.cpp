@@ -41,6 +41,45 @@ Outcome outcomeWith(ModelCache& cache, const std::string& path,
   return outcome;
 }
 
+// The adapters to try on a model, in the order a profile gets them: those listed for the profile
+// or a profile it extends first (what its adapt runs), then those listed only for other profiles,
+// so that an adapter another profile needs cannot change what this profile's own ones match
+// (pow-square-as-mul, for spyre-2025, rewriting the pow(2) a spyre-2026 adapter matches).
+std::vector<const CatalogEntry*> profileOrder(const std::vector<const CatalogEntry*>& meant,
+                                              const DeviceProfile& profile) {
+  std::vector<const CatalogEntry*> ordered;
+  for (const CatalogEntry* entry : meant) {
+    if (adapterTargetsProfile(entry->file->metadata, profile.lineage)) ordered.push_back(entry);
+  }
+  for (const CatalogEntry* entry : meant) {
+    if (!adapterTargetsProfile(entry->file->metadata, profile.lineage)) ordered.push_back(entry);
+  }
+  return ordered;
+}
+
+// Why the profile gets an adapter, or why it is only tried.
+std::string whyForProfile(const AdapterMetadata& metadata, const DeviceProfile& profile) {
+  std::string listed;
+  for (const auto& name : metadata.profiles) listed += (listed.empty() ? "" : ", ") + name;
+  std::string lineage;
+  for (const auto& name : profile.lineage) lineage += (lineage.empty() ? "" : ", ") + name;
+  if (adapterTargetsProfile(metadata, profile.lineage)) {
+    for (const auto& name : profile.lineage) {
+      for (const auto& wanted : metadata.profiles) {
+        if (wanted != name) continue;
+        return name == profile.name ? "listed for " + name + ": applied first, as adapt does"
+                                    : "listed for " + name + ", which " + profile.name +
+                                          " extends: applied first, as adapt does";
+      }
+    }
+  }
+  return "listed for " + (listed.empty() ? std::string("no profile") : listed) + ", none of them " +
+         profile.name + " or a profile it extends (" + lineage + "): adapt on " + profile.name +
+         " does not apply it; tried after the profile's own "
+         "adapters to see whether " +
+         profile.name + " needs it";
+}
+
 json run(const json& input, OperationContext& context) {
   const std::string profile_name = resolveProfile(requireString(input, "profile"), context);
   const DeviceProfile profile = loadProfile(profile_name);
@@ -54,7 +93,8 @@ json run(const json& input, OperationContext& context) {
     const std::string path = context.resolvePath(given);
     ModelCache cache;
     const auto original = cache.original(path, {});
-    const std::vector<const CatalogEntry*> meant = adaptersMeantFor(catalog, *original, nullptr);
+    const std::vector<const CatalogEntry*> meant =
+        profileOrder(adaptersMeantFor(catalog, *original, nullptr), profile);
     std::vector<std::string> applied;
     const Outcome with = outcomeWith(cache, path, original, meant, profile, profile_name,
                                      timeout_seconds, context, &applied);
@@ -81,7 +121,10 @@ json run(const json& input, OperationContext& context) {
     if (!entry.file) continue;
     auto proof = proofs.find(entry.name);
     if (proof == proofs.end()) {
-      untested.push_back(entry.name);
+      untested.push_back(
+          {{"name", entry.name},
+           {"listed_for_profile", adapterTargetsProfile(entry.file->metadata, profile.lineage)},
+           {"why", whyForProfile(entry.file->metadata, profile)}});
       continue;
     }
     bool needed = false;
@@ -95,10 +138,11 @@ json run(const json& input, OperationContext& context) {
         {{"name", entry.name},
          {"stale", !needed},
          {"listed_for_profile", adapterTargetsProfile(entry.file->metadata, profile.lineage)},
+         {"why", whyForProfile(entry.file->metadata, profile)},
          {"remove_when", entry.file->metadata.remove_when},
          {"proof", proof->second}});
   }
-  return {{"schema", "stickler.stale"}, {"version", 1},   {"profile", profile.name},
+  return {{"schema", "stickler.stale"}, {"version", 2},   {"profile", profile.name},
           {"adapters", adapters},       {"stale", stale}, {"untested", untested}};
 }
 
@@ -120,7 +164,7 @@ std::string renderText(const json& report) {
   }
   if (!report["untested"].empty()) {
     text += "not applied to any model given:";
-    for (const auto& name : report["untested"]) text += " " + name.get<std::string>();
+    for (const auto& adapter : report["untested"]) text += " " + adapter["name"].get<std::string>();
     text += "\n";
   }
   return text;
@@ -138,8 +182,11 @@ Operation makeStaleAdaptersOperation() {
       "to end on the profile; then once more without each adapter that applied. An adapter is "
       "stale when every model it changes still passes without it, with no more CPU fallbacks (e.g. "
       "the pow rewrites on "
-      "spyre-2026, which lowers aten::pow). Adapters that change none of the models are listed "
-      "as untested.";
+      "spyre-2026, which lowers aten::pow). The adapters listed for the profile (or a profile it "
+      "extends) are applied first, in catalog order, as adapt_model applies them; those listed "
+      "only for other profiles after them, so they cannot hide what the profile's own adapters "
+      "match; each adapter says why (why, listed_for_profile). Adapters that change none of the "
+      "models are listed as untested.";
   json schema = {
       {"type", "object"}, {"required", {"profile", "models"}}, {"additionalProperties", false}};
   schema["properties"]["profile"] = profileField();

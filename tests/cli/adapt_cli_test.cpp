@@ -4,6 +4,7 @@
 // command runs these again on the reference BLAS.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@ namespace {
 
 using testing::Result;
 using testing::stickler;
+using testing::sticklerIn;
 using testing::zooPath;
 
 struct FamilyCase {
@@ -146,6 +148,58 @@ TEST(AdaptCli, StaleAdaptersComeWithTheirProof) {
   const auto older_report = nlohmann::json::parse(older.out);
   EXPECT_TRUE(older_report["stale"].empty()) << older.out;  // the 2025 stack needs them all
   EXPECT_EQ(stickler({"adapters", "stale", "--profile", "spyre-2026"}).status, 2);
+}
+
+// The fp16-variance adapter an agent wrote for an RMSNorm with outlier channels: the mean of
+// squares of the input scaled by 2^-4, scaled back by 2^8 (exact: powers of two).
+const char* const kPrescaledMeanOfSquares = R"(name = "prescaled-mean-of-squares"
+gap = "the variance of outlier channels overflows 16-bit formats"
+why = "scaling by powers of two is exact; the mean of squares is unchanged"
+models = ["*"]
+profiles = ["spyre-2026", "spyre-2026-clean"]
+remove_when = "the device accumulates the variance in float32"
+
+
+def pattern(x: Tensor):
+    return x.pow(2).mean(-1, keepdim=True)
+
+
+def replacement(x: Tensor):
+    return (x * 0.0625).pow(2).mean(-1, keepdim=True) * 256.0
+)";
+
+TEST(AdaptCli, StaleAdaptersApplyTheProfilesOwnFirstAndSayWhy) {
+  const std::string dir = ::testing::TempDir() + "stale-lineage";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(sticklerIn(dir, {"init"}).status, 0);
+  const Result drafted = sticklerIn(dir, {"draft", "prescaled-mean-of-squares", "--source",
+                                          kPrescaledMeanOfSquares, "--reason", "fp16 variance"});
+  ASSERT_EQ(drafted.status, 0) << drafted.err;
+  const Result r = sticklerIn(dir, {"adapters", "stale", "--profile", "spyre-2026", "--model",
+                                    zooPath("qwen2-hd128.pt"), "--json"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& adapter : report["adapters"]) by_name[adapter["name"]] = adapter;
+  // pow-square-as-mul (spyre-2025 only) sorts first but goes after spyre-2026's own adapters:
+  // the prescaled mean of squares still finds the pow(2) it matches.
+  ASSERT_TRUE(by_name.count("prescaled-mean-of-squares")) << r.out;
+  const auto& prescaled = by_name["prescaled-mean-of-squares"];
+  EXPECT_TRUE(prescaled["listed_for_profile"].get<bool>());
+  EXPECT_NE(prescaled["why"].get<std::string>().find("listed for spyre-2026: applied first"),
+            std::string::npos)
+      << prescaled.dump();
+  ASSERT_FALSE(prescaled["proof"].empty());
+  // pow-square-as-mul is still tried (on the pow(2) the replacement keeps), and says why it
+  // comes after.
+  ASSERT_TRUE(by_name.count("pow-square-as-mul")) << r.out;
+  const auto& square = by_name["pow-square-as-mul"];
+  EXPECT_FALSE(square["listed_for_profile"].get<bool>());
+  EXPECT_NE(square["why"].get<std::string>().find("tried after the profile's own"),
+            std::string::npos)
+      << square.dump();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
