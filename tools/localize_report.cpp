@@ -99,6 +99,11 @@ std::string numericsSummary(const LocalizationResult& result) {
                                                          : "; no module is over its threshold");
   }
   std::string summary = "the model " + verb(result.whole_model_verdict) + on;
+  if (result.first_non_finite) {
+    const FirstNonFinite& first = *result.first_non_finite;
+    summary +=
+        "; the first " + first.kind + " (where the reference is finite) comes from " + first.where;
+  }
   if (result.deviations && !result.deviations->empty()) {
     const DeviationOnset& onset = result.deviations->front();
     return summary + "; the first module over its threshold is " + displayPath(onset.module) +
@@ -189,6 +194,14 @@ json localizeReport(const LocalizationResult& result) {
   }
   if (result.absorbed) report["absorbed"] = onsetsToJson(*result.absorbed);
   if (result.deviations) report["deviations"] = onsetsToJson(*result.deviations);
+  if (result.first_non_finite) {
+    const FirstNonFinite& first = *result.first_non_finite;
+    report["first_non_finite"] = {{"op", first.op},
+                                  {"module", first.module},
+                                  {"where", first.where},
+                                  {"kind", first.kind},
+                                  {"elements", first.elements}};
+  }
   if (result.culprit) {
     report["culprit"] = unitToJson(*result.culprit);
     report["culprit"]["deviation"] = deviationToJson(result.culprit->deviation);

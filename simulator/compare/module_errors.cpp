@@ -14,7 +14,9 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <unordered_set>
 
+#include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -287,6 +289,80 @@ void LockstepComparer::onModuleExit(const ModuleCall& call, const MutableValueVi
                  errors.non_finite ? 1 : 0);
   }
   channel_->release();
+}
+
+namespace {
+
+// The number of NaN (or, with !nan, non-finite) elements among a value's float tensors.
+int64_t nonFiniteElements(const c10::IValue& value, bool nan) {
+  if (value.isTensor()) {
+    const at::Tensor& tensor = value.toTensor();
+    if (!tensor.defined() || !at::isFloatingType(tensor.scalar_type()) || tensor.numel() == 0) {
+      return 0;
+    }
+    return (nan ? tensor.isnan() : tensor.isfinite().logical_not()).sum().item<int64_t>();
+  }
+  int64_t count = 0;
+  if (value.isList()) {
+    for (const c10::IValue& element : value.toListRef()) count += nonFiniteElements(element, nan);
+  } else if (value.isTuple()) {
+    for (const c10::IValue& element : value.toTupleRef().elements()) {
+      count += nonFiniteElements(element, nan);
+    }
+  }
+  return count;
+}
+
+template <typename View>
+int64_t nonFiniteIn(const View& values, bool nan) {
+  int64_t count = 0;
+  for (size_t i = 0; i < values.size(); ++i) count += nonFiniteElements(values[i], nan);
+  return count;
+}
+
+}  // namespace
+
+void LockstepComparer::onNode(const torch::jit::Node& node, const ModuleCall* /*module*/,
+                              const ValueView& inputs, const MutableValueView& outputs) {
+  if (non_finite_noted_ >= kNonFiniteCandidates) return;
+  const int64_t non_finite = nonFiniteIn(outputs, /*nan=*/false);
+  if (non_finite == 0) return;
+  const int64_t nan = nonFiniteIn(outputs, /*nan=*/true);
+  bool noted = false;
+  if (nan > 0 && nonFiniteIn(inputs, /*nan=*/true) == 0) {
+    noted = true;
+    std::fprintf(errors_, "nonfinite %llu nan %lld\n",
+                 static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&node)),
+                 static_cast<long long>(nan));
+  } else if (nonFiniteIn(inputs, /*nan=*/false) == 0) {
+    noted = true;
+    std::fprintf(errors_, "nonfinite %llu inf %lld\n",
+                 static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&node)),
+                 static_cast<long long>(non_finite));
+  }
+  if (noted) ++non_finite_noted_;
+}
+
+std::vector<NonFiniteCandidate> readNonFiniteCandidates(const std::string& errors_path,
+                                                        const torch::jit::Graph& graph) {
+  std::unordered_set<uintptr_t> nodes;
+  for (const torch::jit::Node* node : allNodes(graph)) {
+    nodes.insert(reinterpret_cast<uintptr_t>(node));
+  }
+  std::vector<NonFiniteCandidate> candidates;
+  std::ifstream in(errors_path);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string tag, kind;
+    unsigned long long address = 0;
+    long long elements = 0;
+    if (!(fields >> tag >> address >> kind >> elements) || tag != "nonfinite") continue;
+    if (!nodes.count(static_cast<uintptr_t>(address))) continue;
+    candidates.push_back(
+        {reinterpret_cast<const torch::jit::Node*>(static_cast<uintptr_t>(address)), kind == "nan",
+         elements});
+  }
+  return candidates;
 }
 
 std::vector<ModuleErrors> readModuleErrors(const std::string& errors_path) {

@@ -50,6 +50,10 @@ class LockstepComparer : public ExecutionObserver {
 
   void onModuleEnter(const ModuleCall& call, const ValueView& inputs) override;
   void onModuleExit(const ModuleCall& call, const MutableValueView& outputs) override;
+  // Notes operators whose results turn non-finite from inputs that were not (NaN from inputs
+  // without NaN, inf from finite inputs), wherever they are, the root's own included.
+  void onNode(const torch::jit::Node& node, const ModuleCall* module, const ValueView& inputs,
+              const MutableValueView& outputs) override;
   bool seesShapeArithmetic() const override { return false; }
 
  private:
@@ -61,7 +65,24 @@ class LockstepComparer : public ExecutionObserver {
   std::FILE* errors_ = nullptr;
   bool started_ = false;
   bool in_step_ = true;  // false once the two runs left different module calls
+  int non_finite_noted_ = 0;
 };
+
+// An operator whose result turned non-finite in a compared run, in the order they ran.
+struct NonFiniteCandidate {
+  const torch::jit::Node* node = nullptr;  // of the compared run's graph
+  bool nan = false;                        // NaN from inputs without; else inf from finite
+  int64_t elements = 0;
+};
+
+// How many such operators a comparer notes: the reference decides which was the first whose
+// reference result is finite, and a device's first few are where that is.
+inline constexpr int kNonFiniteCandidates = 8;
+
+// The candidates a comparer noted, those of `graph` only (nodes are known by address: the
+// compared run may be a forked worker's, of the same graph).
+std::vector<NonFiniteCandidate> readNonFiniteCandidates(const std::string& errors_path,
+                                                        const torch::jit::Graph& graph);
 
 // The float tensors among a module call's outputs, flattened, fp32 and contiguous.
 std::vector<at::Tensor> floatOutputs(const MutableValueView& outputs);

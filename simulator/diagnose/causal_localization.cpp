@@ -163,6 +163,7 @@ class Localizer {
     deviation_->read();
     result_.numerics = deviation_->report();
     result_.whole_model_verdict = first.verdict;
+    result_.first_non_finite = deviation_->firstNonFinite();
     std::vector<DeviationOnset> onsets =
         deviation_->absorbed([](const std::string&) { return true; });
     if (first.verdict == RunVerdict::kPass) {

@@ -81,6 +81,17 @@ struct UnitDeviation {
   bool over_threshold = false;
 };
 
+// The operator whose result first became non-finite in the device run where the reference's is
+// finite: named even when it belongs to no module (the forward's own operators, a mask built
+// with finfo.min at the root), so a NaN always has a source.
+struct FirstNonFinite {
+  std::string op;        // "aten::mul"
+  std::string module;    // display path; the root's own operators: "(root)"
+  std::string where;     // the operator as reports describe nodes (module class, source line)
+  std::string kind;      // "NaN" or "inf"
+  int64_t elements = 0;  // how many elements of its results are
+};
+
 // A unit of localization: a module whose own operators run on the device.
 struct LocalizationUnit {
   std::string module;  // display path
@@ -119,6 +130,7 @@ struct LocalizationResult {
   std::optional<NumericsReport> numerics;
   std::optional<std::vector<DeviationOnset>> absorbed;
   std::optional<std::vector<DeviationOnset>> deviations;  // numerics, when it does not pass
+  std::optional<FirstNonFinite> first_non_finite;         // numerics, when a value became so
   std::optional<LocalizationUnit> culprit;
   std::optional<RunVerdict> alone_verdict;  // the confirmation runs
   std::optional<RunVerdict> rest_verdict;

@@ -6,8 +6,12 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <unordered_map>
 
 #include "simulator/graph/loaded_model.h"
+#include "simulator/graph/module_inliner.h"
+#include "simulator/graph/node_info.h"
+#include "simulator/support/errors.h"
 
 namespace stickler {
 namespace {
@@ -47,6 +51,59 @@ ExecutionObserver* ModuleDeviation::comparer() {
 void ModuleDeviation::read() {
   comparer_.reset();  // joins the reference thread, flushes and closes the file
   errors_ = readModuleErrors(directory_ + "/errors.txt");
+  non_finite_ = readNonFiniteCandidates(directory_ + "/errors.txt", *model_.graph);
+}
+
+namespace {
+
+// Whether the reference's results at the candidates are non-finite the same way.
+class ReferenceFiniteness : public ExecutionObserver {
+ public:
+  explicit ReferenceFiniteness(const std::vector<NonFiniteCandidate>& candidates) {
+    for (const NonFiniteCandidate& candidate : candidates) wanted_[candidate.node] = candidate.nan;
+  }
+  void onNode(const torch::jit::Node& node, const ModuleCall* /*module*/,
+              const ValueView& /*inputs*/, const MutableValueView& outputs) override {
+    auto found = wanted_.find(&node);
+    if (found == wanted_.end() || seen_.count(&node)) return;  // its first run is the one noted
+    bool same = false;
+    for (size_t i = 0; i < outputs.size() && !same; ++i) {
+      if (!outputs[i].isTensor()) continue;
+      const at::Tensor& tensor = outputs[i].toTensor();
+      if (!tensor.defined() || !at::isFloatingType(tensor.scalar_type())) continue;
+      same = found->second ? tensor.isnan().any().item<bool>()
+                           : tensor.isfinite().logical_not().any().item<bool>();
+    }
+    seen_[&node] = same;
+  }
+  bool sameInReference(const torch::jit::Node* node) const {
+    auto found = seen_.find(node);
+    return found == seen_.end() || found->second;  // never reached: no claim against it
+  }
+
+ private:
+  std::unordered_map<const torch::jit::Node*, bool> wanted_;
+  std::unordered_map<const torch::jit::Node*, bool> seen_;
+};
+
+}  // namespace
+
+std::optional<FirstNonFinite> ModuleDeviation::firstNonFinite() const {
+  if (non_finite_.empty()) return std::nullopt;
+  ReferenceFiniteness reference(non_finite_);
+  try {
+    model_.interpreter->run(model_.example_inputs, &reference);
+  } catch (const UserError&) {
+    return std::nullopt;  // a reference that does not run names nothing
+  }
+  for (const NonFiniteCandidate& candidate : non_finite_) {
+    if (reference.sameInReference(candidate.node)) continue;
+    const std::string module = modulePathOf(*candidate.node);
+    return FirstNonFinite{candidate.node->kind().toQualString(), module.empty() ? "(root)" : module,
+                          describeNode(*candidate.node, model_.modules),
+                          candidate.nan ? "NaN" : "inf", candidate.elements};
+  }
+  return std::nullopt;
 }
 
 bool ModuleDeviation::over(const ModuleErrors& errors) const {

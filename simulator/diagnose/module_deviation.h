@@ -38,6 +38,9 @@ class ModuleDeviation {
   // modules downstream that carry each.
   std::vector<DeviationOnset> absorbed(
       const std::function<bool(const std::string& path)>& passes) const;
+  // The first operator whose result became non-finite in the compared run where the reference's
+  // is finite (one more reference run, on the example inputs, when there are candidates).
+  std::optional<FirstNonFinite> firstNonFinite() const;
   // The first call of `path`: its error, threshold and ratio; none when not compared.
   std::optional<UnitDeviation> errorsOf(const std::string& path) const;
 
@@ -52,6 +55,7 @@ class ModuleDeviation {
   std::string directory_;
   std::unique_ptr<LockstepComparer> comparer_;
   std::vector<ModuleErrors> errors_;
+  std::vector<NonFiniteCandidate> non_finite_;
 };
 
 }  // namespace stickler

@@ -131,6 +131,28 @@ TEST(ReportCli, NumericsModeGivesTheOnsetAsAClueWhenTheModelFails) {
   }
 }
 
+TEST(ReportCli, NumericsModeNamesTheFirstNonFiniteValueEvenAtTheRoot) {
+  // BERT builds its additive mask in the forward itself, (1 - mask) * finfo(float32).min: in a
+  // 16-bit format the minimum is -inf, and 0 * -inf is NaN, which every module then carries.
+  const Result result = stickler({"diagnose", zooPath("bert-tiny.pt"), "--profile",
+                                  "spyre-2025-clean", "--mode", "numerics", "--json"});
+  EXPECT_EQ(result.status, 1) << result.err;
+  const json report = json::parse(result.out);
+  ASSERT_TRUE(report.contains("first_non_finite")) << report.dump(2);
+  const json& first = report["first_non_finite"];
+  EXPECT_EQ(first["module"], "(root)");
+  EXPECT_EQ(first["op"], "aten::mul");
+  EXPECT_EQ(first["kind"], "NaN");
+  EXPECT_NE(first["where"].get<std::string>().find("bert.py:153"), std::string::npos) << first;
+  EXPECT_NE(report["summary"].get<std::string>().find("the first NaN"), std::string::npos)
+      << report["summary"];
+
+  // With the catalog's adapters (mask-fill-in-device-range) nothing becomes non-finite.
+  const Result adapted = stickler({"diagnose", zooPath("bert-tiny.pt"), "--profile",
+                                   "spyre-2025-clean", "--adapt", "--mode", "numerics", "--json"});
+  EXPECT_FALSE(json::parse(adapted.out).contains("first_non_finite")) << adapted.out;
+}
+
 TEST(ReportCli, NumericsModeReportsAnAbsorbedDeviationWhenTheModelPasses) {
   const Result result = stickler({"diagnose", zooPath("bert-tiny.pt"), "--profile",
                                   wrongScaleProfile("encoder.layer.0.attention.output.dense"),
