@@ -7,8 +7,12 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "simulator/support/errors.h"
 #include "simulator/support/resource_dirs.h"
+#include "simulator/support/text_files.h"
+#include "simulator/support/text_format.h"
 
 namespace stickler {
 namespace {
@@ -68,6 +72,27 @@ void addSignature(std::ostringstream& out, const std::string& directory, bool sk
   for (const auto& line : lines) out << line << "\n";
 }
 
+// Plain words for tags (pages/aliases.json: {"aliases": {"cumsum": ["cumulative sum", ...]}}),
+// so that a question in words finds the page tagged with the operator's name. A file that cannot
+// be read adds its problem and no aliases.
+std::map<std::string, std::string> readAliases(const std::string& pages_dir,
+                                               std::vector<std::string>& problems) {
+  std::map<std::string, std::string> words;
+  const fs::path path = fs::path(pages_dir) / "aliases.json";
+  std::error_code ec;
+  if (pages_dir.empty() || !fs::is_regular_file(path, ec)) return words;
+  try {
+    const auto document = nlohmann::json::parse(readTextFile(path.string()));
+    for (const auto& [tag, aliases] : document.at("aliases").items()) {
+      for (const auto& alias : aliases) words[tag] += alias.get<std::string>() + " ";
+    }
+  } catch (const std::exception& e) {
+    problems.push_back(path.string() + ": " + firstLine(e.what()));
+    words.clear();
+  }
+  return words;
+}
+
 }  // namespace
 
 KnowledgeIndex::KnowledgeIndex(KbSources sources) : sources_(std::move(sources)) {}
@@ -101,6 +126,7 @@ void KnowledgeIndex::refreshLocked() {
   std::sort(pages.begin(), pages.end(), [](const KbPage& a, const KbPage& b) {
     return a.kind != b.kind ? a.kind < b.kind : a.id < b.id;
   });
+  const std::map<std::string, std::string> aliases = readAliases(sources_.pages, problems);
 
   sqlite::Database db(":memory:", "the knowledge index");
   db.exec(
@@ -113,7 +139,11 @@ void KnowledgeIndex::refreshLocked() {
                              "VALUES (?, ?, ?, ?, ?, ?)");
     for (const KbPage& page : pages) {
       std::string tags;
-      for (const auto& tag : page.tags) tags += tag + " ";
+      for (const auto& tag : page.tags) {
+        tags += tag + " ";
+        auto alias = aliases.find(tag);
+        if (alias != aliases.end()) tags += alias->second;
+      }
       for (const KbSection& section : page.sections) {
         insert.bind(1, page.id).bind(2, page.kind);
         insert.bind(3, page.title + (page.description.empty() ? "" : " " + page.description));

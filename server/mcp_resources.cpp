@@ -20,11 +20,21 @@ std::string docsDirectory() {
   return requireResourceDir("STICKLER_DOCS_DIR", "docs", STICKLER_DOCS_DIR, "documentation");
 }
 
+// Pages for the people who maintain the simulator, which agents must not read: where the
+// shipped profiles' simulated bugs strike (the device does not tell its bugs).
+constexpr const char* kNotServedPages[] = {"simulated-faults"};
+
 std::vector<std::string> docPages() {
   std::vector<std::string> pages;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(docsDirectory(), ec)) {
-    if (entry.path().extension() == ".md") pages.push_back(entry.path().stem().string());
+    const std::string page = entry.path().stem().string();
+    if (entry.path().extension() != ".md" ||
+        std::find(std::begin(kNotServedPages), std::end(kNotServedPages), page) !=
+            std::end(kNotServedPages)) {
+      continue;
+    }
+    pages.push_back(page);
   }
   std::sort(pages.begin(), pages.end());
   return pages;
@@ -66,8 +76,12 @@ std::optional<json> readProfile(const std::string& uri) {
   if (!isName(name) || std::find(names.begin(), names.end(), name) == names.end()) {
     throw RpcFailure(rpc_error::kResourceNotFound, "no device profile " + uri);
   }
-  return textContents(uri, "application/json",
-                      readTextFile(profileDirectory() + "/" + name + ".json"));
+  // The profile as agents see it: no fault rules (docs/device-profiles.md).
+  const std::string path = profileDirectory() + "/" + name + ".json";
+  const DeviceProfile profile = loadProfile(name);
+  return textContents(
+      uri, "application/json",
+      profileForAgents(profile, nlohmann::json::parse(readTextFile(path))).dump(2) + "\n");
 }
 
 std::optional<json> readDoc(const std::string& uri) {
@@ -112,7 +126,9 @@ void addSticklerResources(McpCatalog& catalog) {
       {{{"uriTemplate", "stickler://profiles/{name}"},
         {"name", "device-profile"},
         {"title", "A device profile"},
-        {"description", "A Spyre device profile (JSON): hardware, operator table, fusion, faults."},
+        {"description",
+         "A Spyre device profile (JSON): hardware, operator table, fusion, its lineage and "
+         "content hash. Its fault rules are withheld: the device does not tell its bugs."},
         {"mimeType", "application/json"}},
        readProfile,
        [](const std::string&, const std::string& prefix) {

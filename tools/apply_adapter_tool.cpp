@@ -36,6 +36,7 @@ json outputSchema() {
       "model": {"type": "object"},
       "status": {"enum": ["applied", "refused", "not_applicable"]},
       "application": {"type": "object"},
+      "idempotent": {"type": "boolean"},
       "applied": {"type": "array", "items": {"type": "string"}},
       "session": {"type": "object"},
       "blockers_left": {"type": "object"},
@@ -64,7 +65,12 @@ json run(const json& input, OperationContext& context) {
                  {"application", applicationToJson(application, context.listLimit())}};
   // Once at the end of the stack this adapter would make: the whole model.
   std::optional<EquivalenceResult> whole;
+  std::optional<std::string> repeated;
   if (application.accepted()) {
+    repeated = idempotenceProblem(application, profile);
+    report["idempotent"] = !repeated.has_value();
+  }
+  if (application.accepted() && !repeated) {
     whole = checkStackEnd(stack, application);
     if (whole) report["whole_model_equivalence"] = equivalenceToJson(*whole);
   }
@@ -74,6 +80,9 @@ json run(const json& input, OperationContext& context) {
   } else if (!application.accepted()) {
     report["status"] = "refused";
     report["reason"] = application.equivalence.problem();
+  } else if (repeated) {
+    report["status"] = "refused";
+    report["reason"] = *repeated;
   } else if (whole && !whole->accepted()) {
     report["status"] = "refused";
     report["reason"] =
@@ -142,7 +151,8 @@ Operation makeApplyAdapterOperation() {
       "on the CPU in float64 and float32 with inputs captured from real runs: the adapter is "
       "refused when the float64 results differ beyond float64 rounding (it changes the "
       "mathematics) or the float32 results are further from the float64 original than the "
-      "original's own (it is numerically worse); then the whole model, original against adapted, "
+      "original's own (it is numerically worse), and when applying it again to its own output "
+      "changes anything (it is not idempotent); then the whole model, original against adapted, "
       "is checked once. Bitwise equality and float32 ULPs are reported as information. Returns the "
       "graph change (nodes removed and added, by "
       "module), the equivalence result, the stack of applied adapters and the blockers left on "

@@ -5,6 +5,7 @@
 #include "adapters/catalog_repo/workspace_catalog.h"
 #include "adapters/engine/adapter_application.h"
 #include "adapters/engine/adapter_catalog.h"
+#include "simulator/device/device_profile.h"
 #include "simulator/support/errors.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
@@ -46,6 +47,42 @@ json draftReport(const std::string& name, const WorkspaceCatalog& catalog,
           {"change", kChanges[static_cast<int>(change.change)]}};
 }
 
+// With a model archive to try it on: the draft applied to the model (the session's, with what
+// the session applied), then again to its own output, which must change nothing. A draft that
+// is not idempotent is refused with what its second application changed.
+json idempotenceOn(const json& input, const AdapterFile& file, OperationContext& context) {
+  if (!input.contains("model")) {
+    return {{"checked", false}, {"why", "no model given to try it on"}};
+  }
+  const std::string given = requireString(input, "model");
+  std::string path;
+  try {
+    path = context.resolvePath(given);
+  } catch (const UserError&) {
+    return {{"checked", false}, {"why", given + " is not a model archive in the workspace"}};
+  }
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    return {{"checked", false}, {"why", given + " is not a model archive in the workspace"}};
+  }
+  std::string profile_name = input.value("profile", "");
+  if (profile_name.empty() && !file.metadata.profiles.empty()) {
+    profile_name = file.metadata.profiles.front();
+  }
+  const DeviceProfile profile = loadProfile(resolveProfile(profile_name, context));
+  ModelAdapters adapters(context, path, {});
+  const AdapterApplication first =
+      applyAdapter(file, adapters.stack().current(), profile, /*check_equivalence=*/false);
+  if (!first.changed()) {
+    return {{"checked", false},
+            {"why", "it changes nothing in " + given + ": " + unchangedReason(first)}};
+  }
+  if (auto problem = idempotenceProblem(first, profile)) {
+    throw UserError(file.path + ": " + *problem + "; nothing was written");
+  }
+  return {{"checked", true}, {"model", given}, {"profile", profile.name}};
+}
+
 json run(const json& input, OperationContext& context) {
   const std::string name = requireString(input, "name");
   const std::string reason = requireString(input, "reason");
@@ -62,10 +99,14 @@ json run(const json& input, OperationContext& context) {
   }
   const std::string source = requireString(input, "source");
   // Parsed and compiled as the engine will, so a draft in the catalog always loads.
-  validateAdapter(parseAdapterFile(source, name + ".py"));
+  const AdapterFile file = parseAdapterFile(source, name + ".py");
+  validateAdapter(file);
+  const json idempotence = idempotenceOn(input, file, context);
   WorkspaceCatalog catalog = openOrInitCatalog(context);
   change = catalog.draft(name, source, reason, evidenceTrailers(input));
-  return draftReport(name, catalog, change);
+  json report = draftReport(name, catalog, change);
+  report["idempotence"] = idempotence;
+  return report;
 }
 
 std::string renderText(const json& report) {
@@ -91,7 +132,9 @@ Operation makeDraftAdapterOperation() {
       "TorchScript error in pattern or replacement likewise, and nothing is written. A valid "
       "source is committed on the branch draft/<name> with the reason as the message and "
       "evidence as commit trailers; drafting the same text again commits nothing. The draft is "
-      "then what list_adapters, match_adapters and apply_adapter use. With revert instead of a "
+      "then what list_adapters, match_adapters and apply_adapter use. Given a model archive, the "
+      "draft is applied to it and again to its own output: a draft whose second application "
+      "changes anything (not idempotent) is refused with that change. With revert instead of a "
       "source, the draft's last change is undone by a revert commit. See "
       "docs/adapter-format.md and docs/adapter-catalog.md.";
   operation.input_schema = json::parse(R"({
@@ -102,8 +145,8 @@ Operation makeDraftAdapterOperation() {
       "revert": {"type": "boolean", "description": "Instead of a source: undo the draft's last change, as a revert commit."},
       "reason": {"type": "string", "description": "Why this draft: the commit message's subject."},
       "evidence": {"type": "array", "items": {"type": "string"}, "description": "Evidence lines for the commit (e.g. 'equivalent on gpt2-tiny')."},
-      "model": {"type": "string", "description": "The model the draft was written for (a trailer)."},
-      "profile": {"type": "string", "description": "The profile it was written for (a trailer)."}
+      "model": {"type": "string", "description": "The model the draft was written for (a trailer). When it is an archive in the workspace, the draft is applied to it and then to its own output, which must change nothing (idempotence), before anything is written."},
+      "profile": {"type": "string", "description": "The profile it was written for (a trailer; the profile of the idempotence check, else the first the adapter lists)."}
     },
     "required": ["name", "reason"],
     "additionalProperties": false

@@ -1,10 +1,13 @@
 #include "adapters/engine/adapted_archive.h"
 
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <algorithm>
+#include <functional>
+#include <unordered_map>
 
-#include "simulator/graph/attribute_constants.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
@@ -15,6 +18,89 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 namespace prim = torch::jit::prim;
+
+bool sameAttribute(const c10::IValue& adapted, const c10::IValue& saved) {
+  if (adapted.isObject() || saved.isObject()) {
+    return adapted.isObject() && saved.isObject() && adapted.type()->str() == saved.type()->str();
+  }
+  if (adapted.isTensor() || saved.isTensor()) {
+    if (!adapted.isTensor() || !saved.isTensor()) return false;
+    const at::Tensor& a = adapted.toTensor();
+    const at::Tensor& b = saved.toTensor();
+    return a.is_same(b) ||
+           (a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() && at::equal(a, b));
+  }
+  return adapted == saved;
+}
+
+// The forward's weight reads made to read `saved` (the archive loaded afresh, whose types the
+// saved forward must use): a read of an attribute that `saved` holds unchanged keeps reading it,
+// so each weight is stored once (tied weights once for both ties, as the archive had them); a
+// weight an adapter changed or added becomes a constant of the forward, as torch.jit.freeze
+// makes them. UserError when the forward reads a module object it cannot keep.
+void readWeightsFromSavedModule(torch::jit::Graph& graph, const c10::IValue& adapted_self,
+                                const torch::jit::Module& saved) {
+  Value* self = graph.inputs().at(0);
+  std::unordered_map<const Value*, c10::IValue> in_saved{{self, c10::IValue(saved._ivalue())}};
+  std::vector<Node*> reads;
+  for (const Node* node : allNodes(graph)) {
+    if (node->kind() == prim::GetAttr) reads.push_back(const_cast<Node*>(node));
+  }
+  for (Node* read : reads) {
+    const auto adapted = resolveAttribute(read->output(), self, adapted_self);
+    std::optional<c10::IValue> kept;
+    auto owner = in_saved.find(read->input());
+    const std::string& name = read->s(torch::jit::attr::name);
+    if (owner != in_saved.end() && owner->second.isObject() &&
+        owner->second.toObject()->type()->hasAttribute(name)) {
+      kept = owner->second.toObject()->getAttr(name);
+    }
+    if (adapted && kept && sameAttribute(*adapted, *kept)) {
+      read->output()->setType(kept->type());
+      in_saved[read->output()] = *kept;
+      continue;
+    }
+    if (!adapted || adapted->isObject()) continue;  // refused below, if anything reads it
+    c10::IValue value = *adapted;
+    if (value.isTensor()) value = c10::IValue(value.toTensor().detach());
+    torch::jit::WithInsertPoint insert_point(read);
+    auto constant = torch::jit::tryInsertConstant(graph, value);
+    if (!constant) continue;
+    read->output()->replaceAllUsesWith(*constant);
+  }
+  torch::jit::EliminateDeadCode(graph.block());
+  for (const Node* node : allNodes(graph)) {
+    if (node->kind() == prim::GetAttr && !in_saved.count(node->output())) {
+      throw UserError(
+          "cannot save the adapted model: its forward reads module objects that the archive "
+          "does not hold and TorchScript cannot store as constants");
+    }
+  }
+}
+
+// Each node's module call, which TorchScript's format does not keep: the nodes of the saved
+// forward in order, with the scope (module call) each lies in, and the scopes as a tree.
+nlohmann::json modulePathsOf(const torch::jit::Graph& graph) {
+  std::unordered_map<const torch::jit::Scope*, int64_t> ids;
+  nlohmann::json scopes = nlohmann::json::array();
+  std::function<int64_t(const torch::jit::ScopePtr&)> idOf =
+      [&](const torch::jit::ScopePtr& scope) -> int64_t {
+    if (!scope || scope->isRoot()) return -1;
+    auto found = ids.find(scope.get());
+    if (found != ids.end()) return found->second;
+    const int64_t parent = idOf(scope->parent());
+    const auto id = static_cast<int64_t>(scopes.size());
+    scopes.push_back({scope->name().toUnqualString(), parent});
+    ids[scope.get()] = id;
+    return id;
+  };
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const Node* node : allNodes(graph)) {
+    if (node->kind() == prim::Constant) continue;
+    nodes.push_back({node->kind().toQualString(), idOf(const_cast<Node*>(node)->scope())});
+  }
+  return {{"version", 1}, {"scopes", scopes}, {"nodes", nodes}};
+}
 
 }  // namespace
 
@@ -39,12 +125,7 @@ void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>
   // A module of its own, with types of its own, whose forward can be replaced.
   torch::jit::Module saved = torch::jit::load(model.path, torch::kCPU);
   auto graph = model.graph->copy();
-  attributesToConstants(*graph, c10::IValue(model.module._ivalue()));
-  if (graph->inputs().at(0)->hasUses()) {
-    throw UserError(
-        "cannot save the adapted model: its forward still reads module objects "
-        "that TorchScript cannot store as constants");
-  }
+  readWeightsFromSavedModule(*graph, c10::IValue(model.module._ivalue()), saved);
   graph->inputs().at(0)->setType(saved.type());
   const c10::QualifiedName forward_name(*saved.type()->name(), "forward");
   saved.type()->unsafeRemoveMethod("forward");
@@ -57,7 +138,8 @@ void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>
   torch::jit::ExtraFilesMap extra = {
       {ModelCard::kArchivePath, card.dump(2)},
       {"stickler/adapters.json",
-       nlohmann::json{{"adapters", adapters}, {"identity", model.sha256}}.dump(2)}};
+       nlohmann::json{{"adapters", adapters}, {"identity", model.sha256}}.dump(2)},
+      {ModelCard::kModulePathsPath, modulePathsOf(*graph).dump()}};
   if (std::any_of(model.captured_inputs.begin(), model.captured_inputs.end(),
                   [](const at::Tensor& tensor) { return tensor.defined(); })) {
     // A repro's captured inputs travel with it: None for the inputs drawn from the card.

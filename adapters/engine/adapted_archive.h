@@ -10,9 +10,12 @@ namespace stickler {
 
 struct LoadedModel;
 
-// Writes `model` to `out_path`. Weights are stored as the forward's constants (as
-// torch.jit.freeze does), so the archive needs nothing from the adapters to run; the module
-// hierarchy stays for inspection, but node module paths are not kept by TorchScript's format.
+// Writes `model` to `out_path`: the adapted graph as the forward of the archive's own module
+// tree. Weights the adapters left alone stay the module's parameters (stored once, tied weights
+// tied); weights they changed or added are the forward's constants (as torch.jit.freeze makes
+// them), so the archive needs nothing from the adapters to run. Each node's module call, which
+// TorchScript's format does not keep, travels in stickler/module_paths.json and is restored on
+// load, so reports on the saved archive name the same modules.
 // Throws UserError when `model` cannot be saved faithfully (it places modules on the host):
 // callers check before doing work whose result they mean to save.
 void requireSavable(const LoadedModel& model);

@@ -75,10 +75,26 @@ std::string changeText(const GraphChange& change) {
   const std::string subject = adapter.transform ? transformLocation(adapter) + ": the transform " +
                                                       adapter.transform->name + " could not finish"
                                                 : adapter.path + ": the rewrite could not finish";
+  // "running aten::ones in transformer.h.0.mlp.act (NewGELUActivation) at ...": one of the
+  // operators the adaptation added, or one it left that reads what it changed.
+  bool added = false;
+  static const std::string kRunning = "running ";
+  const size_t in = failure.find(" in ");
+  if (failure.rfind(kRunning, 0) == 0 && in != std::string::npos) {
+    const std::string op = failure.substr(kRunning.size(), in - kRunning.size());
+    const size_t end = failure.find(' ', in + 4);
+    const std::string module =
+        failure.substr(in + 4, end == std::string::npos ? end : end - in - 4);
+    for (const ChangedNode& node : change.added) {
+      added = added || (node.op == op &&
+                        (node.module == module || (node.module.empty() && module == "<root>")));
+    }
+  }
   throw UserError(subject + ": it changed " + changeText(change) +
-                  ", and the adapted model then fails where an operator it did not adapt still "
-                  "reads what it changed (the model before it runs on the same inputs): " +
-                  failure);
+                  (added ? ", and the adapted model then fails in an operator it added"
+                         : ", and the adapted model then fails where an operator it did not "
+                           "adapt still reads what it changed") +
+                  " (the model before it runs on the same inputs): " + failure);
 }
 
 }  // namespace
@@ -90,6 +106,25 @@ void validateAdapter(const AdapterFile& adapter) {
   } else {
     compileRewrite(adapter);
   }
+}
+
+std::optional<std::string> idempotenceProblem(const AdapterApplication& application,
+                                              const DeviceProfile& profile) {
+  if (!application.after) return std::nullopt;
+  const std::string lead = "not idempotent: applied again to its own output, it ";
+  AdapterApplication again;
+  try {
+    again = applyAdapter(application.adapter, application.after, profile,
+                         /*check_equivalence=*/false);
+  } catch (const UserError& e) {
+    return lead + "fails: " + e.what();
+  }
+  if (!again.changed()) return std::nullopt;
+  return lead + "changes " + changeText(again.change) +
+         (application.adapter.transform
+              ? ""
+              : " (its replacement still contains what its pattern matches: narrow the pattern, "
+                "write the replacement so that it does not match, or add a condition)");
 }
 
 std::string unchangedReason(const AdapterApplication& application) {

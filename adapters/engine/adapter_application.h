@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,13 @@ struct AdapterApplication {
 AdapterApplication applyAdapter(const AdapterFile& adapter,
                                 std::shared_ptr<const LoadedModel> model,
                                 const DeviceProfile& profile, bool check_equivalence = true);
+
+// An adapter applied to its own output must change nothing: one that does would adapt the
+// adapted again wherever it runs twice (a session's stack, a saved archive adapted anew). Applies
+// `application.adapter` to `application.after` (no equivalence check) and returns what that
+// second application changed or why it failed; nullopt when it changes nothing.
+std::optional<std::string> idempotenceProblem(const AdapterApplication& application,
+                                              const DeviceProfile& profile);
 
 // Why an application changed nothing, for a person: the matches its condition turned down and
 // the values it saw, or that nothing matches.

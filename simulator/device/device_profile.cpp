@@ -8,6 +8,7 @@
 
 #include "simulator/support/errors.h"
 #include "simulator/support/resource_dirs.h"
+#include "simulator/support/sha256.h"
 #include "simulator/support/text_files.h"
 #include "simulator/support/untrusted_json.h"
 
@@ -181,6 +182,7 @@ static DeviceProfile parseTrackingFiles(const json& raw, const std::string& orig
   }
   DeviceProfile profile;
   profile.path = origin;
+  profile.content_sha256 = sha256Bytes(document.dump());
   try {
     profile.name = document.value("name", fs::path(origin).stem().string());
     profile.description = document.value("description", "");
@@ -316,9 +318,9 @@ DeviceProfile loadProfile(const std::string& name_or_path) {
 }
 
 json profileSummary(const DeviceProfile& profile) {
-  json faults = json::array();
-  for (const auto& fault : profile.faults) faults.push_back(faultRuleToJson(fault));
   return {{"name", profile.name},
+          {"lineage", profile.lineage},
+          {"content_sha256", profile.content_sha256},
           {"path", profile.path},
           {"number_format", formatName(profile.format)},
           {"fusion", profile.fusion == FusionPolicy::kNone ? "none" : "pointwise"},
@@ -326,7 +328,19 @@ json profileSummary(const DeviceProfile& profile) {
           {"stick_bytes", profile.device.stick_bytes},
           {"scratchpad_bytes", profile.device.scratchpad_bytes},
           {"core_span_bytes", profile.device.core_span_bytes},
-          {"faults", faults}};
+          {"fault_rules", profile.faults.size()}};
+}
+
+json profileForAgents(const DeviceProfile& profile, const json& document) {
+  json shown = document;
+  shown.erase("faults");
+  shown["lineage"] = profile.lineage;
+  shown["content_sha256"] = profile.content_sha256;
+  shown["fault_rules"] = profile.faults.size();
+  shown["faults_withheld"] =
+      "the device does not tell its bugs: fault rules stay in the profile file; the knowledge "
+      "base describes known device bugs in words (docs/device-profiles.md)";
+  return shown;
 }
 
 }  // namespace stickler

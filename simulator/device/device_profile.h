@@ -65,6 +65,9 @@ struct DeviceProfile {
   OpSupport default_support = OpSupport::kCpuFallback;
   std::map<std::string, OpEntry> operators;
   std::vector<FaultRule> faults;
+  // SHA-256 of the resolved document (its "extends" chain merged), faults included: which stack
+  // snapshot a result was computed on, without telling where the snapshot's bugs strike.
+  std::string content_sha256;
 
   const OpEntry& entryFor(const std::string& op) const;
   // The device's formats are 16-bit (DL16, fp16, bf16).
@@ -85,6 +88,13 @@ std::vector<std::string> listProfiles();
 DeviceProfile loadProfile(const std::string& name_or_path);
 DeviceProfile parseProfile(const nlohmann::json& document, const std::string& origin);
 
+// The stack's facts for results: name, lineage, content hash, number format, fusion, hardware
+// figures, and how many fault rules it has; never the rules (where a simulated bug strikes is
+// for an agent to find, as on the real device; known bugs are in the knowledge base, in words).
 nlohmann::json profileSummary(const DeviceProfile& profile);
+
+// A profile's document as MCP resources serve it: the resolved profile without its fault rules
+// (their number instead), with its lineage and content hash.
+nlohmann::json profileForAgents(const DeviceProfile& profile, const nlohmann::json& document);
 
 }  // namespace stickler

@@ -403,6 +403,7 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
     }
   }
   model->graph = inlineWithModulePaths(model->module);
+  if (archive.module_paths) restoreModulePaths(*model->graph, *archive.module_paths);
   resolveAutoKinds(*model);
 
   model->captured_inputs = capturedInputs(model->card, archive, path);

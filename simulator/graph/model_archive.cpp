@@ -89,6 +89,11 @@ ArchiveSummary inspectArchive(const std::string& path) {
       auto [data, size] = reader->getRecord(card_record);
       summary.model_card.emplace(static_cast<const char*>(data.get()), size);
     }
+    const std::string paths_record = std::string("extra/") + ModelCard::kModulePathsPath;
+    if (reader->hasRecord(paths_record)) {
+      auto [data, size] = reader->getRecord(paths_record);
+      summary.module_paths.emplace(static_cast<const char*>(data.get()), size);
+    }
     const std::string inputs_record = std::string("extra/") + ModelCard::kCapturedInputsPath;
     if (reader->hasRecord(inputs_record)) {
       auto [data, size] = reader->getRecord(inputs_record);

@@ -11,6 +11,7 @@ struct ArchiveSummary {
   std::optional<std::string> model_card;  // the extra file stickler/model.json, if present
   // The extra file stickler/inputs.pkl: a pickled tuple of the inputs of kind "captured".
   std::optional<std::string> captured_inputs;
+  std::optional<std::string> module_paths;  // stickler/module_paths.json, if present
 };
 
 // Checks that `path` is a readable TorchScript archive and reads its hash and model card.

@@ -51,6 +51,9 @@ struct ModelCard {
   // The most a card may hold: cards are a few hundred bytes; the cap bounds what is read.
   static constexpr uint64_t kMaxBytes = uint64_t{1} << 20;
   static constexpr const char* kCapturedInputsPath = "stickler/inputs.pkl";
+  // An adapted archive's module calls, node by node (adapted_archive.h): TorchScript's format
+  // keeps the module tree but not which module call each node of a flat forward came from.
+  static constexpr const char* kModulePathsPath = "stickler/module_paths.json";
 
   std::string name;
   std::string family;

@@ -3,7 +3,9 @@
 #include <optional>
 
 #include <torch/csrc/jit/api/function_impl.h>
+#include <nlohmann/json.hpp>
 
+#include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -137,6 +139,43 @@ std::string modulePathOf(const Node& node) {
   ScopePtr scope = const_cast<Node&>(node).scope();
   if (!scope || scope->isRoot()) return std::string();
   return scope->name().toUnqualString();
+}
+
+void restoreModulePaths(Graph& graph, const std::string& record_json) {
+  const auto record = nlohmann::json::parse(record_json, nullptr, /*allow_exceptions=*/false);
+  if (!record.is_object() || record.value("version", 0) != 1 || !record.contains("scopes") ||
+      !record.contains("nodes")) {
+    return;
+  }
+  try {
+    std::vector<ScopePtr> scopes;
+    for (const auto& entry : record.at("scopes")) {
+      const int64_t parent = entry.at(1).get<int64_t>();
+      if (parent < -1 || parent >= static_cast<int64_t>(scopes.size())) return;
+      const ScopePtr base =
+          parent < 0 ? graph.current_scope() : scopes[static_cast<size_t>(parent)];
+      scopes.push_back(base->push(c10::Symbol::scope(entry.at(0).get<std::string>())));
+    }
+    std::vector<Node*> nodes;
+    for (const Node* node : allNodes(graph)) {
+      if (node->kind() != prim::Constant) nodes.push_back(const_cast<Node*>(node));
+    }
+    const auto& recorded = record.at("nodes");
+    if (recorded.size() != nodes.size()) return;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const int64_t scope = recorded[i].at(1).get<int64_t>();
+      if (recorded[i].at(0).get<std::string>() != nodes[i]->kind().toQualString() || scope < -1 ||
+          scope >= static_cast<int64_t>(scopes.size())) {
+        return;
+      }
+    }
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const int64_t scope = recorded[i].at(1).get<int64_t>();
+      if (scope >= 0) nodes[i]->setScope(scopes[static_cast<size_t>(scope)]);
+    }
+  } catch (const nlohmann::json::exception&) {
+    // A record of another shape: the graph keeps the paths it has.
+  }
 }
 
 std::shared_ptr<Graph> inlineWithModulePaths(const torch::jit::Module& module,

@@ -20,4 +20,10 @@ std::shared_ptr<torch::jit::Graph> inlineWithModulePaths(const torch::jit::Modul
 // The module path a node belongs to: "" for the root module.
 std::string modulePathOf(const torch::jit::Node& node);
 
+// Gives the nodes of a saved adapted forward (a flat graph) the module calls recorded when it
+// was saved (ModelCard::kModulePathsPath: the non-constant nodes in order, each with its scope in
+// a tree of scopes). Only when the graph's operators are the recorded ones, in order: a record
+// that does not fit changes nothing, as a wrong path would mislead every report.
+void restoreModulePaths(torch::jit::Graph& graph, const std::string& record_json);
+
 }  // namespace stickler

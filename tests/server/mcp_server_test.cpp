@@ -171,14 +171,59 @@ TEST_F(McpServerTest, ListProfilesNamesEveryShippedProfileAndItsResource) {
     EXPECT_TRUE(read.contains("result")) << read.dump();
     if (profile.at("name") == "spyre-2025") {
       EXPECT_EQ(profile.at("unsupported_operators"), 9);
-      EXPECT_FALSE(profile.at("faults").empty());
+      EXPECT_GT(profile.at("fault_rules").get<int>(), 0);
     }
     if (profile.at("name") == "spyre-2026-clean") {
-      EXPECT_TRUE(profile.at("faults").empty());
+      EXPECT_EQ(profile.at("fault_rules"), 0);
+    }
+    // The device does not tell its bugs: the resource has the stack's facts, its lineage and
+    // content hash, and not one of its fault rules.
+    const std::string text = read.at("result").at("contents").at(0).at("text");
+    const json document = json::parse(text);
+    EXPECT_FALSE(document.contains("faults")) << profile.at("name");
+    EXPECT_EQ(document.at("fault_rules"), profile.at("fault_rules"));
+    EXPECT_EQ(document.at("content_sha256").get<std::string>().size(), 64u);
+    EXPECT_EQ(document.at("lineage").at(0), profile.at("name"));
+    for (const FaultRule& fault : loadProfile(profile.at("name")).faults) {
+      EXPECT_EQ(text.find(fault.id), std::string::npos) << fault.id;
+      EXPECT_EQ(result.dump().find(fault.id), std::string::npos) << fault.id;
     }
   }
   EXPECT_EQ(names, listProfiles());
   EXPECT_TRUE(call("list_profiles", {{"unexpected", 1}}).at("isError"));
+}
+
+TEST_F(McpServerTest, CheckSupportGivesTheStacksFactsAndHashNotItsFaultRules) {
+  initialize();
+  const json result = call("check_support", {{"model", "gpt2-tiny.pt"}, {"profile", "spyre-2026"}});
+  ASSERT_FALSE(result.at("isError")) << result.dump();
+  const json& profile = result.at("structuredContent").at("profile");
+  EXPECT_FALSE(profile.contains("faults")) << profile.dump();
+  EXPECT_EQ(profile.at("content_sha256"), loadProfile("spyre-2026").content_sha256);
+  EXPECT_NE(profile.at("content_sha256"), loadProfile("spyre-2026-clean").content_sha256);
+  EXPECT_EQ(profile.at("fault_rules"), loadProfile("spyre-2026").faults.size());
+  const std::string text = result.dump();
+  for (const FaultRule& fault : loadProfile("spyre-2026").faults) {
+    EXPECT_EQ(text.find(fault.id), std::string::npos) << fault.id;
+  }
+  // Nor does any page the server serves name a shipped fault rule.
+  const json listed = request("resources/list", json::object());
+  size_t pages = 0;
+  for (const auto& resource : listed.at("result").at("resources")) {
+    const std::string uri = resource.at("uri");
+    if (uri.rfind("stickler://docs/", 0) != 0) continue;
+    ++pages;
+    const std::string page =
+        request("resources/read", {{"uri", uri}}).at("result").at("contents").at(0).at("text");
+    for (const auto& name : listProfiles()) {
+      for (const FaultRule& fault : loadProfile(name).faults) {
+        EXPECT_EQ(page.find(fault.id), std::string::npos) << uri << " names " << fault.id;
+      }
+    }
+  }
+  EXPECT_GT(pages, 10u);
+  EXPECT_TRUE(
+      request("resources/read", {{"uri", "stickler://docs/simulated-faults"}}).contains("error"));
 }
 
 TEST_F(McpServerTest, LongListsArePaged) {

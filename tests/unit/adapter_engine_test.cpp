@@ -617,6 +617,28 @@ TEST(AdapterEngine, AnAdaptedArchiveLoadsAndComputesTheSame) {
   EXPECT_EQ(blockersWithRule(*saved, profile, "weight-stick-alignment"), 0);
   const auto result = checkWholeModel(*model, *saved);
   EXPECT_TRUE(result.accepted()) << result.problem();
+  // Its operators keep their module paths, node for node (weight reads aside: a weight an
+  // adapter changed is a constant of the saved forward).
+  const auto operatorPaths = [](const LoadedModel& of) {
+    std::vector<std::string> paths;
+    for (const auto* node : allNodes(*of.graph)) {
+      if (node->kind() != torch::jit::prim::Constant && node->kind() != torch::jit::prim::GetAttr) {
+        paths.push_back(std::string(node->kind().toQualString()) + " " + modulePathOf(*node));
+      }
+    }
+    return paths;
+  };
+  const std::vector<std::string> paths_before = operatorPaths(*model);
+  const std::vector<std::string> paths_after = operatorPaths(*saved);
+  EXPECT_EQ(paths_after, paths_before);
+  EXPECT_EQ(saved->interpreter->moduleCalls().size(), model->interpreter->moduleCalls().size());
+  // Tied weights (GPT-2's lm_head is its token embedding) stay tied, and weights the adapters
+  // did not change are stored once: the archive is no larger than the original and the padded
+  // vocabulary projection.
+  EXPECT_EQ(saved->unique_parameters, model->unique_parameters);
+  const auto original_bytes = std::filesystem::file_size(zooPath("gpt2-tiny.pt"));
+  EXPECT_LT(std::filesystem::file_size(out), original_bytes + original_bytes / 2)
+      << "weights stored twice";
   std::remove(out.c_str());
 }
 
@@ -846,6 +868,70 @@ TEST(AdapterTools, ListAdaptersLabelsShippedAndDraftsTruthfullyAndKeepsEvidenceA
   const json fresh = listedAdapter(context, "cube-as-square");
   EXPECT_EQ(fresh["status"], "draft") << fresh.dump();
   EXPECT_EQ(fresh["branch"], "draft/cube-as-square");
+  std::filesystem::remove_all(root);
+}
+
+// An agent's fp16-variance adapter for RMSNorm: the mean of squares of the input prescaled by
+// 2^-4 and scaled back by 2^8 (powers of two: exact). Written with pow(2), its replacement
+// contains its own pattern again; written as a product, it does not.
+std::string prescaledMeanOfSquares(const std::string& squared) {
+  return "name = \"prescaled-mean-of-squares\"\ngap = \"outlier channels overflow the fp16 "
+         "variance\"\nwhy = \"scaling by powers of two is exact\"\nmodels = [\"*\"]\n"
+         "profiles = [\"spyre-2026\"]\nremove_when = \"the device accumulates in float32\"\n\n\n"
+         "def pattern(x: Tensor):\n    return x.pow(2).mean(-1, keepdim=True)\n\n\n"
+         "def replacement(x: Tensor):\n    return torch.mean(" +
+         squared + ", -1, keepdim=True) * 256.0\n";
+}
+
+TEST(AdapterTools, AnAdapterMustLeaveItsOwnOutputAlone) {
+  const std::string root = freshWorkspace();
+  WorkspaceContext context(root);
+  const Operation& draft = operationNamed("draft_adapter");
+  const std::string model = zooPath("llama-tiny.pt");
+  const std::string again = prescaledMeanOfSquares("(x * 0.0625).pow(2)");
+  // Drafted against a model, the second application's change refuses it; nothing is written.
+  try {
+    runOperation(draft,
+                 {{"name", "prescaled-mean-of-squares"},
+                  {"source", again},
+                  {"reason", "r"},
+                  {"model", model},
+                  {"profile", "spyre-2026"}},
+                 context);
+    FAIL() << "a draft that matches its own output was written";
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("not idempotent: applied again to its own output, it changes"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("aten::mean"), std::string::npos) << message;
+  }
+  EXPECT_FALSE(hasBranch(root + "/stickler-adapters", "draft/prescaled-mean-of-squares"));
+  // Drafted without one, apply_adapter refuses it the same way.
+  runOperation(draft, {{"name", "prescaled-mean-of-squares"}, {"source", again}, {"reason", "r"}},
+               context);
+  const json apply_input = {
+      {"model", model}, {"adapter", "prescaled-mean-of-squares"}, {"profile", "spyre-2026"}};
+  const json refused = runOperation(operationNamed("apply_adapter"), apply_input, context);
+  EXPECT_EQ(refused["status"], "refused") << refused.dump();
+  EXPECT_EQ(refused["idempotent"], false);
+  EXPECT_NE(refused["reason"].get<std::string>().find("not idempotent"), std::string::npos);
+  EXPECT_TRUE(refused["applied"].empty());
+
+  // As a product the replacement no longer contains the pattern: drafted, checked, applied.
+  const json drafted =
+      runOperation(draft,
+                   {{"name", "prescaled-mean-of-squares"},
+                    {"source", prescaledMeanOfSquares("(x * 0.0625) * (x * 0.0625)")},
+                    {"reason", "As a product"},
+                    {"model", model},
+                    {"profile", "spyre-2026"}},
+                   context);
+  EXPECT_EQ(drafted["idempotence"]["checked"], true) << drafted.dump();
+  const json applied = runOperation(operationNamed("apply_adapter"), apply_input, context);
+  EXPECT_EQ(applied["status"], "applied") << applied.dump();
+  EXPECT_EQ(applied["idempotent"], true);
+  EXPECT_GE(applied["application"]["change"]["rewrites"].get<int>(), 2);
   std::filesystem::remove_all(root);
 }
 

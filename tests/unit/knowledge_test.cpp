@@ -51,6 +51,36 @@ TEST(KbPage, FrontMatterAndSections) {
   EXPECT_EQ(page.sections[2].heading, "Padding");
 }
 
+TEST(KnowledgeIndex, PlainWordsFindOperatorPagesThroughAliases) {
+  // "cumulative sum" is nowhere in the page that lists cumsum as a CPU fallback; its tag is.
+  const auto sums = shipped().search("cumulative sum", 3);
+  ASSERT_FALSE(sums.empty());
+  bool found = false;
+  for (const KbHit& hit : sums) found = found || hit.id == "cpu-fallbacks";
+  EXPECT_TRUE(found) << sums.front().id;
+  const auto twice = shipped().search("adapter applied twice to its own output", 3);
+  ASSERT_FALSE(twice.empty());
+  EXPECT_EQ(twice.front().id, "adapter-idempotence");
+  const auto pattern = shipped().search("why does my pattern not match", 3);
+  ASSERT_FALSE(pattern.empty());
+  EXPECT_EQ(pattern.front().id, "adapter-patterns");
+  EXPECT_TRUE(shipped().problems().empty());
+}
+
+TEST(KnowledgeIndex, AnAliasesFileThatCannotBeReadIsAProblemNotAFailure) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "kb-bad-aliases";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "p.md")
+      << "---\nid: p\ntitle: Prefix sums\ntags: [cumsum]\n---\n\n# P\n\nText.\n";
+  std::ofstream(dir / "aliases.json") << "{\"aliases\": {\"cumsum\": 7}}";
+  KnowledgeIndex index({dir.string(), "", ""});
+  EXPECT_EQ(index.search("cumsum", 3).size(), 1u);
+  ASSERT_EQ(index.problems().size(), 1u);
+  EXPECT_NE(index.problems()[0].find("aliases.json"), std::string::npos) << index.problems()[0];
+  fs::remove_all(dir);
+}
+
 TEST(KbPage, MalformedPagesAreRefusedWithWhereAndWhy) {
   EXPECT_NE(errorOf("# no front matter\n").find("p.md:1: a page starts with front matter"),
             std::string::npos);

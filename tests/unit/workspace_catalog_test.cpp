@@ -333,6 +333,11 @@ TEST_F(WorkspaceCatalogTest, RevertRefusesWhatIsNotTheDraftsToUndo) {
   EXPECT_NE(errorOf([&] { catalog.revert("pow-cube", "", "Undo"); }).find("no draft branch"),
             std::string::npos);
   const CatalogChange evidence = catalog.recordEvidence("pow-cube", "Works on gpt2-tiny", {});
+  // Evidence makes no draft; a catalog from before evidence branches has it on the draft branch.
+  EXPECT_NE(errorOf([&] { catalog.revert("pow-cube", "", "Undo"); }).find("no draft branch"),
+            std::string::npos);
+  git(catalog_, "branch draft/pow-cube evidence/pow-cube");
+  for (const CatalogAdapter& adapter : catalog.list()) EXPECT_EQ(adapter.branch, "main");
   EXPECT_EQ(errorOf([&] { catalog.revert("pow-cube", evidence.commit_id, "Undo"); }),
             "commit " + evidence.commit_id + " does not change pow-cube.py: nothing to revert");
   EXPECT_NE(errorOf([&] {
@@ -366,8 +371,13 @@ TEST_F(WorkspaceCatalogTest, EvidenceIsAnEmptyCommitWithItsTrailers) {
 
 TEST_F(WorkspaceCatalogTest, EvidenceAboutAShippedAdapterBranchesFromMain) {
   WorkspaceCatalog catalog = seeded();
-  catalog.recordEvidence("pad-heads", "Clears the head-size blocker", {{"Model", "llama-tiny"}});
-  EXPECT_EQ(git(catalog_, "rev-parse draft/pad-heads~1"), git(catalog_, "rev-parse main"));
+  // Evidence about main's version goes on a branch of its own: it makes no draft.
+  const CatalogChange evidence = catalog.recordEvidence("pad-heads", "Clears the head-size blocker",
+                                                        {{"Model", "llama-tiny"}});
+  EXPECT_EQ(evidence.branch, "evidence/pad-heads");
+  EXPECT_EQ(git(catalog_, "rev-parse evidence/pad-heads~1"), git(catalog_, "rev-parse main"));
+  EXPECT_EQ(git(catalog_, "branch --list draft/pad-heads"), "");
+  for (const CatalogAdapter& adapter : catalog.list()) EXPECT_EQ(adapter.branch, "main");
   EXPECT_EQ(errorOf([&] { catalog.recordEvidence("no-such", "Works", {}); }),
             "no adapter named no-such on branch main: draft it before recording evidence about it");
 }
