@@ -328,6 +328,7 @@ json applicationToJson(const AdapterApplication& application, size_t limit) {
     result["refused_by_condition"] = application.refused_by_condition;
     result["turned_down"] = application.turned_down;
   }
+  if (!application.closest.empty()) result["closest_matches"] = application.closest;
   if (application.changed()) result["equivalence"] = equivalenceToJson(application.equivalence);
   return result;
 }

@@ -128,7 +128,13 @@ std::optional<std::string> idempotenceProblem(const AdapterApplication& applicat
 }
 
 std::string unchangedReason(const AdapterApplication& application) {
-  if (application.refused_by_condition == 0) return "nothing in the model matches the adapter";
+  if (application.refused_by_condition == 0) {
+    std::string reason = "nothing in the model matches the adapter";
+    for (size_t i = 0; i < application.closest.size(); ++i) {
+      reason += (i == 0 ? "; the closest: " : "; ") + application.closest[i];
+    }
+    return reason;
+  }
   std::string reason = "the adapter's condition turned down every match (" +
                        std::to_string(application.refused_by_condition) + ")";
   for (size_t i = 0; i < application.turned_down.size(); ++i) {
@@ -168,6 +174,7 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
     RewriteCount count = applyRewrite(rewrite, edit, adapter.path);
     application.refused_by_condition = count.refused_by_condition;
     application.turned_down = std::move(count.turned_down);
+    application.closest = std::move(count.closest);
   }
   application.change = edit.change();
   if (!application.changed()) return application;

@@ -23,6 +23,7 @@ struct AdapterApplication {
   GraphChange change;
   int refused_by_condition = 0;          // matches the adapter's condition turned down
   std::vector<std::string> turned_down;  // the first few of them, with the values it saw
+  std::vector<std::string> closest;      // a rewrite that matched nothing: its closest matches
   EquivalenceResult equivalence;         // meaningful when something changed
 
   bool changed() const { return !change.empty(); }

@@ -7,6 +7,7 @@
 #include <torch/csrc/jit/ir/subgraph_matcher.h>
 
 #include "adapters/engine/adapter_sandbox.h"
+#include "adapters/engine/no_match_explanation.h"
 #include "simulator/graph/example_inputs.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
@@ -152,6 +153,12 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
   torch::jit::Graph& graph = edit.graph();
   giveEachUseItsOwnConstant(graph);
   const auto matches = torch::jit::findPatternMatches(*rewrite.pattern, graph);
+  if (matches.empty()) {
+    for (const PartialMatch& partial : closestPartialMatches(*rewrite.pattern, graph)) {
+      count.closest.push_back(partialMatchText(partial));
+    }
+    return count;
+  }
   std::vector<std::vector<Value*>> inputs_of;
   for (const auto& match : matches) inputs_of.push_back(matchedInputs(*rewrite.pattern, match));
   // Decided for every match before anything changes, and in a worker: adapter code never runs

@@ -20,6 +20,8 @@ struct RewriteCount {
   // was called with ("aten::view in model.layers.0.mlp: condition(x=Tensor(float32, [2, 8]),
   // sizes=[2, 8, 4, 2]) returned False").
   std::vector<std::string> turned_down;
+  // When nothing matches: the closest partial matches, for a person (no_match_explanation.h).
+  std::vector<std::string> closest;
 };
 
 RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,

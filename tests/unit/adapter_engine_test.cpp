@@ -225,6 +225,53 @@ TEST(AdapterEngine, ATransformThatCannotFinishSaysSoWithWhatItChangedAndWhatFail
   }
 }
 
+// An RMSNorm variance rewrite for spyre-2026 with the given pattern body.
+AdapterFile varianceRewrite(const std::string& pattern) {
+  return parseAdapterFile(
+      "name = \"variance\"\ngap = \"g\"\nwhy = \"w\"\nmodels = [\"*\"]\n"
+      "profiles = [\"spyre-2026\"]\nremove_when = \"r\"\n\n\n"
+      "def pattern(x: Tensor):\n    return " +
+          pattern +
+          "\n\n\n"
+          "def replacement(x: Tensor):\n    return torch.mean(x * x, -1, keepdim=True)\n",
+      "variance.py");
+}
+
+TEST(AdapterEngine, ANoMatchNamesTheClosestPartialMatchesAndWhereTheyDiverged) {
+  const auto model = load("llama-tiny");
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  // The model squares with the integer 2.
+  const auto float_exponent = applyAdapter(varianceRewrite("x.pow(2.0).mean(-1, keepdim=True)"),
+                                           model, profile, /*check_equivalence=*/false);
+  EXPECT_FALSE(float_exponent.changed());
+  ASSERT_FALSE(float_exponent.closest.empty());
+  const std::string constant = unchangedReason(float_exponent);
+  EXPECT_NE(constant.find("nothing in the model matches the adapter; the closest: at aten::mean in "
+                          "model.layers.0.input_layernorm"),
+            std::string::npos)
+      << constant;
+  EXPECT_NE(constant.find("the pattern has the constant 2.0 (Double), the graph has 2 (Int)"),
+            std::string::npos)
+      << constant;
+  // One explanation for the layers that diverge the same way, not one per layer.
+  EXPECT_EQ(float_exponent.closest.size(), 1u) << constant;
+
+  // Another operator where the graph has pow.
+  const auto product = applyAdapter(varianceRewrite("(x * x).mean(-1, keepdim=True)"), model,
+                                    profile, /*check_equivalence=*/false);
+  const std::string op = unchangedReason(product);
+  EXPECT_NE(op.find("the pattern has aten::mul where the graph has aten::pow in "
+                    "model.layers.0.input_layernorm"),
+            std::string::npos)
+      << op;
+
+  // An operator the model does not have at all.
+  const auto absent = applyAdapter(varianceRewrite("torch.cumsum(x, -1)"), model, profile,
+                                   /*check_equivalence=*/false);
+  EXPECT_NE(unchangedReason(absent).find("the model has no aten::cumsum"), std::string::npos)
+      << unchangedReason(absent);
+}
+
 TEST(AdapterEngine, VocabularyPaddingFollowsThePerCoreSpanRule) {
   const DeviceProfile profile = loadProfile("spyre-2026");
   // FACTS.md: 151936 -> 2374 sticks = 2 x 1187 overflows the span at hidden 4096 in fp16;
