@@ -87,8 +87,14 @@ json run(const json& input, OperationContext& context) {
   const std::string name = requireString(input, "name");
   const std::string reason = requireString(input, "reason");
   const bool revert = optionalBool(input, "revert", false);
-  if (revert == input.contains("source")) {
-    throw UserError("give either 'source' (a new version) or 'revert': true (undo the last one)");
+  const bool remove = optionalBool(input, "delete", false);
+  const bool rename = input.contains("rename_to");
+  if (static_cast<int>(revert) + static_cast<int>(remove) + static_cast<int>(rename) +
+          static_cast<int>(input.contains("source")) !=
+      1) {
+    throw UserError(
+        "give one of 'source' (a new version), 'revert': true (undo the last one), 'delete': "
+        "true (take the draft away) or 'rename_to' (a new name for the draft)");
   }
   WorkspaceCatalog::validateName(name);
   CatalogChange change;
@@ -96,6 +102,20 @@ json run(const json& input, OperationContext& context) {
     WorkspaceCatalog catalog = WorkspaceCatalog::open(workspaceCatalogDir(context));
     change = catalog.revert(name, "", reason, evidenceTrailers(input));
     return draftReport(name, catalog, change);
+  }
+  if (remove) {
+    WorkspaceCatalog catalog = WorkspaceCatalog::open(workspaceCatalogDir(context));
+    change = catalog.deleteDraft(name, reason);
+    return draftReport(name, catalog, change);
+  }
+  if (rename) {
+    const std::string to = requireString(input, "rename_to");
+    WorkspaceCatalog catalog = WorkspaceCatalog::open(workspaceCatalogDir(context));
+    // Only the name field changes: the draft's text was checked when it was drafted.
+    change = catalog.renameDraft(name, to, reason);
+    json report = draftReport(to, catalog, change);
+    report["renamed_from"] = name;
+    return report;
   }
   const std::string source = requireString(input, "source");
   // Parsed and compiled as the engine will, so a draft in the catalog always loads.
@@ -135,7 +155,9 @@ Operation makeDraftAdapterOperation() {
       "then what list_adapters, match_adapters and apply_adapter use. Given a model archive, the "
       "draft is applied to it and again to its own output: a draft whose second application "
       "changes anything (not idempotent) is refused with that change. With revert instead of a "
-      "source, the draft's last change is undone by a revert commit. See "
+      "source, the draft's last change is undone by a revert commit; with delete the draft is "
+      "taken away; with rename_to it moves to a new name. catalog_history gives a draft's "
+      "commits and evidence without git. See "
       "docs/adapter-format.md and docs/adapter-catalog.md.";
   operation.input_schema = json::parse(R"({
     "type": "object",
@@ -143,6 +165,8 @@ Operation makeDraftAdapterOperation() {
       "name": {"type": "string", "description": "The adapter's name (kebab-case); the file is <name>.py."},
       "source": {"type": "string", "description": "The whole adapter file (docs/adapter-format.md)."},
       "revert": {"type": "boolean", "description": "Instead of a source: undo the draft's last change, as a revert commit."},
+      "delete": {"type": "boolean", "description": "Instead of a source: take the draft away (its branch is kept as deleted/<name>/<n>); the adapter is main's again, or gone."},
+      "rename_to": {"type": "string", "description": "Instead of a source: draft the draft's text under this name (its name field rewritten) and delete the old draft."},
       "reason": {"type": "string", "description": "Why this draft: the commit message's subject."},
       "evidence": {"type": "array", "items": {"type": "string"}, "description": "Evidence lines for the commit (e.g. 'equivalent on gpt2-tiny')."},
       "model": {"type": "string", "description": "The model the draft was written for (a trailer). When it is an archive in the workspace, the draft is applied to it and then to its own output, which must change nothing (idempotence), before anything is written."},

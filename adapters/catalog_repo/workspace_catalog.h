@@ -92,6 +92,15 @@ class WorkspaceCatalog {
   CatalogChange revert(const std::string& name, const std::string& commit_id,
                        const std::string& reason, const Trailers& trailers = {});
 
+  // Takes draft/<name> away, with `reason` as an empty commit on it first; the branch is kept as
+  // deleted/<name>/<n> (the first free n), so the work stays auditable. The adapter is then main's
+  // again, or gone when main has none. UserError when there is no draft branch.
+  CatalogChange deleteDraft(const std::string& name, const std::string& reason);
+  // Drafts the text of draft/<from> as <to> (its `name = "<from>"` line rewritten), with
+  // `reason` and a `Renamed-From: <from>` trailer, then deletes draft/<from>. UserError when
+  // <from> has no draft that changes it, or <to> exists on main or as a draft.
+  CatalogChange renameDraft(const std::string& from, const std::string& to,
+                            const std::string& reason);
   // An empty commit, so that what was learned about an adapter lives in its history next to the
   // version it judges: on draft/<name> when there is a draft (its file differs from main's),
   // else on evidence/<name> (branched from main): evidence about main's version, a shipped

@@ -234,6 +234,20 @@ void moveBranch(git_repository* repo, const std::string& branch, const git_oid& 
   check(rc, "cannot move branch " + branch);
 }
 
+void deleteBranch(git_repository* repo, const std::string& branch, const git_oid& expected) {
+  const std::string ref_name = "refs/heads/" + branch;
+  git_reference* raw = nullptr;
+  check(git_reference_lookup(&raw, repo, ref_name.c_str()), "no branch " + branch);
+  Reference reference(raw);
+  const git_oid* target = git_reference_target(reference.get());
+  if (target == nullptr || git_oid_cmp(target, &expected) != 0) {
+    throw UserError("branch " + branch +
+                    " moved while Stickler was deleting it (another process writing the "
+                    "repository?): try again");
+  }
+  check(git_reference_delete(reference.get()), "cannot delete branch " + branch);
+}
+
 std::vector<git_oid> ancestry(git_repository* repo, const std::vector<git_oid>& tips,
                               const std::optional<git_oid>& hidden) {
   git_revwalk* raw = nullptr;

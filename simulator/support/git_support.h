@@ -79,6 +79,9 @@ git_oid writeCommit(git_repository* repo, const git_oid& tree_id,
 void moveBranch(git_repository* repo, const std::string& branch, const git_oid& id,
                 const std::optional<git_oid>& expected, const std::string& log_message);
 
+// Deletes `branch` only if it still points at `expected`.
+void deleteBranch(git_repository* repo, const std::string& branch, const git_oid& expected);
+
 // Commits reachable from any of `tips`, once each, children before parents and otherwise
 // newest first, leaving out those reachable from `hidden` (when given).
 std::vector<git_oid> ancestry(git_repository* repo, const std::vector<git_oid>& tips,

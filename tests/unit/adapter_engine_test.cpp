@@ -982,5 +982,54 @@ TEST(AdapterTools, AnAdapterMustLeaveItsOwnOutputAlone) {
   std::filesystem::remove_all(root);
 }
 
+TEST(AdapterTools, DraftsAreRenamedAndDeletedOverTheToolsAndStayAuditable) {
+  const std::string root = freshWorkspace();
+  WorkspaceContext context(root);
+  const std::string repo = root + "/stickler-adapters";
+  const Operation& draft = operationNamed("draft_adapter");
+  runOperation(draft, {{"name", "cube-as-square"}, {"source", kCubeAsSquare}, {"reason", "Try"}},
+               context);
+  const json renamed = runOperation(
+      draft, {{"name", "cube-as-square"}, {"rename_to", "cube-squared"}, {"reason", "Clearer"}},
+      context);
+  EXPECT_EQ(renamed["renamed_from"], "cube-as-square");
+  EXPECT_EQ(renamed["branch"], "draft/cube-squared");
+  EXPECT_EQ(listedAdapter(context, "cube-as-square"), nullptr);
+  const json moved = listedAdapter(context, "cube-squared");
+  EXPECT_EQ(moved["status"], "draft") << moved.dump();
+  EXPECT_FALSE(moved.contains("error")) << moved.dump();  // its name field was rewritten
+  EXPECT_TRUE(hasBranch(repo, "deleted/cube-as-square/1"));
+  const json history = runOperation(operationNamed("catalog_history"),
+                                    {{"adapter", "cube-squared"}, {"limit", 1}}, context);
+  const json renamed_from = {{"key", "Renamed-From"}, {"value", "cube-as-square"}};
+  const json& trailers = history["commits"][0]["trailers"];
+  EXPECT_NE(std::find(trailers.begin(), trailers.end(), renamed_from), trailers.end())
+      << history.dump();
+
+  // Onto an adapter main has, or one without a draft: refused, nothing moves.
+  EXPECT_THROW(
+      runOperation(draft,
+                   {{"name", "cube-squared"}, {"rename_to", "pow-cube-as-mul"}, {"reason", "r"}},
+                   context),
+      UserError);
+  EXPECT_THROW(runOperation(draft, {{"name", "pow-cube-as-mul"}, {"delete", true}, {"reason", "r"}},
+                            context),
+               UserError);
+  EXPECT_THROW(
+      runOperation(draft,
+                   {{"name", "cube-squared"}, {"delete", true}, {"revert", true}, {"reason", "r"}},
+                   context),
+      UserError);
+
+  const json deleted = runOperation(
+      draft, {{"name", "cube-squared"}, {"delete", true}, {"reason", "Refused anyway"}}, context);
+  EXPECT_EQ(deleted["branch"], "deleted/cube-squared/1");
+  EXPECT_EQ(listedAdapter(context, "cube-squared"), nullptr);
+  EXPECT_FALSE(hasBranch(repo, "draft/cube-squared"));
+  EXPECT_NE(gitLog(repo).find("Refused anyway|Adapter: cube-squared"), std::string::npos)
+      << gitLog(repo);
+  std::filesystem::remove_all(root);
+}
+
 }  // namespace
 }  // namespace stickler
