@@ -18,7 +18,6 @@ nlohmann::json countedNodes(const std::vector<ChangedNode>& nodes, size_t limit)
   return list;
 }
 
-
 const char* verdictName(EquivalenceResult::Verdict verdict) {
   switch (verdict) {
     case EquivalenceResult::Verdict::kUnchanged:
@@ -42,7 +41,9 @@ nlohmann::json graphChangeToJson(const GraphChange& change, size_t limit) {
           {"removed", countedNodes(change.removed, limit)},
           {"added", countedNodes(change.added, limit)},
           {"placed_on_host", change.placed_on_host},
-          {"nodes_on_host", countedNodes(change.nodes_on_host, limit)}};
+          {"nodes_on_host", countedNodes(change.nodes_on_host, limit)},
+          {"folded", change.folded},
+          {"fixes_shapes", change.fixes_shapes}};
 }
 
 nlohmann::json adapterMatchToJson(const AdapterMatch& match) {

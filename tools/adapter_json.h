@@ -14,8 +14,9 @@ namespace stickler {
 
 nlohmann::json adapterMatchToJson(const AdapterMatch& match);
 
-// {"rewrites": N, "removed": [{"op", "module", "count"}...], "added": [...]}, nodes of the
-// same op in the same module counted together, at most `limit` entries per list (0: all).
+// {"rewrites": N, "removed": [{"op", "module", "count"}...], "added": [...], "folded": N,
+// "fixes_shapes": bool}, nodes of the same op in the same module counted together, at most
+// `limit` entries per list (0: all).
 nlohmann::json graphChangeToJson(const GraphChange& change, size_t limit = 0);
 
 nlohmann::json equivalenceToJson(const EquivalenceResult& result);

@@ -123,7 +123,12 @@ std::string renderText(const json& report) {
     const json& change = application["change"];
     text += "  " + std::to_string(change["rewrites"].get<int>()) +
             " rewrite(s): " + std::to_string(change["nodes_removed"].get<int>()) +
-            " node(s) removed, " + std::to_string(change["nodes_added"].get<int>()) + " added\n";
+            " node(s) removed, " + std::to_string(change["nodes_added"].get<int>()) + " added";
+    if (change.value("folded", 0) > 0) {
+      text += ", " + std::to_string(change["folded"].get<int>()) + " evaluated once";
+      if (change.value("fixes_shapes", false)) text += " (for the model card's input shapes)";
+    }
+    text += "\n";
   }
   if (application.contains("equivalence")) {
     text += "  equivalence on the CPU: " + equivalenceLine(application["equivalence"]) + "\n";

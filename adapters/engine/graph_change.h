@@ -19,6 +19,9 @@ struct GraphChange {
   std::vector<ChangedNode> nodes_on_host;   // single operators moved there (build_masks_on_host)
   int rewrites = 0;                         // matches rewritten, or places a transform changed
   bool fixes_shapes = false;  // constants computed for the example inputs' shapes (tables)
+  // Operators a rewrite's replacement inserted and that were evaluated once instead
+  // (fixed_value_folding.h): they are in neither `added` nor the graph.
+  int folded = 0;
 
   bool empty() const { return rewrites == 0; }
 };

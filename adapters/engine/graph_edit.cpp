@@ -105,7 +105,10 @@ void giveEachUseItsOwnConstant(torch::jit::Graph& graph) {
   for (const Node* shared : allNodes(graph)) {
     if (shared->kind() != torch::jit::prim::Constant || shared->outputs().size() != 1) continue;
     const auto uses = shared->output()->uses();
-    for (size_t i = 1; i < uses.size(); ++i) {
+    // The first use keeps the constant unless it sits in another block: a match never spans
+    // blocks, and graphs pool constants at the top, far from the prim::If or Loop body using them.
+    const bool first_is_near = uses.empty() || uses[0].user->owningBlock() == shared->owningBlock();
+    for (size_t i = first_is_near ? 1 : 0; i < uses.size(); ++i) {
       Node* copy = graph.createClone(const_cast<Node*>(shared), [](Value* value) { return value; });
       copy->insertBefore(uses[i].user);
       uses[i].user->replaceInput(uses[i].offset, copy->output());

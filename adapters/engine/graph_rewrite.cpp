@@ -7,6 +7,7 @@
 #include <torch/csrc/jit/ir/subgraph_matcher.h>
 
 #include "adapters/engine/adapter_sandbox.h"
+#include "adapters/engine/fixed_value_folding.h"
 #include "adapters/engine/no_match_explanation.h"
 #include "simulator/graph/example_inputs.h"
 #include "simulator/graph/module_inliner.h"
@@ -145,6 +146,23 @@ std::vector<Value*> matchedInputs(const torch::jit::Graph& pattern,
   return inputs;
 }
 
+// Whether a value the pattern returns besides its first is read before the pattern's last
+// operator: the replacement is inserted there, so that read would come before its value.
+bool returnedValueReadEarly(const CompiledRewrite& rewrite, const torch::jit::Match& match) {
+  const Node* anchor = match.anchor;
+  for (size_t i = 1; i < rewrite.pattern->outputs().size(); ++i) {
+    for (const auto& use : match.values_map.at(rewrite.pattern->outputs()[i])->uses()) {
+      const Node* user = use.user;
+      while (user->owningBlock() != anchor->owningBlock() && user->owningBlock()->owningNode()) {
+        user = user->owningBlock()->owningNode();
+      }
+      if (user->kind() == torch::jit::prim::Return || user == anchor) continue;
+      if (user->owningBlock() != anchor->owningBlock() || user->isBefore(anchor)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
@@ -181,6 +199,7 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
         [&](const auto& pair) { return isOperator(pair.second) && taken.count(pair.second); });
     if (overlaps) continue;
     if (std::find(inputs.begin(), inputs.end(), nullptr) != inputs.end()) continue;
+    if (returnedValueReadEarly(rewrite, match)) continue;
     if (verdict.kind == ConditionVerdict::Kind::kFailed) {
       throw UserError(adapter_path + ": condition failed on a match: " + verdict.message);
     }
@@ -197,7 +216,6 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
     }
 
     Node* anchor = match.anchor;
-    Value* matched_output = match.values_map.at(rewrite.pattern->outputs().at(0));
     Node* before = anchor->prev();
     std::vector<Value*> outputs;
     {
@@ -205,12 +223,27 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
       torch::jit::WithCurrentScope scope(graph, anchor->scope());
       outputs = torch::jit::insertGraph(graph, *rewrite.replacement, inputs);
     }
-    for (Node* node = before->next(); node != anchor; node = node->next()) {
-      node->setSourceRange(anchor->sourceRange());
-      if (node->kind() != torch::jit::prim::Constant) edit.noteAdded(node);
+    // Each value the pattern returns (a topk's values and indices) is replaced by the
+    // replacement's value in the same place.
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      Value* matched_output = match.values_map.at(rewrite.pattern->outputs().at(i));
+      outputs[i]->setType(matched_output->type());
+      matched_output->replaceAllUsesWith(outputs[i]);
     }
-    outputs.at(0)->setType(matched_output->type());
-    matched_output->replaceAllUsesWith(outputs.at(0));
+    // Then what the replacement computes from constants, weights and fixed sizes, once.
+    const FoldResult fold = foldFixedValues(edit, before->next(), anchor);
+    edit.change().folded += fold.folded;
+    if (fold.fixed_shapes) edit.change().fixes_shapes = true;
+    for (Node* node = before->next(); node != anchor;) {
+      Node* next = node->next();
+      if (node->kind() == torch::jit::prim::Constant && !node->output()->hasUses()) {
+        node->destroy();
+      } else {
+        node->setSourceRange(anchor->sourceRange());
+        if (node->kind() != torch::jit::prim::Constant) edit.noteAdded(node);
+      }
+      node = next;
+    }
     // The matched operators, last first, so that each one's users are gone before it; the
     // constants they read go afterwards, once, when nothing else reads them.
     std::vector<Node*> matched;

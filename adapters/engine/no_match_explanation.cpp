@@ -1,6 +1,7 @@
 #include "adapters/engine/no_match_explanation.h"
 
 #include <algorithm>
+#include <regex>
 #include <sstream>
 #include <unordered_map>
 
@@ -68,19 +69,28 @@ class Attempt {
     return true;
   }
 
-  // After the whole pattern matched: its intermediate values may not be read elsewhere.
-  bool noUseOutside(const Node* anchor) {
+  // After the whole pattern matched: what it does not return may not be read elsewhere.
+  bool noUseOutside() {
     for (const auto& [p, g] : pairs_) {
-      if (g == anchor) continue;
+      const auto returned = p->owningGraph()->outputs();
       for (size_t i = 0; i < g->outputs().size(); ++i) {
+        if (std::find(returned.begin(), returned.end(), p->outputs()[i]) != returned.end())
+          continue;
         if (g->outputs()[i]->uses().size() <= p->outputs()[i]->uses().size()) continue;
         for (const auto& use : g->outputs()[i]->uses()) {
           const bool inside = std::any_of(pairs_.begin(), pairs_.end(), [&](const auto& pair) {
             return pair.second == use.user;
           });
+          if (!inside && g->outputs().size() > 1 && p->outputs()[i]->uses().empty()) {
+            diverged_ = "result " + std::to_string(i) + " of " + where(*g) + " is read by " +
+                        where(*use.user) +
+                        " and the pattern does not return it (return every result the model "
+                        "reads: `values, indices = torch.topk(...)` then `return values, indices`)";
+            return false;
+          }
           if (!inside) {
             diverged_ = "the result of " + where(*g) + " is also read outside the match, by " +
-                        where(*use.user) + " (a match may be read only through its result)";
+                        where(*use.user) + " (a match may be read only through what it returns)";
             return false;
           }
         }
@@ -153,7 +163,7 @@ std::vector<PartialMatch> closestPartialMatches(const torch::jit::Graph& pattern
     match.anchor = where(*node);
     match.operators = operators;
     match.in_control_flow = inControlFlow(*node);
-    if (attempt.matchNode(anchor, node) && attempt.noUseOutside(node)) {
+    if (attempt.matchNode(anchor, node) && attempt.noUseOutside()) {
       match.diverged = "the whole pattern matches here";
     } else {
       match.diverged = attempt.diverged();
@@ -175,12 +185,13 @@ std::vector<PartialMatch> closestPartialMatches(const torch::jit::Graph& pattern
   // One per distinct divergence: forty layers that diverge the same way are one explanation.
   std::vector<PartialMatch> shown;
   for (PartialMatch& match : found) {
-    std::string kind = match.diverged;
-    // The module path differs per layer; the reason past it is what matters.
+    // The module paths differ per layer; the reason without them is what matters.
+    static const std::regex kModulePath(" in [^ :,()]+");
+    const auto reasonOf = [](const PartialMatch& partial) {
+      return std::regex_replace(partial.diverged, kModulePath, " in _");
+    };
     const bool seen = std::any_of(shown.begin(), shown.end(), [&](const PartialMatch& other) {
-      return other.matched == match.matched &&
-             other.diverged.substr(0, other.diverged.find(" in ")) ==
-                 kind.substr(0, kind.find(" in "));
+      return other.matched == match.matched && reasonOf(other) == reasonOf(match);
     });
     if (seen) continue;
     shown.push_back(std::move(match));

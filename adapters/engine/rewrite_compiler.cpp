@@ -2,10 +2,10 @@
 
 #include <regex>
 #include <sstream>
+#include <unordered_set>
 
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
-#include <torch/jit.h>
-
+#include "adapters/engine/adapter_resolver.h"
 #include "adapters/engine/graph_edit.h"
 #include "adapters/engine/operator_policy.h"
 #include "simulator/support/errors.h"
@@ -70,6 +70,45 @@ std::shared_ptr<torch::jit::Graph> graphOf(torch::jit::CompilationUnit& unit,
   return graph;
 }
 
+// A function that returns several values returns them as one tuple; the matcher and the
+// rewrite want them as the graph's outputs, one per value (`values, indices` of a topk).
+void returnTupleElements(torch::jit::Graph& graph) {
+  if (graph.outputs().size() != 1) return;
+  torch::jit::Node* tuple = graph.outputs()[0]->node();
+  if (tuple->kind() != torch::jit::prim::TupleConstruct) return;
+  graph.eraseOutput(0);
+  for (torch::jit::Value* element : tuple->inputs()) graph.registerOutput(element);
+  tuple->destroy();
+}
+
+// LibTorch's matcher starts from the first returned value and walks to its inputs: every other
+// returned value must be met on that walk (the other results of the same operator, or values
+// that operator reads).
+void checkReturnsReachable(const torch::jit::Graph& pattern, const AdapterFile& file) {
+  std::unordered_set<const torch::jit::Node*> reached;
+  std::vector<const torch::jit::Node*> stack = {pattern.outputs()[0]->node()};
+  while (!stack.empty()) {
+    const torch::jit::Node* node = stack.back();
+    stack.pop_back();
+    if (!reached.insert(node).second) continue;
+    for (const torch::jit::Value* input : node->inputs()) stack.push_back(input->node());
+  }
+  const std::string where = file.path + ":" + std::to_string(file.pattern->position.line) + ":1: ";
+  for (size_t i = 0; i < pattern.outputs().size(); ++i) {
+    const torch::jit::Node* producer = pattern.outputs()[i]->node();
+    if (producer->kind() == torch::jit::prim::Param) {
+      throw UserError(where + "the pattern returns its parameter `" +
+                      pattern.outputs()[i]->debugName() +
+                      "` unchanged: return only values its operators compute");
+    }
+    if (i > 0 && !reached.count(producer)) {
+      throw UserError(where + "the pattern's value " + std::to_string(i) +
+                      " is not computed on the way to its first: the matcher starts from the "
+                      "first value returned, so return first the one computed last");
+    }
+  }
+}
+
 }  // namespace
 
 CompiledRewrite compileRewrite(const AdapterFile& file) {
@@ -78,7 +117,7 @@ CompiledRewrite compileRewrite(const AdapterFile& file) {
   }
   CompiledRewrite compiled;
   try {
-    compiled.unit = torch::jit::compile(functionsAtTheirLines(file));
+    compiled.unit = compileAdapterSource(functionsAtTheirLines(file));
   } catch (const std::exception& e) {
     throw UserError(locatedMessage(file.path, e.what()));
   }
@@ -89,11 +128,21 @@ CompiledRewrite compileRewrite(const AdapterFile& file) {
     checkAdapterOperators(*torch::jit::toGraphFunction(*function).graph(), role, file.path);
   }
   compiled.pattern = graphOf(*compiled.unit, "pattern");
+  returnTupleElements(*compiled.pattern);
   giveEachUseItsOwnConstant(*compiled.pattern);
   compiled.replacement = graphOf(*compiled.unit, "replacement");
+  returnTupleElements(*compiled.replacement);
   if (compiled.pattern->nodes().begin() == compiled.pattern->nodes().end()) {
     throw UserError(file.path + ":" + std::to_string(file.pattern->position.line) +
                     ":1: the pattern has no operation to match");
+  }
+  checkReturnsReachable(*compiled.pattern, file);
+  if (compiled.pattern->outputs().size() != compiled.replacement->outputs().size()) {
+    throw UserError(
+        file.path + ":" + std::to_string(file.replacement->position.line) +
+        ":1: the replacement returns " + std::to_string(compiled.replacement->outputs().size()) +
+        " value(s) and the pattern " + std::to_string(compiled.pattern->outputs().size()) +
+        ": it must return one for each, in the same order");
   }
   if (file.condition) {
     compiled.condition = &compiled.unit->get_function("condition");

@@ -27,6 +27,10 @@ bool hasFloat64Twin(const Node& constant) {
   return constant.hasAttribute(twinAttribute());
 }
 
+at::Tensor float64TwinOf(const Node& constant) {
+  return constant.t(twinAttribute());
+}
+
 std::shared_ptr<torch::jit::Graph> toFloat64Graph(const torch::jit::Graph& source,
                                                   bool widen_constants) {
   auto graph = const_cast<torch::jit::Graph&>(source).copy();  // copy() is not const in 1.13

@@ -19,6 +19,7 @@ std::shared_ptr<torch::jit::Graph> toFloat64Graph(const torch::jit::Graph& graph
 // twin is an attribute of the node, so it travels with copies of the graph.
 void attachFloat64Twin(torch::jit::Node& constant, const at::Tensor& twin);
 bool hasFloat64Twin(const torch::jit::Node& constant);
+at::Tensor float64TwinOf(const torch::jit::Node& constant);  // hasFloat64Twin must hold
 
 // Floating tensors and lists of them converted to float64; anything else as is.
 c10::IValue toFloat64Value(const c10::IValue& value);

@@ -23,6 +23,7 @@
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
+#include "simulator/lowering/check_support.h"
 #include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
 #include "tests/unit/synthetic_models.h"
@@ -270,6 +271,192 @@ TEST(AdapterEngine, ANoMatchNamesTheClosestPartialMatchesAndWhereTheyDiverged) {
                                    /*check_equivalence=*/false);
   EXPECT_NE(unchangedReason(absent).find("the model has no aten::cumsum"), std::string::npos)
       << unchangedReason(absent);
+}
+
+// A rewrite for spyre-2026 named `name`, with the given functions (pattern, condition,
+// replacement), as agents write them.
+AdapterFile rewriteFor(const std::string& name, const std::string& functions) {
+  return parseAdapterFile("name = \"" + name +
+                              "\"\ngap = \"g\"\nwhy = \"w\"\nmodels = [\"*\"]\n"
+                              "profiles = [\"spyre-2026\"]\nremove_when = \"r\"\n\n\n" +
+                              functions,
+                          name + ".py");
+}
+
+int64_t cpuFallbacks(const LoadedModel& model, const DeviceProfile& profile) {
+  return static_cast<int64_t>(compileLoaded(model, profile).fallbacks.size());
+}
+
+// The MoE router's topk over 4 experts runs over a partial stick, which the 2026 stack's topk
+// kernel does not survive. An agent's adapter pads the routing weights with -inf to a whole stick:
+// topk has two results, both read by the model, so the pattern returns both.
+const std::string kTopkOverWholeSticks =
+    R"(def pattern(x: Tensor, k: int, dim: int, largest: bool, sorted: bool):
+    values, indices = torch.topk(x, k, dim, largest, sorted)
+    return values, indices
+
+
+def condition(x: Tensor, k: int, dim: int, largest: bool, sorted: bool) -> bool:
+    return largest and (dim == -1 or dim == x.dim() - 1) and x.size(-1) % 64 != 0
+
+
+def replacement(x: Tensor, k: int, dim: int, largest: bool, sorted: bool):
+    padded = torch.constant_pad_nd(x, [0, 64 - x.size(-1) % 64], float("-inf"))
+    return torch.topk(padded, k, dim, largest, sorted)
+)";
+
+TEST(AdapterEngine, ATopkOverPaddedRouterLogitsReplacesBothResultsAndFoldsItsPadding) {
+  const auto model = load("mixtral-tiny");
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const AdapterFile adapter = rewriteFor("topk-whole-sticks", kTopkOverWholeSticks);
+  const auto application = applyAdapter(adapter, model, profile);
+  ASSERT_TRUE(application.accepted())
+      << unchangedReason(application) << application.equivalence.problem();
+  EXPECT_EQ(application.change.rewrites, countOps(*model, "aten::topk"));  // one per layer
+  // The indices pick the experts: a rewrite that replaced only the values would leave the old
+  // topk running for them.
+  EXPECT_EQ(countOps(*application.after, "aten::topk"), countOps(*model, "aten::topk"));
+  EXPECT_EQ(countOps(*application.after, "aten::constant_pad_nd"), application.change.rewrites);
+  // The padding's size arithmetic ran once, for the card's shapes; the model says so.
+  EXPECT_GE(application.change.folded, 3 * application.change.rewrites);
+  EXPECT_TRUE(application.change.fixes_shapes);
+  EXPECT_TRUE(application.after->card.fixed_shapes);
+  // Left: the padding (its list of sizes, now constants) and the topk; no size arithmetic.
+  for (const auto& added : application.change.added) {
+    EXPECT_TRUE(added.op == "aten::constant_pad_nd" || added.op == "aten::topk" ||
+                added.op == "prim::ListConstruct")
+        << added.op;
+  }
+  EXPECT_EQ(cpuFallbacks(*application.after, profile), cpuFallbacks(*model, profile));
+  // Applied to its own output, its condition turns every topk down: it is idempotent.
+  EXPECT_EQ(idempotenceProblem(application, profile), std::nullopt);
+}
+
+TEST(AdapterEngine, RotateHalfAsAnArangeBuiltPermutationMatmulIsComputedOnce) {
+  // llama-hd64 splits head_dim 64 at 32 for rotate_half, mid-stick. An agent's adapter writes
+  // rotate_half as x @ P with P the signed permutation, built with arange and comparisons: on
+  // every forward that would be arange on the CPU and comparisons on the device, so it is
+  // folded into one constant. The pattern is spelled as exported graphs and traces spell it.
+  const auto model = load("llama-hd64");
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const AdapterFile adapter =
+      rewriteFor("rotate-half-matmul", R"(def pattern(x: Tensor, half1: int, half2: int):
+    x1 = torch.ops.aten.slice.Tensor(x, 3, 0, half1, 1)
+    x2 = torch.slice(x, 3, half2, 9223372036854775807)
+    return torch.cat([torch.neg(x2), x1], -1)
+
+
+def replacement(x: Tensor, half1: int, half2: int):
+    d = x.size(-1)
+    h = d // 2
+    i = torch.arange(d)
+    rows = i.unsqueeze(1)
+    cols = i.unsqueeze(0)
+    p = (rows + h == cols).to(x.dtype) - (rows == cols + h).to(x.dtype)
+    return torch.matmul(x, p.to(torch.float32))
+)");
+  ASSERT_GT(blockersWithRule(*model, profile, "rope-head-dim"), 0);
+  const auto application = applyAdapter(adapter, model, profile);
+  ASSERT_TRUE(application.accepted())
+      << unchangedReason(application) << application.equivalence.problem();
+  EXPECT_EQ(blockersWithRule(*application.after, profile, "rope-head-dim"), 0);
+  EXPECT_EQ(countOps(*application.after, "aten::arange"), countOps(*model, "aten::arange"));
+  EXPECT_EQ(countOps(*application.after, "aten::eq"), countOps(*model, "aten::eq"));
+  // What remains of each replacement is the product with the folded permutation.
+  for (const auto& added : application.change.added) EXPECT_EQ(added.op, "aten::matmul");
+  EXPECT_GT(application.change.folded, 0);
+  EXPECT_TRUE(application.change.fixes_shapes);
+  EXPECT_EQ(cpuFallbacks(*application.after, profile), cpuFallbacks(*model, profile));
+  // A signed permutation moves values without rounding them: float64 agrees exactly, so the
+  // folded float32 matrix entered the float64 run as the float64 matrix it stands for.
+  EXPECT_EQ(application.equivalence.verdict, EquivalenceResult::Verdict::kEquivalent);
+  EXPECT_EQ(application.equivalence.agreement.float64_ratio, 0.0);
+  EXPECT_EQ(idempotenceProblem(application, profile), std::nullopt);
+}
+
+TEST(AdapterEngine, PatternsSpellOperatorsAndDtypesAsPythonAndExportedGraphsDo) {
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  // The traced llama's attention softmax takes dtype=torch.float32 as the constant 6: the
+  // pattern writes it as Python does, the replacement spells its operator as exported graphs do.
+  const auto llama = load("llama-tiny");
+  const auto softmax = applyAdapter(rewriteFor("softmax-f32", R"(def pattern(x: Tensor):
+    return torch.softmax(x, -1, dtype=torch.float32)
+
+
+def replacement(x: Tensor):
+    return torch.ops.aten.softmax.int(x.to(torch.float32), -1, None)
+)"),
+                                    llama, profile);
+  EXPECT_TRUE(softmax.accepted()) << unchangedReason(softmax) << softmax.equivalence.problem();
+  EXPECT_EQ(softmax.change.rewrites, countOps(*llama, "aten::softmax"));
+
+  const auto compileError = [](const std::string& functions) -> std::string {
+    try {
+      validateAdapter(rewriteFor("bad", functions));
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string kReplacement = "\n\n\ndef replacement(x: Tensor):\n    return x\n";
+  // An overload the operator does not have, and arguments that call another overload.
+  EXPECT_NE(compileError("def pattern(x: Tensor):\n    return torch.ops.aten.mul.Tensr(x, x)" +
+                         kReplacement)
+                .find("bad.py:10:12: TorchScript: aten::mul has no overload 'Tensr' (it has: "),
+            std::string::npos);
+  EXPECT_NE(compileError("def pattern(x: Tensor):\n    return torch.ops.aten.mul.Scalar(x, x)" +
+                         kReplacement)
+                .find("these arguments call aten::mul.Tensor, not .Scalar"),
+            std::string::npos);
+  EXPECT_NE(compileError("def pattern(x: Tensor):\n    return torch.ops.prim.min(x)" + kReplacement)
+                .find("adapter code may use torch.ops.aten only, not torch.ops.prim"),
+            std::string::npos);
+  // Several values returned: one replacement value each, the first computed last.
+  EXPECT_NE(compileError("def pattern(x: Tensor):\n    v, i = torch.topk(x, 2)\n    return v, i" +
+                         kReplacement)
+                .find("bad.py:14:1: the replacement returns 1 value(s) and the pattern 2"),
+            std::string::npos)
+      << compileError("def pattern(x: Tensor):\n    v, i = torch.topk(x, 2)\n    return v, i" +
+                      kReplacement);
+  EXPECT_NE(
+      compileError("def pattern(x: Tensor):\n    y = torch.neg(x)\n    return y, torch.exp(y)" +
+                   kReplacement)
+          .find("the pattern's value 1 is not computed on the way to its first"),
+      std::string::npos);
+}
+
+TEST(AdapterEngine, APatternMatchesInsideControlFlowWhereItsConstantsArePooledOutside) {
+  // TorchScript pools constants at the top of the graph: the 2 of a pow inside an if lives
+  // outside the if's block, and a match may not span blocks.
+  const std::shared_ptr<const LoadedModel> model = loadModel(testing::writeScriptedModel(
+      "PowInsideIf",
+      "def forward(self, x):\n    if bool(x.sum() > 0.0):\n        y = torch.pow(x, 2)\n"
+      "    else:\n        y = x * 3.0\n    return y + 1.0\n",
+      R"({"inputs": [{"name": "x", "shape": [4, 64], "dtype": "float32", "kind": "float"}]})"));
+  const auto application =
+      applyAdapter(shipped("pow-square-as-mul"), model, loadProfile("spyre-2025-clean"));
+  ASSERT_TRUE(application.accepted())
+      << unchangedReason(application) << application.equivalence.problem();
+  EXPECT_EQ(application.change.rewrites, 1);
+  EXPECT_EQ(countOps(*application.after, "aten::pow"), 0);
+}
+
+TEST(AdapterEngine, ANoMatchSaysWhichResultOfAMultiOutputOperatorThePatternLeftOut) {
+  const auto application =
+      applyAdapter(rewriteFor("topk-values", R"(def pattern(x: Tensor):
+    return torch.topk(x, 2)[0]
+
+
+def replacement(x: Tensor):
+    return torch.topk(x, 2)[0]
+)"),
+                   load("mixtral-tiny"), loadProfile("spyre-2026"), /*check_equivalence=*/false);
+  EXPECT_FALSE(application.changed());
+  const std::string reason = unchangedReason(application);
+  EXPECT_NE(reason.find("result 1 of aten::topk in model.layers.0.block_sparse_moe is read by"),
+            std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("the pattern does not return it"), std::string::npos) << reason;
 }
 
 TEST(AdapterEngine, VocabularyPaddingFollowsThePerCoreSpanRule) {

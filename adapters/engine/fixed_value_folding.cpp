@@ -1,0 +1,205 @@
+#include "adapters/engine/fixed_value_folding.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include <torch/csrc/jit/ir/constants.h>
+
+#include "simulator/backends/float64_graph.h"
+#include "simulator/graph/example_inputs.h"
+#include "simulator/graph/model_card.h"
+
+namespace stickler {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+// Operators whose result's shape depends on the values they read: a size downstream of one
+// differs from input to input even at the card's shapes.
+bool shapeDependsOnData(const Node& node) {
+  static const std::unordered_set<std::string> kDataShaped = {
+      "aten::nonzero",
+      "aten::nonzero_numpy",
+      "aten::masked_select",
+      "aten::unique",
+      "aten::_unique",
+      "aten::_unique2",
+      "aten::unique_consecutive",
+      "aten::unique_dim",
+      "aten::repeat_interleave",
+      "aten::argwhere",
+      "aten::where",
+      "aten::index",
+      "aten::bincount",
+  };
+  return kDataShaped.count(node.kind().toQualString()) > 0;
+}
+
+bool insideControlFlow(const Node& node) {
+  return node.owningBlock()->owningNode() != nullptr;
+}
+
+// Whether a size of `value` is fixed by the model card: the value was recorded once, outside
+// prim::If and prim::Loop, and nothing upstream has a data-dependent shape.
+class FixedShapes {
+ public:
+  explicit FixedShapes(const GraphEdit& edit) : edit_(edit) {}
+
+  bool fixed(const Value* value) {
+    const Node* producer = value->node();
+    if (producer->kind() == torch::jit::prim::Param) return true;  // the card's inputs
+    auto known = memo_.find(producer);
+    if (known != memo_.end()) return known->second;
+    memo_[producer] = false;  // a cycle cannot occur in a graph; this only guards recursion
+    bool result = !shapeDependsOnData(*producer) && !insideControlFlow(*producer);
+    if (result && producer->kind() != torch::jit::prim::Constant &&
+        producer->kind() != torch::jit::prim::GetAttr) {
+      const Node* original = edit_.originalOf(producer);
+      if (original != nullptr) {
+        auto record = edit_.model().records.find(original);
+        result = record != edit_.model().records.end() && record->second.executions == 1;
+      }
+      for (const Value* input : producer->inputs()) result = result && fixed(input);
+    }
+    memo_[producer] = result;
+    return result;
+  }
+
+ private:
+  const GraphEdit& edit_;
+  std::unordered_map<const Node*, bool> memo_;
+};
+
+// Runs `node` on `stack` (its inputs), leaving its outputs. Lists and tuples the code builds
+// have no schema to look an operation up by; they are built here.
+void evaluate(const Node& node, torch::jit::Stack& stack) {
+  if (node.kind() == torch::jit::prim::ListConstruct) {
+    c10::impl::GenericList list(node.output()->type()->expectRef<c10::ListType>().getElementType());
+    for (auto& element : stack) list.push_back(std::move(element));
+    stack = {c10::IValue(std::move(list))};
+  } else if (node.kind() == torch::jit::prim::TupleConstruct) {
+    auto tuple = c10::ivalue::Tuple::create(std::move(stack));
+    stack = {c10::IValue(std::move(tuple))};
+  } else {
+    node.getOperation()(stack);  // throws for an operator LibTorch cannot run on its own
+  }
+}
+
+bool mayEvaluate(const Node& node) {
+  const auto kind = node.kind();
+  return kind != torch::jit::prim::Constant && kind != torch::jit::prim::GetAttr &&
+         node.blocks().empty() && !node.hasSideEffects() && !node.isNondeterministic();
+}
+
+}  // namespace
+
+FoldResult foldFixedValues(GraphEdit& edit, Node* first, Node* end) {
+  FoldResult result;
+  // Values of weights must not carry autograd history into constants.
+  const torch::NoGradGuard no_grad;
+  FixedShapes shapes(edit);
+  // Each value twice: as the model computes it, and as its float64 run does (toFloat64Graph's
+  // rules: float tensors widened, dtype arguments saying float32 say float64), so that a folded
+  // float32 constant carries the float64 value the equivalence check's float64 run must read.
+  std::unordered_map<const Value*, std::pair<c10::IValue, c10::IValue>> known;
+  auto valueOf = [&](const Value* value) -> std::optional<std::pair<c10::IValue, c10::IValue>> {
+    auto found = known.find(value);
+    if (found != known.end()) return found->second;
+    auto constant = edit.constantOrWeight(value);
+    if (!constant) return std::nullopt;
+    const Node* producer = value->node();
+    if (producer->kind() == torch::jit::prim::Constant && hasFloat64Twin(*producer)) {
+      return std::make_pair(*constant, c10::IValue(float64TwinOf(*producer)));
+    }
+    return std::make_pair(*constant, toFloat64Value(*constant));
+  };
+  const auto float32 = static_cast<int64_t>(c10::kFloat);
+  std::vector<Node*> evaluated;
+  for (Node* node = first; node != end; node = node->next()) {
+    if (!mayEvaluate(*node)) continue;
+    const std::string kind = node->kind().toQualString();
+    // What an operator reads of a model tensor's metadata is known from the recorded run:
+    // dtype and rank always, sizes when the card fixes them.
+    const bool reads_dtype = kind == "prim::dtype" || kind == "aten::dim";
+    const bool reads_shape = kind == "aten::size" || kind == "aten::numel";
+    const c10::FunctionSchema* schema = node->maybeSchema();
+    bool read_a_shape = false;
+    torch::jit::Stack stack;
+    torch::jit::Stack stack64;
+    bool all_known = true;
+    for (size_t i = 0; i < node->inputs().size() && all_known; ++i) {
+      const Value* input = node->input(i);
+      if (auto value = valueOf(input)) {
+        stack.push_back(value->first);
+        const bool names_dtype = schema != nullptr && i < schema->arguments().size() &&
+                                 schema->arguments()[i].name() == "dtype";
+        const bool says_float32 = value->second.isInt() && value->second.toInt() == float32;
+        stack64.push_back(names_dtype && says_float32
+                              ? c10::IValue(static_cast<int64_t>(c10::kDouble))
+                              : value->second);
+        continue;
+      }
+      auto desc = (reads_dtype || reads_shape) && i == 0 ? edit.describe(input) : std::nullopt;
+      if (desc && desc->kind == "Tensor" && (reads_dtype || shapes.fixed(input))) {
+        // A stand-in with the shape and dtype and no storage: nothing else is read.
+        const auto dtype = dtypeFromName(desc->dtype);
+        const c10::ScalarType type = dtype ? toScalarType(*dtype) : c10::kFloat;
+        const auto meta = at::TensorOptions().device(at::kMeta);
+        stack.push_back(at::empty(desc->shape, meta.dtype(type)));
+        stack64.push_back(
+            at::empty(desc->shape, meta.dtype(type == c10::kFloat ? c10::kDouble : type)));
+        read_a_shape = reads_shape;
+        continue;
+      }
+      all_known = false;
+    }
+    if (!all_known) continue;
+    try {
+      evaluate(*node, stack);
+      evaluate(*node, stack64);
+    } catch (const std::exception&) {
+      continue;  // left to run with the model, where its error (if any) is the model's
+    }
+    if (stack.size() != node->outputs().size() || stack64.size() != stack.size()) continue;
+    for (size_t i = 0; i < stack.size(); ++i) known[node->output(i)] = {stack[i], stack64[i]};
+    result.fixed_shapes = result.fixed_shapes || read_a_shape;
+    evaluated.push_back(node);
+  }
+  // Last first: a value read only by folded operators is never made a constant of its own.
+  for (auto it = evaluated.rbegin(); it != evaluated.rend(); ++it) {
+    Node* node = *it;
+    // Graphs pass lists as the list they build from elements (`mean(x, [-1])` reads a
+    // prim::ListConstruct), and so do patterns compiled from code: a list made a constant would
+    // match no pattern any more, not even the replacement's own. Its elements are folded.
+    if (node->kind() == torch::jit::prim::ListConstruct ||
+        node->kind() == torch::jit::prim::TupleConstruct) {
+      continue;
+    }
+    for (Value* output : node->outputs()) {
+      if (!output->hasUses()) continue;
+      const auto& [value, twin] = known.at(output);
+      const torch::jit::WithInsertPoint insert_point(node);
+      // A tensor is cloned: a constant must not be a view of a weight's storage.
+      auto constant = torch::jit::tryInsertConstant(
+          *node->owningGraph(), value.isTensor() ? c10::IValue(value.toTensor().clone()) : value);
+      if (!constant) continue;
+      Node* constant_node = (*constant)->node();
+      constant_node->setSourceRange(node->sourceRange());
+      constant_node->setScope(node->scope());
+      if (value.isTensor() && value.toTensor().scalar_type() == c10::kFloat && twin.isTensor() &&
+          twin.toTensor().is_floating_point()) {
+        attachFloat64Twin(*constant_node, twin.toTensor());
+      }
+      output->replaceAllUsesWith(*constant);
+    }
+    bool used = false;
+    for (const Value* output : node->outputs()) used = used || output->hasUses();
+    if (used) continue;
+    node->destroy();
+    ++result.folded;
+  }
+  return result;
+}
+
+}  // namespace stickler
