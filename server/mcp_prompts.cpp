@@ -90,6 +90,7 @@ void addSticklerPrompts(McpCatalog& catalog, const Workspace& workspace) {
 
 void addOperationTools(McpCatalog& catalog);
 void addSticklerResources(McpCatalog& catalog);
+void addPatternReferenceResources(McpCatalog& catalog);
 void addReportResources(McpCatalog& catalog, const Workspace& workspace);
 void addKnowledgeResources(McpCatalog& catalog, const Workspace& workspace);
 void addSkillPrompts(McpCatalog& catalog, const Workspace& workspace);
@@ -98,6 +99,7 @@ McpCatalog sticklerCatalog(const Workspace& workspace) {
   McpCatalog catalog;
   addOperationTools(catalog);
   addSticklerResources(catalog);
+  addPatternReferenceResources(catalog);
   addReportResources(catalog, workspace);
   addReviewResources(catalog, workspace);
   addKnowledgeResources(catalog, workspace);

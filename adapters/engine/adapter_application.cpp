@@ -171,7 +171,7 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
     }
   } else {
     const CompiledRewrite rewrite = compileRewrite(adapter);
-    RewriteCount count = applyRewrite(rewrite, edit, adapter.path);
+    RewriteCount count = applyRewrite(rewrite, edit, adapter.path, !adapter.reviewed);
     application.refused_by_condition = count.refused_by_condition;
     application.turned_down = std::move(count.turned_down);
     application.closest = std::move(count.closest);

@@ -434,8 +434,8 @@ SourcePosition AdapterFile::positionOf(const std::string& field_name) const {
 
 AdapterFile parseAdapterFile(const std::string& text, const std::string& path) {
   if (text.size() > kMaxAdapterFileBytes) {
-    throw UserError(path + ": " + std::to_string(text.size()) + " bytes; an adapter file is at most " +
-                    std::to_string(kMaxAdapterFileBytes));
+    throw UserError(path + ": " + std::to_string(text.size()) +
+                    " bytes; an adapter file is at most " + std::to_string(kMaxAdapterFileBytes));
   }
   const FileErrors errors(path, text);
   if (const auto deep = firstBracketDeeperThan(text, kMaxAdapterSyntaxDepth)) {

@@ -91,6 +91,17 @@ std::vector<ConditionVerdict> runConditionSandboxed(
   return verdicts;
 }
 
+std::string runAdapterCodeSandboxed(const std::function<std::string()>& job,
+                                    const std::string& what, uint64_t extra_bytes) {
+  const ExecutionLimit limit = currentExecutionLimit();
+  const double seconds = limit.seconds > 0 ? limit.seconds : defaultExecutionSeconds();
+  const WorkerOutcome outcome =
+      runInWorker([&](WorkerProgress&) { return job(); }, seconds, limit.cancelled,
+                  {seconds, kAdapterCodeMemoryBytes + extra_bytes});
+  throwUnlessCompleted(outcome, what, seconds);
+  return outcome.payload;
+}
+
 void runAdaptedModelSandboxed(const LoadedModel& model, torch::jit::Graph& adapted,
                               const std::string& adapter_path) {
   const ExecutionLimit limit = currentExecutionLimit();

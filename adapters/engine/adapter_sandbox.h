@@ -3,6 +3,7 @@
 // always run there; a replacement no one has reviewed runs there first (docs/security.md).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,12 @@ std::vector<ConditionVerdict> runConditionSandboxed(
     torch::jit::Function& condition,
     const std::vector<std::optional<std::vector<c10::IValue>>>& arguments,
     const std::string& adapter_path);
+
+// Runs `job` (adapter code) in a worker under the current execution limit and the sandbox's
+// memory limit plus `extra_bytes`, and returns what it returned. Throws UserError "<what> did
+// not finish within N s" (or died, or failed: what it threw), or Cancelled.
+std::string runAdapterCodeSandboxed(const std::function<std::string()>& job,
+                                    const std::string& what, uint64_t extra_bytes = 0);
 
 // Runs the adapted model (`adapted`, `model`'s graph after an adapter's rewrite) on its example
 // inputs in a worker, as rebuildModel would in this process. Throws UserError naming

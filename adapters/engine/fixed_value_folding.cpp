@@ -1,9 +1,13 @@
 #include "adapters/engine/fixed_value_folding.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include "adapters/engine/adapter_sandbox.h"
 
 #include "simulator/backends/float64_graph.h"
 #include "simulator/graph/example_inputs.h"
@@ -92,10 +96,16 @@ bool mayEvaluate(const Node& node) {
          node.blocks().empty() && !node.hasSideEffects() && !node.isNondeterministic();
 }
 
-}  // namespace
+// What one operator computed: as the model computes it and as its float64 run does.
+struct Evaluated {
+  std::vector<c10::IValue> values;
+  std::vector<c10::IValue> values64;
+  bool read_a_shape = false;
+};
 
-FoldResult foldFixedValues(GraphEdit& edit, Node* first, Node* end) {
-  FoldResult result;
+// Evaluates every operator of `nodes` (in order) whose inputs are known; changes nothing.
+std::vector<std::optional<Evaluated>> evaluateFixed(const GraphEdit& edit,
+                                                    const std::vector<Node*>& nodes) {
   // Values of weights must not carry autograd history into constants.
   const torch::NoGradGuard no_grad;
   FixedShapes shapes(edit);
@@ -115,8 +125,9 @@ FoldResult foldFixedValues(GraphEdit& edit, Node* first, Node* end) {
     return std::make_pair(*constant, toFloat64Value(*constant));
   };
   const auto float32 = static_cast<int64_t>(c10::kFloat);
-  std::vector<Node*> evaluated;
-  for (Node* node = first; node != end; node = node->next()) {
+  std::vector<std::optional<Evaluated>> evaluated(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node* node = nodes[n];
     if (!mayEvaluate(*node)) continue;
     const std::string kind = node->kind().toQualString();
     // What an operator reads of a model tensor's metadata is known from the recorded run:
@@ -124,7 +135,7 @@ FoldResult foldFixedValues(GraphEdit& edit, Node* first, Node* end) {
     const bool reads_dtype = kind == "prim::dtype" || kind == "aten::dim";
     const bool reads_shape = kind == "aten::size" || kind == "aten::numel";
     const c10::FunctionSchema* schema = node->maybeSchema();
-    bool read_a_shape = false;
+    Evaluated result;
     torch::jit::Stack stack;
     torch::jit::Stack stack64;
     bool all_known = true;
@@ -149,7 +160,7 @@ FoldResult foldFixedValues(GraphEdit& edit, Node* first, Node* end) {
         stack.push_back(at::empty(desc->shape, meta.dtype(type)));
         stack64.push_back(
             at::empty(desc->shape, meta.dtype(type == c10::kFloat ? c10::kDouble : type)));
-        read_a_shape = reads_shape;
+        result.read_a_shape = reads_shape;
         continue;
       }
       all_known = false;
@@ -162,13 +173,100 @@ FoldResult foldFixedValues(GraphEdit& edit, Node* first, Node* end) {
       continue;  // left to run with the model, where its error (if any) is the model's
     }
     if (stack.size() != node->outputs().size() || stack64.size() != stack.size()) continue;
-    for (size_t i = 0; i < stack.size(); ++i) known[node->output(i)] = {stack[i], stack64[i]};
-    result.fixed_shapes = result.fixed_shapes || read_a_shape;
-    evaluated.push_back(node);
+    for (size_t i = 0; i < stack.size(); ++i) {
+      known[node->output(i)] = {stack[i], stack64[i]};
+    }
+    result.values = std::move(stack);
+    result.values64 = std::move(stack64);
+    evaluated[n] = std::move(result);
+  }
+  return evaluated;
+}
+
+// The evaluations travel from a worker pickled: a list of (index, values, values64, read_a_shape).
+std::string pickled(const std::vector<std::optional<Evaluated>>& evaluated) {
+  c10::impl::GenericList list(c10::AnyType::get());
+  for (size_t i = 0; i < evaluated.size(); ++i) {
+    if (!evaluated[i]) continue;
+    list.push_back(c10::ivalue::Tuple::create({c10::IValue(static_cast<int64_t>(i)),
+                                               c10::ivalue::Tuple::create(evaluated[i]->values),
+                                               c10::ivalue::Tuple::create(evaluated[i]->values64),
+                                               c10::IValue(evaluated[i]->read_a_shape)}));
+  }
+  const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(std::move(list)));
+  return {bytes.begin(), bytes.end()};
+}
+
+std::vector<std::optional<Evaluated>> unpickled(const std::string& payload, size_t count) {
+  std::vector<std::optional<Evaluated>> evaluated(count);
+  const c10::IValue list =
+      torch::jit::pickle_load(std::vector<char>(payload.begin(), payload.end()));
+  for (const c10::IValue& entry : list.toListRef()) {
+    const auto& fields = entry.toTupleRef().elements();
+    const auto index = static_cast<size_t>(fields.at(0).toInt());
+    if (index >= count) continue;
+    Evaluated result;
+    result.values = fields.at(1).toTupleRef().elements().vec();
+    result.values64 = fields.at(2).toTupleRef().elements().vec();
+    result.read_a_shape = fields.at(3).toBool();
+    evaluated[index] = std::move(result);
+  }
+  return evaluated;
+}
+
+// Whether any operator of `nodes` could be folded, judged from the graph alone: its inputs come
+// from constants, attribute reads (weights) or other operators of `nodes`, or it reads a
+// tensor's metadata. When none could, no worker is started.
+bool anyFoldable(const std::vector<Node*>& nodes) {
+  const std::unordered_set<const Node*> inside(nodes.begin(), nodes.end());
+  return std::any_of(nodes.begin(), nodes.end(), [&](const Node* node) {
+    if (!mayEvaluate(*node)) return false;
+    const std::string kind = node->kind().toQualString();
+    if (kind == "aten::size" || kind == "aten::numel" || kind == "aten::dim" ||
+        kind == "prim::dtype") {
+      return true;
+    }
+    return std::all_of(node->inputs().begin(), node->inputs().end(), [&](const Value* input) {
+      const auto producer = input->node()->kind();
+      return producer == torch::jit::prim::Constant || producer == torch::jit::prim::GetAttr ||
+             inside.count(input->node()) > 0;
+    });
+  });
+}
+
+}  // namespace
+
+FoldResult foldFixedValues(GraphEdit& edit, const std::vector<Node*>& nodes,
+                           const std::string& sandbox_for) {
+  FoldResult result;
+  if (!anyFoldable(nodes)) return result;
+  std::vector<std::optional<Evaluated>> evaluated;
+  if (sandbox_for.empty()) {
+    evaluated = evaluateFixed(edit, nodes);
+  } else {
+    // Code no one has reviewed computes in a worker, as its conditions and its first run do.
+    uint64_t weight_bytes = 0;
+    for (const at::Tensor& parameter : edit.model().module.parameters()) {
+      weight_bytes += parameter.nbytes();
+    }
+    evaluated =
+        unpickled(runAdapterCodeSandboxed([&] { return pickled(evaluateFixed(edit, nodes)); },
+                                          sandbox_for + ": computing the replacement's constants",
+                                          weight_bytes),
+                  nodes.size());
+  }
+  std::unordered_map<const Value*, std::pair<c10::IValue, c10::IValue>> known;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (!evaluated[n]) continue;
+    for (size_t i = 0; i < nodes[n]->outputs().size(); ++i) {
+      known[nodes[n]->output(i)] = {evaluated[n]->values.at(i), evaluated[n]->values64.at(i)};
+    }
+    result.fixed_shapes = result.fixed_shapes || evaluated[n]->read_a_shape;
   }
   // Last first: a value read only by folded operators is never made a constant of its own.
-  for (auto it = evaluated.rbegin(); it != evaluated.rend(); ++it) {
-    Node* node = *it;
+  for (size_t n = nodes.size(); n-- > 0;) {
+    if (!evaluated[n]) continue;
+    Node* node = nodes[n];
     // Graphs pass lists as the list they build from elements (`mean(x, [-1])` reads a
     // prim::ListConstruct), and so do patterns compiled from code: a list made a constant would
     // match no pattern any more, not even the replacement's own. Its elements are folded.
@@ -196,6 +294,7 @@ FoldResult foldFixedValues(GraphEdit& edit, Node* first, Node* end) {
     bool used = false;
     for (const Value* output : node->outputs()) used = used || output->hasUses();
     if (used) continue;
+    result.destroyed.insert(node);
     node->destroy();
     ++result.folded;
   }

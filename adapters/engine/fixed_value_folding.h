@@ -3,6 +3,10 @@
 // weight, computes it once here instead of on every forward (and instead of CPU fallbacks).
 #pragma once
 
+#include <string>
+#include <unordered_set>
+#include <vector>
+
 #include "adapters/engine/graph_edit.h"
 
 namespace stickler {
@@ -12,14 +16,18 @@ struct FoldResult {
   // A folded value read a size of a tensor of the model (aten::size): it holds for the input
   // shapes of the model card, the shapes Spyre compiles the model for, and no others.
   bool fixed_shapes = false;
+  std::unordered_set<const torch::jit::Node*> destroyed;  // of `nodes`, those folded away
 };
 
-// Evaluates the operators from `first` up to `end` (exclusive; one block, in order) whose
+// Evaluates the operators of `nodes` (in topological order: what replacements inserted) whose
 // inputs are known: constants, weights, values folded before, and sizes of model tensors whose
 // shape does not depend on the data (recorded once, outside loops and conditionals, with no
 // nonzero-like operator upstream). Each evaluated operator is replaced by the constant it
 // computed, except lists and tuples, which stay built from their (folded) elements as graphs
 // and patterns compiled from code hold them; a value no constant can hold stays computed.
-FoldResult foldFixedValues(GraphEdit& edit, torch::jit::Node* first, torch::jit::Node* end);
+// With `sandbox_for` (the adapter's path) the evaluation runs in a worker under the adapter
+// sandbox's limits (adapter_sandbox.h): code no one has reviewed never runs in this process.
+FoldResult foldFixedValues(GraphEdit& edit, const std::vector<torch::jit::Node*>& nodes,
+                           const std::string& sandbox_for);
 
 }  // namespace stickler

@@ -166,7 +166,7 @@ bool returnedValueReadEarly(const CompiledRewrite& rewrite, const torch::jit::Ma
 }  // namespace
 
 RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
-                          const std::string& adapter_path) {
+                          const std::string& adapter_path, bool sandboxed) {
   RewriteCount count;
   torch::jit::Graph& graph = edit.graph();
   giveEachUseItsOwnConstant(graph);
@@ -189,6 +189,7 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
   }
   size_t index = 0;
   std::unordered_set<const Node*> taken;  // a node is rewritten by one match at most
+  std::vector<Node*> inserted;            // every replacement's nodes, in order
   for (const auto& match : matches) {
     const ConditionVerdict& verdict = verdicts[index];
     const std::vector<Value*>& inputs = inputs_of[index++];
@@ -230,19 +231,9 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
       outputs[i]->setType(matched_output->type());
       matched_output->replaceAllUsesWith(outputs[i]);
     }
-    // Then what the replacement computes from constants, weights and fixed sizes, once.
-    const FoldResult fold = foldFixedValues(edit, before->next(), anchor);
-    edit.change().folded += fold.folded;
-    if (fold.fixed_shapes) edit.change().fixes_shapes = true;
-    for (Node* node = before->next(); node != anchor;) {
-      Node* next = node->next();
-      if (node->kind() == torch::jit::prim::Constant && !node->output()->hasUses()) {
-        node->destroy();
-      } else {
-        node->setSourceRange(anchor->sourceRange());
-        if (node->kind() != torch::jit::prim::Constant) edit.noteAdded(node);
-      }
-      node = next;
+    for (Node* node = before->next(); node != anchor; node = node->next()) {
+      node->setSourceRange(anchor->sourceRange());
+      inserted.push_back(node);
     }
     // The matched operators, last first, so that each one's users are gone before it; the
     // constants they read go afterwards, once, when nothing else reads them.
@@ -271,6 +262,19 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
       if (!constant->output()->hasUses()) constant->destroy();
     }
     ++edit.change().rewrites;
+  }
+  // Then what the replacements compute from constants, weights and fixed sizes, once (in one
+  // worker for code no one has reviewed).
+  const FoldResult fold = foldFixedValues(edit, inserted, sandboxed ? adapter_path : "");
+  edit.change().folded += fold.folded;
+  if (fold.fixed_shapes) edit.change().fixes_shapes = true;
+  for (Node* node : inserted) {
+    if (fold.destroyed.count(node)) continue;
+    if (node->kind() != torch::jit::prim::Constant) {
+      edit.noteAdded(node);
+    } else if (!node->output()->hasUses()) {
+      node->destroy();
+    }
   }
   return count;
 }

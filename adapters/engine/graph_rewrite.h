@@ -24,7 +24,9 @@ struct RewriteCount {
   std::vector<std::string> closest;
 };
 
+// With `sandboxed` (code no one has reviewed), what the replacements compute once is computed
+// in a worker (fixed_value_folding.h).
 RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
-                          const std::string& adapter_path);
+                          const std::string& adapter_path, bool sandboxed);
 
 }  // namespace stickler

@@ -226,6 +226,38 @@ TEST_F(McpServerTest, CheckSupportGivesTheStacksFactsAndHashNotItsFaultRules) {
       request("resources/read", {{"uri", "stickler://docs/simulated-faults"}}).contains("error"));
 }
 
+TEST_F(McpServerTest, ThePatternReferenceIsServedAndAnyOperatorCanBeAsked) {
+  initialize();
+  const json page = request("resources/read", {{"uri", "stickler://pattern-reference"}});
+  const std::string text = page.at("result").at("contents").at(0).at("text");
+  EXPECT_NE(text.find("## aten::topk\n"), std::string::npos);
+  EXPECT_NE(text.find("values, indices = torch.topk(self, k, dim, largest, sorted)"),
+            std::string::npos);
+  // Operators no profile names, through the template.
+  const json nonzero =
+      request("resources/read", {{"uri", "stickler://pattern-reference/aten::nonzero"}});
+  EXPECT_NE(nonzero.at("result")
+                .at("contents")
+                .at(0)
+                .at("text")
+                .get<std::string>()
+                .find("torch.nonzero(self)"),
+            std::string::npos)
+      << nonzero.dump();
+  const json unknown =
+      request("resources/read", {{"uri", "stickler://pattern-reference/aten::no_such_op"}});
+  EXPECT_EQ(unknown.at("error").at("code"), -32002);
+  EXPECT_NE(unknown.at("error").at("message").get<std::string>().find(
+                "there is no operator aten::no_such_op"),
+            std::string::npos);
+  const json templates = request("resources/templates/list").at("result").at("resourceTemplates");
+  bool listed = false;
+  for (const auto& entry : templates) {
+    listed = listed || entry.at("uriTemplate") == "stickler://pattern-reference/{op}";
+  }
+  EXPECT_TRUE(listed) << templates.dump();
+}
+
 TEST_F(McpServerTest, LongListsArePaged) {
   initialize();
   const json first = call("inspect_model", {{"model", "llama-tiny.pt"}}).at("structuredContent");
@@ -341,7 +373,8 @@ TEST_F(McpServerTest, ResourcesPromptsAndCompletion) {
                 .at("code"),
             -32002);
   EXPECT_EQ(request("resources/templates/list").at("result").at("resourceTemplates").size(),
-            9u);  // 2 + reports + repros + reviews + knowledge, skills, gotchas + fixture
+            10u);  // 2 + pattern reference + reports + repros + reviews + knowledge, skills,
+                   // gotchas + fixture
   EXPECT_NE(request("resources/read", {{"uri", "test://template/42/data"}}).dump().find("42"),
             std::string::npos);
 

@@ -339,7 +339,7 @@ TEST(AdapterEngine, RotateHalfAsAnArangeBuiltPermutationMatmulIsComputedOnce) {
   // folded into one constant. The pattern is spelled as exported graphs and traces spell it.
   const auto model = load("llama-hd64");
   const DeviceProfile profile = loadProfile("spyre-2026");
-  const AdapterFile adapter =
+  AdapterFile adapter =
       rewriteFor("rotate-half-matmul", R"(def pattern(x: Tensor, half1: int, half2: int):
     x1 = torch.ops.aten.slice.Tensor(x, 3, 0, half1, 1)
     x2 = torch.slice(x, 3, half2, 9223372036854775807)
@@ -355,6 +355,9 @@ def replacement(x: Tensor, half1: int, half2: int):
     p = (rows + h == cols).to(x.dtype) - (rows == cols + h).to(x.dtype)
     return torch.matmul(x, p.to(torch.float32))
 )");
+  // As if reviewed (shipped, or accepted into the catalog): its constants are computed in this
+  // process. The topk test above folds a draft's, in a worker.
+  adapter.reviewed = true;
   ASSERT_GT(blockersWithRule(*model, profile, "rope-head-dim"), 0);
   const auto application = applyAdapter(adapter, model, profile);
   ASSERT_TRUE(application.accepted())
@@ -457,6 +460,39 @@ def replacement(x: Tensor):
             std::string::npos)
       << reason;
   EXPECT_NE(reason.find("the pattern does not return it"), std::string::npos) << reason;
+
+  // An intermediate value read elsewhere: q is transposed once and read by RoPE's mul and by
+  // rotate_half (its size and slices), so a pattern through it cannot take the mul alone.
+  const auto shared = applyAdapter(rewriteFor("transpose-mul", R"(def pattern(x: Tensor, c: Tensor):
+    return torch.transpose(x, 1, 2) * c
+
+
+def replacement(x: Tensor, c: Tensor):
+    return c * torch.transpose(x, 1, 2)
+)"),
+                                   load("llama-tiny"), loadProfile("spyre-2026"),
+                                   /*check_equivalence=*/false);
+  const std::string outside = unchangedReason(shared);
+  EXPECT_NE(outside.find("the result of aten::transpose in model.layers.0.self_attn is also read "
+                         "outside the match, by aten::size"),
+            std::string::npos)
+      << outside;
+
+  // A candidate inside a conditional's body, whose dtype the graph computes there.
+  const auto in_if = applyAdapter(rewriteFor("softmax-f32", R"(def pattern(x: Tensor, dim: int):
+    return torch.softmax(x, dim, dtype=torch.float32)
+
+
+def replacement(x: Tensor, dim: int):
+    return torch.softmax(x.to(torch.float32), dim)
+)"),
+                                  load("mixtral-tiny"), loadProfile("spyre-2026"),
+                                  /*check_equivalence=*/false);
+  const std::string computed = unchangedReason(in_if);
+  EXPECT_NE(computed.find("(inside a prim::If/prim::Loop block)"), std::string::npos) << computed;
+  EXPECT_NE(computed.find("the graph computes it (prim::unchecked_cast): make it a parameter"),
+            std::string::npos)
+      << computed;
 }
 
 TEST(AdapterEngine, VocabularyPaddingFollowsThePerCoreSpanRule) {
