@@ -141,6 +141,14 @@ struct TorchModule : public torch::jit::BuiltinModule {
           m.graph()->insertConstant(c10::IValue(static_cast<int64_t>(dtype->second)), loc));
     }
     if (field == "ops") return std::make_shared<OpsNamespace>();
+    if (field == "nn") {
+      // torch.nn.functional's functions are Python with conditionals around the operator; a
+      // graph holds the operator they call.
+      throw torch::jit::ErrorReport(loc)
+          << "torch.nn is not available in adapter code: write the aten operator the model's "
+             "graph holds (torch.softmax, torch.linear, torch.layer_norm; "
+             "stickler://pattern-reference)";
+    }
     return BuiltinModule::attr(loc, m, field);
   }
 };

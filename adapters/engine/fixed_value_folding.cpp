@@ -33,10 +33,11 @@ bool shapeDependsOnData(const Node& node) {
       "aten::unique_dim",
       "aten::repeat_interleave",
       "aten::argwhere",
-      "aten::where",
       "aten::index",
       "aten::bincount",
   };
+  // where(condition) is nonzero as a tuple; where(condition, x, y) is elementwise.
+  if (node.kind() == c10::Symbol::fromQualString("aten::where")) return node.inputs().size() == 1;
   return kDataShaped.count(node.kind().toQualString()) > 0;
 }
 

@@ -411,6 +411,10 @@ def replacement(x: Tensor):
                          kReplacement)
                 .find("these arguments call aten::mul.Tensor, not .Scalar"),
             std::string::npos);
+  EXPECT_NE(
+      compileError("def pattern(x: Tensor):\n    return torch.nn.functional.relu(x)" + kReplacement)
+          .find("torch.nn is not available in adapter code: write the aten operator"),
+      std::string::npos);
   EXPECT_NE(compileError("def pattern(x: Tensor):\n    return torch.ops.prim.min(x)" + kReplacement)
                 .find("adapter code may use torch.ops.aten only, not torch.ops.prim"),
             std::string::npos);
@@ -1138,6 +1142,16 @@ TEST(AdapterTools, ListAdaptersLabelsShippedAndDraftsTruthfullyAndKeepsEvidenceA
   const json fresh = listedAdapter(context, "cube-as-square");
   EXPECT_EQ(fresh["status"], "draft") << fresh.dump();
   EXPECT_EQ(fresh["branch"], "draft/cube-as-square");
+
+  // Proposed and approved through a review, main's version is accepted.
+  WorkspaceCatalog catalog = WorkspaceCatalog::open(repo);
+  const auto proposal = catalog.propose("p-1", {"cube-as-square"}, "Cube as square, reviewed");
+  const auto plan = catalog.planApproval(proposal.commit);
+  catalog.advanceMain(catalog.writeApproval(plan, proposal.commit, "Approve cube-as-square", {}),
+                      plan.main);
+  const json accepted = listedAdapter(context, "cube-as-square");
+  EXPECT_EQ(accepted["status"], "accepted") << accepted.dump();
+  EXPECT_EQ(accepted["branch"], "main");
   std::filesystem::remove_all(root);
 }
 
@@ -1202,6 +1216,14 @@ TEST(AdapterTools, AnAdapterMustLeaveItsOwnOutputAlone) {
   EXPECT_EQ(applied["status"], "applied") << applied.dump();
   EXPECT_EQ(applied["idempotent"], true);
   EXPECT_GE(applied["application"]["change"]["rewrites"].get<int>(), 2);
+  // Its replacement is products and a mean the device has: no CPU fallback comes with it.
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const auto application =
+      applyAdapter(parseAdapterFile(prescaledMeanOfSquares("(x * 0.0625) * (x * 0.0625)"),
+                                    "prescaled-mean-of-squares.py"),
+                   loadModel(model), profile);
+  ASSERT_TRUE(application.accepted()) << application.equivalence.problem();
+  EXPECT_EQ(cpuFallbacks(*application.after, profile), cpuFallbacks(*application.before, profile));
   std::filesystem::remove_all(root);
 }
 
