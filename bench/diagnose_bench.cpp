@@ -19,7 +19,9 @@
 #include "bench/bench_args.h"
 #include "bench/bench_context.h"
 #include "bench/bench_timing.h"
+#include "simulator/workers/worker_main.h"
 #include "tools/operation_table.h"
+#include "tools/worker_jobs.h"
 
 namespace {
 
@@ -83,5 +85,8 @@ int runBenchmarks(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Its device runs go to model hosts: this binary again, in worker mode.
+  stickler::registerWorkerJobs();
+  if (const auto status = stickler::runWorkerIfAsked(argc, argv)) return *status;
   return stickler::bench::benchMain("diagnose_bench", runBenchmarks, argc, argv);
 }

@@ -1,6 +1,7 @@
 // spyre-sim on a fault-free profile against the cpu backend on the same models, in one run:
 // the cost of device numerics (rounding where values leave kernels, weights converted once),
-// and, separately, of running each device run in a worker process.
+// and, separately, of giving each device run to the model's host (a process that keeps the
+// model loaded), against the same run in this process.
 //
 //   build/bench/simulator_bench [ZOO_DIR] [--seconds S] [--profile P]
 #include <algorithm>
@@ -17,6 +18,8 @@
 #include "bench/bench_timing.h"
 
 #include "simulator/backends/backend.h"
+#include "simulator/workers/worker_main.h"
+#include "tools/worker_jobs.h"
 
 namespace {
 
@@ -36,8 +39,8 @@ int runBenchmarks(int argc, char** argv) {
 
   std::printf("spyre-sim:%s against cpu (medians of interleaved runs; models that compile)\n",
               profile.c_str());
-  std::printf("%-22s %10s %12s %8s %14s %8s\n", "model", "cpu ms", "sim ms", "ratio",
-              "sim+worker ms", "ratio");
+  std::printf("%-22s %10s %12s %8s %12s %14s\n", "model", "cpu ms", "sim ms", "vs cpu",
+              "on host ms", "vs sim here");
   double log_sum = 0, log_sum_worker = 0;
   int count = 0;
   for (const auto& entry : index.at("models")) {
@@ -50,24 +53,25 @@ int runBenchmarks(int argc, char** argv) {
     here.in_process = true;
     auto [cpu_time, sim_time] = timeInterleaved([&] { on_cpu->run(inputs, {}); },
                                                 [&] { on_sim->run(inputs, here); }, seconds, 11, 2);
-    auto [cpu_again, worker_time] = timeInterleaved(
-        [&] { on_cpu->run(inputs, {}); }, [&] { on_sim->run(inputs, {}); }, seconds, 5, 2);
+    // The run as `stickler run` makes it: given to the model's host (kept loaded across runs).
+    auto [sim_again, host_time] = timeInterleaved([&] { on_sim->run(inputs, here); },
+                                                  [&] { on_sim->run(inputs, {}); }, seconds, 5, 2);
     const double ratio = sim_time / cpu_time;
-    const double worker_ratio = worker_time / cpu_again;
+    const double worker_ratio = host_time / sim_again;
     log_sum += std::log(ratio);
     log_sum_worker += std::log(worker_ratio);
     ++count;
-    std::printf("%-22s %10.3f %12.3f %7.2fx %14.3f %7.2fx\n",
+    std::printf("%-22s %10.3f %12.3f %7.2fx %12.3f %13.2fx\n",
                 entry.at("name").get<std::string>().c_str(), cpu_time * 1e3, sim_time * 1e3, ratio,
-                worker_time * 1e3, worker_ratio);
+                host_time * 1e3, worker_ratio);
   }
   if (count == 0) {
     std::printf("no zoo model compiles on %s\n", profile.c_str());
     return 1;
   }
   std::printf(
-      "geometric mean: simulated execution %.2fx (target: at most 1.5x); "
-      "with a worker process per run %.2fx\n",
+      "geometric mean: simulated execution %.2fx the cpu run (target: at most 1.5x); "
+      "the run on the model's host %.2fx the same run in process (target: at most 1.5x)\n",
       std::exp(log_sum / count), std::exp(log_sum_worker / count));
   return 0;
 }
@@ -75,5 +79,8 @@ int runBenchmarks(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Its device runs go to model hosts: this binary again, in worker mode.
+  stickler::registerWorkerJobs();
+  if (const auto status = stickler::runWorkerIfAsked(argc, argv)) return *status;
   return stickler::bench::benchMain("simulator_bench", runBenchmarks, argc, argv);
 }

@@ -177,7 +177,7 @@ json sessionStackToJson(const AdapterStack& stack) {
 
 StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
                             const DeviceProfile& profile, size_t limit,
-                            const std::function<void()>& beside, bool single_threaded) {
+                            const std::function<void()>& beside) {
   StackingResult result;
   // The whole stack is judged against the original model's float64 results, which no adapter
   // changes: they are computed on a thread of their own beside the adapters, and abandoned if
@@ -185,12 +185,11 @@ StackingResult applyInOrder(AdapterStack& stack, const std::vector<const Catalog
   std::atomic<bool> truth_unneeded{false};
   std::future<std::shared_ptr<const Float64Truth>> truth;
   if (!entries.empty()) {
-    truth =
-        std::async(single_threaded ? std::launch::deferred : std::launch::async,
-                   [original = stack.original(), &truth_unneeded, limit = currentExecutionLimit()] {
-                     const ExecutionLimitScope scope(limit);
-                     return computeFloat64Truth(*original, &truth_unneeded);
-                   });
+    truth = std::async(std::launch::async, [original = stack.original(), &truth_unneeded,
+                                            limit = currentExecutionLimit()] {
+      const ExecutionLimitScope scope(limit);
+      return computeFloat64Truth(*original, &truth_unneeded);
+    });
   }
   // Leaving early (an error) abandons it too, rather than waiting for it.
   struct Abandon {

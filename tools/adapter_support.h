@@ -106,13 +106,10 @@ struct StackingResult {
 };
 //
 // The original's float64 results are computed on a thread of their own while the adapters
-// apply, unless `single_threaded`: then on the calling thread when the whole-stack check needs
-// them. Workers that fork workers of their own (an adapter's sandboxed condition) ask for it: a
-// fork while another thread is inside LibTorch can copy one of its mutexes locked (the operator
-// registry's, the thread pool's) into the child, which then waits forever.
+// apply (workers are exec'd, never forked, so another thread inside LibTorch is no hazard).
 StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
                             const DeviceProfile& profile, size_t limit,
-                            const std::function<void()>& beside = {}, bool single_threaded = false);
+                            const std::function<void()>& beside = {});
 
 nlohmann::json applicationToJson(const AdapterApplication& application, size_t limit);
 

@@ -7,7 +7,6 @@
 
 #include "adapters/engine/adapter_catalog.h"
 #include "adapters/engine/adapter_stack.h"
-#include "simulator/backends/worker.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/model_cache.h"
 #include "simulator/graph/model_facts.h"
@@ -17,6 +16,8 @@
 #include "simulator/support/sha256.h"
 #include "simulator/support/task_control.h"
 #include "simulator/support/text_format.h"
+#include "simulator/workers/job_registry.h"
+#include "simulator/workers/worker_process.h"
 #include "tools/adapter_support.h"
 #include "tools/run_report.h"
 
@@ -60,19 +61,18 @@ std::string verdictReason(const json& run) {
   return verdict;
 }
 
-// In the worker: the model loaded with the gate's seed, every adapter meant for it and the
-// profile applied (each checked for equivalence on the fresh draws), then run end to end.
-std::string gateOneModel(const GateModel& target, const std::vector<CatalogEntry>& catalog,
-                         uint64_t seed, double seconds) {
-  const std::shared_ptr<const LoadedModel> original = loadModelSeeded(target.model, seed);
-  const DeviceProfile profile = loadProfile(target.profile);
+// In the check's worker: the model loaded with the gate's seed, every adapter meant for it and
+// the profile applied (each checked for equivalence on the fresh draws), then run end to end.
+json gateOneModel(const std::string& model, const std::string& profile_name,
+                  const std::vector<CatalogEntry>& catalog, uint64_t seed, double seconds) {
+  const std::shared_ptr<const LoadedModel> original = loadModelSeeded(model, seed);
+  const DeviceProfile profile = loadProfile(profile_name);
   AdapterStack stack(original);
   const StackingResult stacking =
-      applyInOrder(stack, adaptersMeantFor(catalog, *original, &profile), profile, 10, {},
-                   /*single_threaded=*/true);
+      applyInOrder(stack, adaptersMeantFor(catalog, *original, &profile), profile, 10);
   RunRequest request;
   request.loaded = stack.current();
-  request.backend = "spyre-sim:" + target.profile;
+  request.backend = "spyre-sim:" + profile_name;
   request.timeout_seconds = seconds;
   const json run = runReport(runModel(request));
   json result = {{"name", cardOf(*original).name},
@@ -81,7 +81,7 @@ std::string gateOneModel(const GateModel& target, const std::vector<CatalogEntry
                  {"refused", stacking.skipped}};
   if (!stacking.whole_model.is_null()) result["whole_model"] = stacking.whole_model;
   if (result["verdict"] != "pass") result["reason"] = verdictReason(run);
-  return result.dump();
+  return result;
 }
 
 json runInGateWorker(const GateModel& target, const std::vector<CatalogEntry>& catalog,
@@ -101,29 +101,36 @@ json runInGateWorker(const GateModel& target, const std::vector<CatalogEntry>& c
     entry["reason"] = "the archive is gone";
     return entry;
   }
-  const WorkerOutcome outcome =
-      runInWorker([&](WorkerProgress&) { return gateOneModel(target, catalog, seed, seconds); },
-                  seconds, currentExecutionLimit().cancelled);
+  const WireMessage job{{{"kind", "gate_check"},
+                         {"model", target.model},
+                         {"profile", target.profile},
+                         {"catalog", catalogToJson(catalog)},
+                         {"seed", seed},
+                         {"seconds", seconds}},
+                        {}};
+  const JobOutcome outcome =
+      runInFreshWorker("gate " + std::filesystem::path(target.model).filename().string(), job,
+                       seconds, currentExecutionLimit().cancelled);
   entry["seconds"] = outcome.seconds;
-  switch (outcome.status) {
-    case WorkerOutcome::Status::kCompleted:
+  switch (outcome.kind) {
+    case JobOutcome::Kind::kCompleted:
       entry["status"] = "completed";
-      entry.update(json::parse(outcome.payload));
+      entry.update(outcome.result.header.at("result"));
       break;
-    case WorkerOutcome::Status::kFailed:
+    case JobOutcome::Kind::kFailed:
       entry["status"] = "failed";
       entry["reason"] = firstLine(outcome.message);
       break;
-    case WorkerOutcome::Status::kTimedOut:
+    case JobOutcome::Kind::kTimedOut:
       entry["status"] = "timed_out";
       entry["reason"] = "the gate's worker ran out of its " + std::to_string(int(seconds)) + " s";
       break;
-    case WorkerOutcome::Status::kAborted:
+    case JobOutcome::Kind::kCrashed:
       entry["status"] = "aborted";
       entry["reason"] = "the gate's worker died of signal " + std::to_string(outcome.signal) +
-                        (outcome.stderr_text.empty() ? "" : ": " + firstLine(outcome.stderr_text));
+                        (outcome.stderr_tail.empty() ? "" : ": " + firstLine(outcome.stderr_tail));
       break;
-    case WorkerOutcome::Status::kCancelled:
+    case JobOutcome::Kind::kCancelled:
       throw Cancelled();
   }
   return entry;
@@ -202,6 +209,17 @@ std::vector<GateModel> modelsToGate(OperationContext& context, const Proposal& p
 }
 
 }  // namespace
+
+void registerGateJob() {
+  registerJob("gate_check", [](const WireMessage& job, JobContext&) -> WireMessage {
+    const json& header = job.header;
+    return {{{"result",
+              gateOneModel(header.at("model"), header.at("profile"),
+                           catalogFromJson(header.at("catalog")), header.at("seed").get<uint64_t>(),
+                           header.at("seconds").get<double>())}},
+            {}};
+  });
+}
 
 uint64_t gateSeed(const std::string& proposal_commit, const std::string& main_commit) {
   const std::string digest = sha256Bytes(proposal_commit + "\n" + main_commit);

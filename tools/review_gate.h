@@ -46,6 +46,9 @@ nlohmann::json baselineModels(OperationContext& context, ProposalStore& store,
                               const std::vector<std::string>& models, const std::string& profile,
                               const GateOptions& options);
 
+// The check's worker side: the "gate_check" job.
+void registerGateJob();
+
 // One paragraph for the approval commit and the decision: what ran and what it found.
 std::string gateSummary(const nlohmann::json& report);
 

@@ -14,6 +14,7 @@
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
 #include "simulator/support/sha256.h"
+#include "simulator/workers/worker_main.h"
 
 namespace stickler {
 namespace {
@@ -156,6 +157,13 @@ std::string adaptedIdentity(const std::string& base_identity, const std::string&
 AdapterApplication applyAdapter(const AdapterFile& adapter,
                                 std::shared_ptr<const LoadedModel> model,
                                 const DeviceProfile& profile, bool check_equivalence) {
+  // Code no one has reviewed (a draft) first runs where it cannot hurt the server: applied whole
+  // in a sandbox worker. After that, the same runs here computes what it computed there.
+  if (!adapter.reviewed && !adapter.transform && !adapterCodeRunsHere()) {
+    trialInSandbox(adapter, *model, profile);
+    const AdapterCodeRunsHere here;
+    return applyAdapter(adapter, std::move(model), profile, check_equivalence);
+  }
   AdapterApplication application;
   application.adapter = adapter;
   application.before = model;
@@ -171,7 +179,7 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
     }
   } else {
     const CompiledRewrite rewrite = compileRewrite(adapter);
-    RewriteCount count = applyRewrite(rewrite, edit, adapter.path, !adapter.reviewed);
+    RewriteCount count = applyRewrite(rewrite, edit, adapter);
     application.refused_by_condition = count.refused_by_condition;
     application.turned_down = std::move(count.turned_down);
     application.closest = std::move(count.closest);
@@ -179,19 +187,6 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
   application.change = edit.change();
   if (!application.changed()) return application;
   edit.graph().lint();
-  // Code no one has reviewed (a draft) first runs where it cannot hurt the server: the adapted
-  // model's example run in a worker under the sandbox's memory and CPU limits. After that, the
-  // same runs in this process allocate what they did there.
-  if (!adapter.reviewed && !adapter.transform) {
-    try {
-      runAdaptedModelSandboxed(*model, edit.graph(), adapter.path);
-    } catch (const UserError& e) {
-      const std::string what = e.what();
-      // Limits and crashes are the code's own failure; a failing operator is the adaptation's.
-      if (what.find("does not run on its example inputs") == std::string::npos) throw;
-      throwAdaptationFailed(adapter, edit.change(), what);
-    }
-  }
   // The region is found twice: from the graphs alone before the adapted model first runs, so
   // that its run records shapes and captures the first input draw at once, while the model
   // before it runs the other draws beside it; then with what each node saw, which also catches
@@ -213,6 +208,7 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
   ValueCapture first(region.captured);
   first.captureInputs(model->example_inputs);
   std::unique_ptr<LoadedModel> after;
+  setWorkerPhase("the adapted model");
   try {
     after = rebuildModel(*model, model->module, edit.takeGraph(),
                          adaptedIdentity(model->sha256, adapter.metadata.name),
@@ -226,6 +222,8 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
   }
   after->host_modules = edit.hostModules();
   after->adapters.push_back(adapter.metadata.name);
+  after->recipe.steps.push_back(
+      {adapter.metadata.name, adapter.path, adapter.source, adapter.reviewed, profile.path});
   if (edit.change().fixes_shapes) after->card.fixed_shapes = true;
   application.after = std::move(after);
   if (check_equivalence) {

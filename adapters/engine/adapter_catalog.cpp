@@ -29,6 +29,38 @@ CatalogEntry catalogEntryFromText(const std::string& name, const std::string& te
   return entry;
 }
 
+nlohmann::json catalogToJson(const std::vector<CatalogEntry>& catalog) {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const CatalogEntry& entry : catalog) {
+    entries.push_back({{"name", entry.name},
+                       {"origin", entry.origin},
+                       {"path", entry.path},
+                       {"text", entry.text},
+                       {"error", entry.error},
+                       {"status", entry.status},
+                       {"branch", entry.branch}});
+  }
+  return entries;
+}
+
+std::vector<CatalogEntry> catalogFromJson(const nlohmann::json& json) {
+  std::vector<CatalogEntry> catalog;
+  for (const nlohmann::json& item : json) {
+    CatalogEntry entry;
+    if (item.at("error").get<std::string>().empty()) {
+      entry = catalogEntryFromText(item.at("name"), item.at("text"), item.at("path"),
+                                   item.at("origin"));
+    } else {
+      entry = {item.at("name"), item.at("origin"), item.at("path"),
+               item.at("text"), std::nullopt,      item.at("error")};
+    }
+    entry.status = item.at("status").get<std::string>();
+    entry.branch = item.at("branch").get<std::string>();
+    catalog.push_back(std::move(entry));
+  }
+  return catalog;
+}
+
 std::vector<CatalogEntry> readCatalogDir(const std::string& dir, const std::string& origin) {
   namespace fs = std::filesystem;
   std::vector<CatalogEntry> entries;

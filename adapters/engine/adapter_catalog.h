@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "adapters/engine/adapter_file.h"
 
 namespace stickler {
@@ -33,6 +35,11 @@ std::vector<CatalogEntry> readCatalogDir(const std::string& dir, const std::stri
 
 CatalogEntry catalogEntryFromText(const std::string& name, const std::string& text,
                                   const std::string& path, const std::string& origin);
+
+// A catalog as data for a worker (a gate check, a sweep probe): each entry's text, path, origin
+// and labels; the worker parses the texts again.
+nlohmann::json catalogToJson(const std::vector<CatalogEntry>& catalog);
+std::vector<CatalogEntry> catalogFromJson(const nlohmann::json& json);
 
 // `overrides` replace entries of `base` with the same name; the result is sorted by name.
 std::vector<CatalogEntry> mergeCatalogs(std::vector<CatalogEntry> base,

@@ -459,6 +459,7 @@ AdapterFile parseAdapterFile(const std::string& text, const std::string& path) {
 
   AdapterFile file;
   file.path = path;
+  file.source = text;
   std::map<std::string, AdapterFunction> functions;
   std::vector<AdapterFunction> helpers;
   std::set<std::string> assigned;

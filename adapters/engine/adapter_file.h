@@ -48,6 +48,7 @@ struct TransformCall {
 
 struct AdapterFile {
   std::string path;
+  std::string source;  // the file's text, from which a model host applies it again
   std::string docstring;
   AdapterMetadata metadata;
   // A rewrite: pattern and replacement (same parameters), with an optional `condition`

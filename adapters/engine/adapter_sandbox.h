@@ -1,18 +1,23 @@
-// Adapter code run where it cannot hurt the server: in a worker process, under the thread's
-// execution limit (time, cancellation) and kernel limits on CPU time and memory. Conditions
-// always run there; a replacement no one has reviewed runs there first (docs/security.md).
+// Adapter code runs where it cannot hurt the server: in a sandbox worker, a fresh process (never a
+// fork of this one) under the call's time limit and cancellation, with kernel limits on CPU time
+// and memory (docs/security.md). A reviewed adapter's condition runs there each time it is
+// applied. A draft, which no one reviewed, is first applied there whole (its trial: conditions,
+// the replacement's folded values, the adapted model's first run); once that finished within its
+// limits, the same deterministic computation runs here.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <torch/script.h>
 
+#include "adapters/engine/adapter_file.h"
+
 namespace stickler {
 
 struct LoadedModel;
+struct DeviceProfile;
 
 struct ConditionVerdict {
   enum class Kind { kHolds, kTurnedDown, kFailed };
@@ -20,30 +25,36 @@ struct ConditionVerdict {
   std::string message;  // kFailed: what the condition threw, first line
 };
 
-// How much memory adapter code may map beyond what its worker inherits from the server (and,
-// for an adapted model's run, beyond the size of the model's weights, which a replacement may
-// rightly copy: a padded weight).
+// How much memory adapter code may map beyond what its sandbox holds when the code starts (and,
+// for a draft's trial, beyond the model's weights, which a replacement may rightly copy: a padded
+// weight).
 constexpr uint64_t kAdapterCodeMemoryBytes = 4ULL << 30;
 
-// The condition's verdict on each argument list (nullopt: nothing is known about a matched
-// value, which turns the match down without running anything), all in one worker. A condition
-// that runs out of time, is cancelled or kills its worker is an error for the whole adapter:
-// UserError naming `adapter_path`, or Cancelled.
-std::vector<ConditionVerdict> runConditionSandboxed(
-    torch::jit::Function& condition,
-    const std::vector<std::optional<std::vector<c10::IValue>>>& arguments,
-    const std::string& adapter_path);
+// Whether adapter code runs on this thread without a sandbox: in a sandbox worker (where all of
+// it does), while a model is made again from its recipe (its caller ran that code already), and
+// while a draft whose trial completed is applied.
+bool adapterCodeRunsHere();
+class AdapterCodeRunsHere {
+ public:
+  AdapterCodeRunsHere();
+  ~AdapterCodeRunsHere();
+  AdapterCodeRunsHere(const AdapterCodeRunsHere&) = delete;
+  AdapterCodeRunsHere& operator=(const AdapterCodeRunsHere&) = delete;
+};
 
-// Runs `job` (adapter code) in a worker under the current execution limit and the sandbox's
-// memory limit plus `extra_bytes`, and returns what it returned. Throws UserError "<what> did
-// not finish within N s" (or died, or failed: what it threw), or Cancelled.
-std::string runAdapterCodeSandboxed(const std::function<std::string()>& job,
-                                    const std::string& what, uint64_t extra_bytes = 0);
+// `condition` (compiled from `adapter`) on each argument list (nullopt: nothing is known about a
+// matched value, which turns the match down without running anything): here when adapter code
+// runs here, else all in one sandbox worker. A condition that runs out of time, is cancelled or
+// kills its worker is an error for the whole adapter: UserError naming the adapter, or Cancelled.
+std::vector<ConditionVerdict> runCondition(
+    const AdapterFile& adapter, torch::jit::Function& condition,
+    const std::vector<std::optional<std::vector<c10::IValue>>>& arguments);
 
-// Runs the adapted model (`adapted`, `model`'s graph after an adapter's rewrite) on its example
-// inputs in a worker, as rebuildModel would in this process. Throws UserError naming
-// `adapter_path` when it fails, runs out of time or memory, or kills its worker; Cancelled.
-void runAdaptedModelSandboxed(const LoadedModel& model, torch::jit::Graph& adapted,
-                              const std::string& adapter_path);
+// A draft's trial: `adapter` applied to `model` (made again from its recipe) for `profile` in a
+// sandbox worker, without the equivalence check. Throws what applying it there threw (a
+// UserError naming the adapter file), a UserError when it ran out of time or memory or killed
+// its worker, or Cancelled.
+void trialInSandbox(const AdapterFile& adapter, const LoadedModel& model,
+                    const DeviceProfile& profile);
 
 }  // namespace stickler

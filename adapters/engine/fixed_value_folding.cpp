@@ -7,11 +7,10 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
-#include "adapters/engine/adapter_sandbox.h"
-
 #include "simulator/backends/float64_graph.h"
 #include "simulator/graph/example_inputs.h"
 #include "simulator/graph/model_card.h"
+#include "simulator/workers/worker_main.h"
 
 namespace stickler {
 namespace {
@@ -184,37 +183,6 @@ std::vector<std::optional<Evaluated>> evaluateFixed(const GraphEdit& edit,
   return evaluated;
 }
 
-// The evaluations travel from a worker pickled: a list of (index, values, values64, read_a_shape).
-std::string pickled(const std::vector<std::optional<Evaluated>>& evaluated) {
-  c10::impl::GenericList list(c10::AnyType::get());
-  for (size_t i = 0; i < evaluated.size(); ++i) {
-    if (!evaluated[i]) continue;
-    list.push_back(c10::ivalue::Tuple::create({c10::IValue(static_cast<int64_t>(i)),
-                                               c10::ivalue::Tuple::create(evaluated[i]->values),
-                                               c10::ivalue::Tuple::create(evaluated[i]->values64),
-                                               c10::IValue(evaluated[i]->read_a_shape)}));
-  }
-  const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(std::move(list)));
-  return {bytes.begin(), bytes.end()};
-}
-
-std::vector<std::optional<Evaluated>> unpickled(const std::string& payload, size_t count) {
-  std::vector<std::optional<Evaluated>> evaluated(count);
-  const c10::IValue list =
-      torch::jit::pickle_load(std::vector<char>(payload.begin(), payload.end()));
-  for (const c10::IValue& entry : list.toListRef()) {
-    const auto& fields = entry.toTupleRef().elements();
-    const auto index = static_cast<size_t>(fields.at(0).toInt());
-    if (index >= count) continue;
-    Evaluated result;
-    result.values = fields.at(1).toTupleRef().elements().vec();
-    result.values64 = fields.at(2).toTupleRef().elements().vec();
-    result.read_a_shape = fields.at(3).toBool();
-    evaluated[index] = std::move(result);
-  }
-  return evaluated;
-}
-
 // Whether any operator of `nodes` could be folded, judged from the graph alone: its inputs come
 // from constants, attribute reads (weights) or other operators of `nodes`, or it reads a
 // tensor's metadata. When none could, no worker is started.
@@ -237,25 +205,11 @@ bool anyFoldable(const std::vector<Node*>& nodes) {
 
 }  // namespace
 
-FoldResult foldFixedValues(GraphEdit& edit, const std::vector<Node*>& nodes,
-                           const std::string& sandbox_for) {
+FoldResult foldFixedValues(GraphEdit& edit, const std::vector<Node*>& nodes) {
   FoldResult result;
   if (!anyFoldable(nodes)) return result;
-  std::vector<std::optional<Evaluated>> evaluated;
-  if (sandbox_for.empty()) {
-    evaluated = evaluateFixed(edit, nodes);
-  } else {
-    // Code no one has reviewed computes in a worker, as its conditions and its first run do.
-    uint64_t weight_bytes = 0;
-    for (const at::Tensor& parameter : edit.model().module.parameters()) {
-      weight_bytes += parameter.nbytes();
-    }
-    evaluated =
-        unpickled(runAdapterCodeSandboxed([&] { return pickled(evaluateFixed(edit, nodes)); },
-                                          sandbox_for + ": computing the replacement's constants",
-                                          weight_bytes),
-                  nodes.size());
-  }
+  setWorkerPhase("computing the replacement's constants");
+  const std::vector<std::optional<Evaluated>> evaluated = evaluateFixed(edit, nodes);
   std::unordered_map<const Value*, std::pair<c10::IValue, c10::IValue>> known;
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (!evaluated[n]) continue;

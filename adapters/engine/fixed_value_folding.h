@@ -25,9 +25,8 @@ struct FoldResult {
 // nonzero-like operator upstream). Each evaluated operator is replaced by the constant it
 // computed, except lists and tuples, which stay built from their (folded) elements as graphs
 // and patterns compiled from code hold them; a value no constant can hold stays computed.
-// With `sandbox_for` (the adapter's path) the evaluation runs in a worker under the adapter
-// sandbox's limits (adapter_sandbox.h): code no one has reviewed never runs in this process.
-FoldResult foldFixedValues(GraphEdit& edit, const std::vector<torch::jit::Node*>& nodes,
-                           const std::string& sandbox_for);
+// A draft's replacement is folded here only after its trial folded it in a sandbox worker
+// (adapter_sandbox.h).
+FoldResult foldFixedValues(GraphEdit& edit, const std::vector<torch::jit::Node*>& nodes);
 
 }  // namespace stickler

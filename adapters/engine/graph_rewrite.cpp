@@ -166,7 +166,8 @@ bool returnedValueReadEarly(const CompiledRewrite& rewrite, const torch::jit::Ma
 }  // namespace
 
 RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
-                          const std::string& adapter_path, bool sandboxed) {
+                          const AdapterFile& adapter) {
+  const std::string& adapter_path = adapter.path;
   RewriteCount count;
   torch::jit::Graph& graph = edit.graph();
   giveEachUseItsOwnConstant(graph);
@@ -179,13 +180,13 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
   }
   std::vector<std::vector<Value*>> inputs_of;
   for (const auto& match : matches) inputs_of.push_back(matchedInputs(*rewrite.pattern, match));
-  // Decided for every match before anything changes, and in a worker: adapter code never runs
-  // in the server's process.
+  // Decided for every match before anything changes, in a sandbox worker: a condition is code
+  // that runs on every model the adapter is tried on.
   std::vector<std::optional<std::vector<c10::IValue>>> arguments;
   std::vector<ConditionVerdict> verdicts(matches.size(), {ConditionVerdict::Kind::kHolds, ""});
   if (rewrite.condition != nullptr) {
     arguments = conditionArguments(edit, inputs_of);
-    verdicts = runConditionSandboxed(*rewrite.condition, arguments, adapter_path);
+    verdicts = runCondition(adapter, *rewrite.condition, arguments);
   }
   size_t index = 0;
   std::unordered_set<const Node*> taken;  // a node is rewritten by one match at most
@@ -265,7 +266,7 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
   }
   // Then what the replacements compute from constants, weights and fixed sizes, once (in one
   // worker for code no one has reviewed).
-  const FoldResult fold = foldFixedValues(edit, inserted, sandboxed ? adapter_path : "");
+  const FoldResult fold = foldFixedValues(edit, inserted);
   edit.change().folded += fold.folded;
   if (fold.fixed_shapes) edit.change().fixes_shapes = true;
   for (Node* node : inserted) {

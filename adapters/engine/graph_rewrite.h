@@ -24,9 +24,9 @@ struct RewriteCount {
   std::vector<std::string> closest;
 };
 
-// With `sandboxed` (code no one has reviewed), what the replacements compute once is computed
-// in a worker (fixed_value_folding.h).
+// `rewrite` compiled from `adapter`, whose condition runs in a sandbox worker unless adapter code
+// runs here (adapter_sandbox.h).
 RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
-                          const std::string& adapter_path, bool sandboxed);
+                          const AdapterFile& adapter);
 
 }  // namespace stickler

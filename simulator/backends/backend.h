@@ -11,19 +11,26 @@
 #include "simulator/device/device_profile.h"
 #include "simulator/lowering/lowering.h"
 #include "simulator/run/run_verdict.h"
+#include "simulator/workers/worker_progress.h"
 
 namespace stickler {
 
 struct RunOptions {
-  double timeout_seconds = 300;  // device runs in a worker are killed after this
-  // Called as the model runs (on the device backends, inside the worker process: what it
-  // learns must come back through the outputs).
+  double timeout_seconds = 300;  // device runs in a model host are killed after this
+  // Called as the model runs, in this process: only for runs that stay here (the CPU backends,
+  // cpu-emulated, in_process). Nothing but data crosses to a model host.
   ExecutionObserver* observer = nullptr;
-  // Run a device backend in this process instead of a worker (benchmarks): a runtime-abort
-  // fault then throws instead of aborting.
+  // Compare the run with the model's CPU reference module call by module call, wherever it
+  // runs (a model host included), writing each call's errors to this file (module_errors.h).
+  std::string lockstep_errors_path;
+  // Run a device backend in this process instead of a model host (benchmarks, thresholds): a
+  // runtime-abort fault then throws instead of aborting.
   bool in_process = false;
-  // Set by the caller to stop the run: a worker is killed at once.
+  // Set by the caller to stop the run: a model host is killed at once.
   const std::atomic<bool>* cancelled = nullptr;
+  // Set by a model host for the run it serves: run here, record where the run is, and let a
+  // runtime-abort fault abort this process, as the device's would.
+  WorkerProgress* host_progress = nullptr;
 };
 
 // The outcome of one run on a backend.

@@ -3,11 +3,11 @@
 #include "simulator/backends/device_backends.h"
 
 #include <chrono>
-
-#include <torch/csrc/jit/serialization/pickle.h>
+#include <optional>
 
 #include "simulator/backends/device_execution.h"
-#include "simulator/backends/worker.h"
+#include "simulator/backends/model_host_client.h"
+#include "simulator/compare/module_errors.h"
 
 namespace stickler {
 namespace {
@@ -15,24 +15,39 @@ namespace {
 class DeviceCompiled : public CompiledModel {
  public:
   DeviceCompiled(const LoadedModel& model, LoweringResult lowering, const DeviceProfile& profile,
-                 NumberFormat format, bool narrow_integers, bool isolate)
-      : model_(model), isolate_(isolate) {
+                 NumberFormat format, bool narrow_integers, std::optional<DeviceRunSpec> hosted)
+      : model_(model), hosted_(std::move(hosted)) {
     lowering_ = std::move(lowering);
     if (ok())
       plan_ = std::make_unique<DevicePlan>(model, lowering_, profile, format, narrow_integers);
-    nodes_ = allNodes(*model.graph);
   }
 
   BackendRun run(const std::vector<c10::IValue>& inputs, const RunOptions& options) const override {
     if (!plan_) throw std::logic_error("run() on a model that did not compile");
-    return isolate_ && !options.in_process ? runInWorkerProcess(inputs, options)
-                                           : runHere(inputs, options);
+    if (hosted_ && !options.in_process && options.host_progress == nullptr) {
+      if (options.observer != nullptr) {
+        throw std::logic_error("an observer cannot follow a run to its model host");
+      }
+      return runOnModelHost(model_, *hosted_, inputs, options);
+    }
+    return runHere(inputs, options);
   }
 
  private:
   BackendRun runHere(const std::vector<c10::IValue>& inputs, const RunOptions& options) const {
+    std::unique_ptr<LockstepComparer> comparer;
+    ExecutionObserver* observer = options.observer;
+    if (!options.lockstep_errors_path.empty()) {
+      if (observer != nullptr) throw std::logic_error("a run takes an observer or a lockstep file");
+      comparer = std::make_unique<LockstepComparer>(*model_.interpreter, inputs,
+                                                    options.lockstep_errors_path);
+      observer = comparer.get();
+    }
     BackendRun run;
-    DeviceExecution device(*plan_, options.observer, nullptr, /*may_abort=*/false);
+    // In a model host the device may abort, as the device's process would; elsewhere an abort
+    // fault throws (a benchmark's run in its own process).
+    DeviceExecution device(*plan_, observer, options.host_progress,
+                           /*may_abort=*/options.host_progress != nullptr);
     device.setModuleCalls(&model_.interpreter->moduleCalls());
     const auto start = std::chrono::steady_clock::now();
     run.outputs = model_.interpreter->run(inputs, &device);
@@ -41,60 +56,9 @@ class DeviceCompiled : public CompiledModel {
     return run;
   }
 
-  BackendRun runInWorkerProcess(const std::vector<c10::IValue>& inputs,
-                                const RunOptions& options) const {
-    const auto& calls = model_.interpreter->moduleCalls();
-    const WorkerOutcome outcome = runInWorker(
-        [&](WorkerProgress& progress) {
-          DeviceExecution device(*plan_, options.observer, &progress, /*may_abort=*/true);
-          device.setModuleCalls(&calls);
-          const auto outputs = model_.interpreter->run(inputs, &device);
-          const auto bytes = torch::jit::pickle_save(c10::ivalue::Tuple::create(outputs));
-          return std::string(bytes.begin(), bytes.end());
-        },
-        options.timeout_seconds, options.cancelled);
-    BackendRun run;
-    run.seconds = outcome.seconds;
-    run.message = outcome.message;
-    run.device_log = outcome.stderr_text;
-    run.signal = outcome.signal;
-    run.nodes_run = outcome.nodes_run;
-    if (outcome.node >= 0 && outcome.node < static_cast<int64_t>(nodes_.size())) {
-      run.node = nodes_[outcome.node];
-    }
-    auto callAt = [&](int64_t index) -> const ModuleCall* {
-      return index >= 0 && index < static_cast<int64_t>(calls.size()) ? &calls[index] : nullptr;
-    };
-    run.module = callAt(outcome.module_call);
-    run.last_entered = callAt(outcome.last_entered);
-    switch (outcome.status) {
-      case WorkerOutcome::Status::kCompleted: {
-        const std::vector<char> bytes(outcome.payload.begin(), outcome.payload.end());
-        const c10::IValue outputs = torch::jit::pickle_load(bytes);  // outlives the loop
-        for (const auto& value : outputs.toTupleRef().elements()) run.outputs.push_back(value);
-        run.status = BackendRun::Status::kCompleted;
-        break;
-      }
-      case WorkerOutcome::Status::kAborted:
-        run.status = BackendRun::Status::kAborted;
-        break;
-      case WorkerOutcome::Status::kTimedOut:
-        run.status = BackendRun::Status::kTimedOut;
-        break;
-      case WorkerOutcome::Status::kFailed:
-        run.status = BackendRun::Status::kFailed;
-        break;
-      case WorkerOutcome::Status::kCancelled:
-        run.status = BackendRun::Status::kCancelled;
-        break;
-    }
-    return run;
-  }
-
   const LoadedModel& model_;
-  bool isolate_;
+  std::optional<DeviceRunSpec> hosted_;  // set: runs go to the model's host
   std::unique_ptr<DevicePlan> plan_;
-  std::vector<const torch::jit::Node*> nodes_;
 };
 
 class EmulatedBackend : public Backend {
@@ -114,7 +78,7 @@ class EmulatedBackend : public Backend {
     options.apply_profile_ops = false;
     return std::make_unique<DeviceCompiled>(model, lower(model, profile_, placement, options),
                                             profile_, spec_.format, /*narrow_integers=*/false,
-                                            /*isolate=*/false);
+                                            std::nullopt);
   }
 
  private:
@@ -140,7 +104,7 @@ class SpyreSimBackend : public Backend {
     options.pass_limit = pass_limit;
     return std::make_unique<DeviceCompiled>(model, lower(model, profile_, placement, options),
                                             profile_, profile_.format, profile_.narrow_integers,
-                                            /*isolate=*/true);
+                                            DeviceRunSpec{spec_.text, placement, pass_limit});
   }
 
  private:

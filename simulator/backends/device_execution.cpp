@@ -146,7 +146,7 @@ void DeviceExecution::beforeNode(const Node& node, const ModuleCall* module,
           throw std::runtime_error("device runtime abort outside a worker: " +
                                    fault->effect.message);
         }
-        // write(2), not stdio: a lock some other thread held at fork() would hang this process.
+        // write(2), not stdio: the process ends now, and stdio buffers would be lost.
         const std::string line = fault->effect.message + "\n";
         [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
         std::abort();

@@ -6,9 +6,9 @@
 
 #include <torch/script.h>
 
-#include "simulator/backends/worker.h"
 #include "simulator/lowering/lowering.h"
 #include "simulator/numerics/number_format.h"
+#include "simulator/workers/worker_progress.h"
 
 namespace stickler {
 

@@ -1,6 +1,5 @@
 #include "simulator/compare/module_errors.h"
 
-#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 
@@ -169,14 +168,10 @@ namespace {
 
 // One long-lived thread per process that runs reference runs, one after another: a new thread
 // per run would pay LibTorch's per-thread set-up (thread-local state, kernel caches) every time.
-// A forked device worker gets a thread of its own (fork copies only the forking thread).
 class ReferenceThread {
  public:
   static ReferenceThread& forThisProcess() {
-    static std::mutex creating;
-    static ReferenceThread* instance = nullptr;  // never destroyed: it serves until exit
-    const std::lock_guard<std::mutex> lock(creating);
-    if (instance == nullptr || instance->owner_ != ::getpid()) instance = new ReferenceThread();
+    static ReferenceThread* instance = new ReferenceThread();  // never destroyed: serves until exit
     return *instance;
   }
 
@@ -187,7 +182,7 @@ class ReferenceThread {
   }
 
  private:
-  ReferenceThread() : owner_(::getpid()), thread_([this] { serve(); }) { thread_.detach(); }
+  ReferenceThread() : thread_([this] { serve(); }) { thread_.detach(); }
 
   void serve() {
     for (;;) {
@@ -202,7 +197,6 @@ class ReferenceThread {
     }
   }
 
-  pid_t owner_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> jobs_;
@@ -248,8 +242,6 @@ LockstepComparer::~LockstepComparer() {
 }
 
 void LockstepComparer::start() {
-  // In the process the compared run happens in (a device worker forks after this object was
-  // made), so the reference thread lives where the comparisons are made.
   started_ = true;
   ReferenceThread::forThisProcess().submit([this] {
     try {
@@ -328,39 +320,41 @@ void LockstepComparer::onNode(const torch::jit::Node& node, const ModuleCall* /*
   const int64_t non_finite = nonFiniteIn(outputs, /*nan=*/false);
   if (non_finite == 0) return;
   const int64_t nan = nonFiniteIn(outputs, /*nan=*/true);
-  bool noted = false;
+  const char* kind = nullptr;
+  int64_t elements = 0;
   if (nan > 0 && nonFiniteIn(inputs, /*nan=*/true) == 0) {
-    noted = true;
-    std::fprintf(errors_, "nonfinite %llu nan %lld\n",
-                 static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&node)),
-                 static_cast<long long>(nan));
+    kind = "nan";
+    elements = nan;
   } else if (nonFiniteIn(inputs, /*nan=*/false) == 0) {
-    noted = true;
-    std::fprintf(errors_, "nonfinite %llu inf %lld\n",
-                 static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&node)),
-                 static_cast<long long>(non_finite));
+    kind = "inf";
+    elements = non_finite;
   }
-  if (noted) ++non_finite_noted_;
+  if (kind == nullptr) return;
+  // Nodes are named by position: the compared run may be a model host's, of the same graph.
+  if (positions_.empty()) {
+    const auto nodes = allNodes(*node.owningGraph());
+    for (size_t i = 0; i < nodes.size(); ++i) positions_[nodes[i]] = static_cast<int64_t>(i);
+  }
+  const auto position = positions_.find(&node);
+  if (position == positions_.end()) return;
+  std::fprintf(errors_, "nonfinite %lld %s %lld\n", static_cast<long long>(position->second), kind,
+               static_cast<long long>(elements));
+  ++non_finite_noted_;
 }
 
 std::vector<NonFiniteCandidate> readNonFiniteCandidates(const std::string& errors_path,
                                                         const torch::jit::Graph& graph) {
-  std::unordered_set<uintptr_t> nodes;
-  for (const torch::jit::Node* node : allNodes(graph)) {
-    nodes.insert(reinterpret_cast<uintptr_t>(node));
-  }
+  const std::vector<const torch::jit::Node*> nodes = allNodes(graph);
   std::vector<NonFiniteCandidate> candidates;
   std::ifstream in(errors_path);
   for (std::string line; std::getline(in, line);) {
     std::istringstream fields(line);
     std::string tag, kind;
-    unsigned long long address = 0;
+    long long position = -1;
     long long elements = 0;
-    if (!(fields >> tag >> address >> kind >> elements) || tag != "nonfinite") continue;
-    if (!nodes.count(static_cast<uintptr_t>(address))) continue;
-    candidates.push_back(
-        {reinterpret_cast<const torch::jit::Node*>(static_cast<uintptr_t>(address)), kind == "nan",
-         elements});
+    if (!(fields >> tag >> position >> kind >> elements) || tag != "nonfinite") continue;
+    if (position < 0 || position >= static_cast<long long>(nodes.size())) continue;
+    candidates.push_back({nodes[static_cast<size_t>(position)], kind == "nan", elements});
   }
   return candidates;
 }

@@ -3,16 +3,18 @@
 // hands a copy of its outputs over and goes on, at most kLockstepDepth module calls ahead of the
 // device run, which compares them when it reaches the same exit: at most that many module calls'
 // reference activations are held at any time (DESIGN.md: compare in lockstep), and the two runs
-// overlap instead of waiting on each other at every boundary. The device run may live in a worker
-// process: its comparer then starts the reference thread there, and writes one line per module call
-// to a file that the worker flushes when the run ends (an aborted run may lose its buffered lines;
-// the abort itself is what localization reports then).
+// overlap instead of waiting on each other at every boundary. The device run may live in a model
+// host: its comparer is then made there (RunOptions::lockstep_errors_path), runs the host's own
+// reference, and writes one line per module call to a file that the host flushes when the run
+// ends (an aborted run may lose its buffered lines; the abort itself is what localization
+// reports then).
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "simulator/interpreter/interpreter.h"
@@ -66,6 +68,7 @@ class LockstepComparer : public ExecutionObserver {
   bool started_ = false;
   bool in_step_ = true;  // false once the two runs left different module calls
   int non_finite_noted_ = 0;
+  std::unordered_map<const torch::jit::Node*, int64_t> positions_;  // in allNodes() order
 };
 
 // An operator whose result turned non-finite in a compared run, in the order they ran.
@@ -79,8 +82,8 @@ struct NonFiniteCandidate {
 // reference result is finite, and a device's first few are where that is.
 inline constexpr int kNonFiniteCandidates = 8;
 
-// The candidates a comparer noted, those of `graph` only (nodes are known by address: the
-// compared run may be a forked worker's, of the same graph).
+// The candidates a comparer noted, as nodes of `graph` (the compared run's graph: nodes are
+// written by position, as the run may have been a model host's).
 std::vector<NonFiniteCandidate> readNonFiniteCandidates(const std::string& errors_path,
                                                         const torch::jit::Graph& graph);
 

@@ -84,7 +84,7 @@ class Localizer {
     // module by module.
     deviation_ = std::make_unique<ModuleDeviation>(model_, backend_->format(), options_.thresholds);
     const Trial first = trial(units_, "whole model (determinism check, 1 of 2)", /*whole=*/true,
-                              deviation_->comparer());
+                              deviation_->errorsPath());
     deviation_->read();
     result_.numerics = deviation_->report();
     const Trial second = trial(units_, "whole model (determinism check, 2 of 2)", /*whole=*/true);
@@ -158,8 +158,8 @@ class Localizer {
     collectUnits(whole->lowering());
     result_.units = static_cast<int64_t>(units_.size());
     deviation_ = std::make_unique<ModuleDeviation>(model_, backend_->format(), options_.thresholds);
-    const Trial first =
-        trial(units_, "whole model, compared in lockstep", /*whole=*/true, deviation_->comparer());
+    const Trial first = trial(units_, "whole model, compared in lockstep", /*whole=*/true,
+                              deviation_->errorsPath());
     deviation_->read();
     result_.numerics = deviation_->report();
     result_.whole_model_verdict = first.verdict;
@@ -216,14 +216,14 @@ class Localizer {
     result_.pass_applications = static_cast<int64_t>(count);
     if (count == 0) return finish(LocalizeStatus::kNoPassApplications);
     const std::string of = " of " + std::to_string(count) + " pass applications";
-    if (trial(units_, "whole model, none" + of, true, nullptr, 0).verdict != RunVerdict::kPass) {
+    if (trial(units_, "whole model, none" + of, true, "", 0).verdict != RunVerdict::kPass) {
       return finish(LocalizeStatus::kFailsWithoutPasses);
     }
     size_t pass = 0, fail = count;  // the first `fail` applications fail; `pass` pass
     while (fail - pass > 1) {
       const size_t middle = pass + (fail - pass) / 2;
       const Trial probe = trial(units_, "whole model, the first " + std::to_string(middle) + of,
-                                true, nullptr, static_cast<int64_t>(middle));
+                                true, "", static_cast<int64_t>(middle));
       (probe.verdict == RunVerdict::kPass ? pass : fail) = middle;
     }
     const PassApplication& culprit = whole.pass_applications[fail - 1];
@@ -234,8 +234,9 @@ class Localizer {
     return finish(LocalizeStatus::kPassLocalized);
   }
 
+  // `lockstep_errors_path`: where the run's comparison with the reference goes ("" for none).
   Trial trial(const std::vector<std::string>& units, const std::string& what, bool whole = false,
-              ExecutionObserver* observer = nullptr, int64_t pass_limit = -1) {
+              const std::string& lockstep_errors_path = "", int64_t pass_limit = -1) {
     options_.control.checkCancelled();
     options_.control.progress(static_cast<double>(result_.runs.size()),
                               static_cast<double>(target()), "device run: " + what);
@@ -253,7 +254,7 @@ class Localizer {
       RunOptions run_options;
       run_options.timeout_seconds = options_.timeout_seconds;
       run_options.cancelled = options_.control.cancelled;
-      run_options.observer = observer;
+      run_options.lockstep_errors_path = lockstep_errors_path;
       const BackendRun run = compiled->run(model_.example_inputs, run_options);
       options_.control.checkCancelled();
       if (run.status == BackendRun::Status::kCompleted) {

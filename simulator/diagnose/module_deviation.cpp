@@ -34,22 +34,18 @@ ModuleDeviation::ModuleDeviation(const LoadedModel& model, NumberFormat format,
                 ("stickler-lockstep-" + std::to_string(::getpid()) + "-" + std::to_string(next++)))
                    .string();
   fs::create_directories(directory_);
-  comparer_ = std::make_unique<LockstepComparer>(*model.interpreter, model.example_inputs,
-                                                 directory_ + "/errors.txt");
 }
 
 ModuleDeviation::~ModuleDeviation() {
-  comparer_.reset();
   std::error_code ignored;
   fs::remove_all(directory_, ignored);
 }
 
-ExecutionObserver* ModuleDeviation::comparer() {
-  return comparer_.get();
+std::string ModuleDeviation::errorsPath() const {
+  return directory_ + "/errors.txt";
 }
 
 void ModuleDeviation::read() {
-  comparer_.reset();  // joins the reference thread, flushes and closes the file
   errors_ = readModuleErrors(directory_ + "/errors.txt");
   non_finite_ = readNonFiniteCandidates(directory_ + "/errors.txt", *model_.graph);
 }

@@ -26,8 +26,9 @@ class ModuleDeviation {
   ModuleDeviation(const ModuleDeviation&) = delete;
   ModuleDeviation& operator=(const ModuleDeviation&) = delete;
 
-  // The observer for one device run on the example inputs; read() after it.
-  ExecutionObserver* comparer();
+  // Where one device run on the example inputs writes its comparison with the reference
+  // (RunOptions::lockstep_errors_path); read() after it.
+  std::string errorsPath() const;
   void read();
 
   // The thresholds' basis and every compared module call, in execution order.
@@ -53,7 +54,6 @@ class ModuleDeviation {
   ThresholdSettings settings_;
   ModuleThresholds thresholds_;
   std::string directory_;
-  std::unique_ptr<LockstepComparer> comparer_;
   std::vector<ModuleErrors> errors_;
   std::vector<NonFiniteCandidate> non_finite_;
 };

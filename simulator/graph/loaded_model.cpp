@@ -1,9 +1,9 @@
 #include "simulator/graph/loaded_model.h"
-#include "simulator/support/text_format.h"
 
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <regex>
 #include <sstream>
@@ -14,6 +14,7 @@
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/task_control.h"
+#include "simulator/support/text_format.h"
 
 namespace stickler {
 namespace {
@@ -408,6 +409,12 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
 
   model->captured_inputs = capturedInputs(model->card, archive, path);
   model->seed = options.seed;
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  model->recipe.archive = error ? path : absolute.string();
+  model->recipe.sha256 = model->sha256;
+  model->recipe.inputs = options.inputs;
+  model->recipe.seed = options.seed;
   model->example_inputs = makeExampleInputs(
       model->card.inputs, model->module.get_method("forward").function().getSchema(), options.seed,
       model->captured_inputs);
@@ -428,6 +435,7 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
   model->unique_parameters = base.unique_parameters;
   model->host_modules = base.host_modules;
   model->adapters = base.adapters;
+  model->recipe = base.recipe;
   model->example_inputs = base.example_inputs;
   model->seed = base.seed;
   model->captured_inputs = base.captured_inputs;

@@ -11,6 +11,7 @@
 
 #include "simulator/graph/model_card.h"
 #include "simulator/graph/model_identity.h"
+#include "simulator/graph/model_recipe.h"
 #include "simulator/graph/module_table.h"
 #include "simulator/graph/value_desc.h"
 #include "simulator/interpreter/interpreter.h"
@@ -39,6 +40,9 @@ struct LoadedModel {
   // The adapters applied to the archive to make this model, in order (see ModelIdentity).
   std::vector<std::string> adapters;
   ModelIdentity identity() const { return {path, sha256, card.name, adapters}; }
+  // How another process makes this model again (a model host): the archive, the example
+  // inputs' seed and specs, and the adapters above, each with its source.
+  ModelRecipe recipe;
   torch::jit::Module module;
   std::shared_ptr<torch::jit::Graph> graph;
   ModuleTable modules;

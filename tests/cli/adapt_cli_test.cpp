@@ -4,8 +4,11 @@
 // command runs these again on the reference BLAS.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <map>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -200,6 +203,41 @@ TEST(AdaptCli, StaleAdaptersApplyTheProfilesOwnFirstAndSayWhy) {
             std::string::npos)
       << square.dump();
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stickler
+
+namespace stickler {
+namespace {
+
+// `stickler adapt` in parallel loops: each applies an adapter whose condition runs in a sandbox
+// worker while its float64-truth thread works beside it, and gives its device run to a model host.
+// Workers are exec'd, never forked from the busy process: none can inherit a lock held by the
+// other thread and wait for it, so every run finishes, and passes.
+TEST(AdaptCliConcurrency, ParallelLoopsOfAdaptAllFinish) {
+  constexpr int kLoops = 3;
+  constexpr int kRunsEach = 4;
+  std::vector<std::thread> loops;
+  std::atomic<int> passed{0};
+  std::vector<std::string> failures(kLoops);
+  for (int loop = 0; loop < kLoops; ++loop) {
+    loops.emplace_back([&, loop] {
+      for (int run = 0; run < kRunsEach; ++run) {
+        const auto result = testing::stickler({"adapt", testing::zooPath("bert-tiny.pt"),
+                                               "--profile", "spyre-2026", "--timeout", "120"});
+        if (result.status == 0 &&
+            result.out.find("mask-fill-in-device-range") != std::string::npos) {
+          ++passed;
+        } else {
+          failures[loop] = result.out + result.err;
+        }
+      }
+    });
+  }
+  for (auto& loop : loops) loop.join();
+  EXPECT_EQ(passed.load(), kLoops * kRunsEach);
+  for (const std::string& failure : failures) EXPECT_EQ(failure, "");
 }
 
 }  // namespace

@@ -1,118 +1,171 @@
-// The worker process: what a device run that returns, throws, aborts or hangs looks like.
-#include "simulator/backends/worker.h"
+// Worker processes: what a job that returns, throws, aborts or hangs looks like to its caller; that
+// a worker is a fresh process (exec'd, inheriting no descriptor); and model hosts kept by key.
+#include "simulator/workers/worker_process.h"
 
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
+#include "simulator/support/task_control.h"
+#include "simulator/workers/job_registry.h"
+#include "simulator/workers/worker_pool.h"
 
 namespace stickler {
 namespace {
 
+// The tests' own job kinds, registered before main() in this binary and so in its workers.
+const bool registered = [] {
+  registerJob("test.echo", [](const WireMessage& job, JobContext& context) {
+    context.progress.node = job.header.value("node", -1);
+    WireMessage reply;
+    reply.header = {{"echo", job.header.value("text", "")}, {"pid", ::getpid()}};
+    reply.blobs = job.blobs;
+    return reply;
+  });
+  registerJob("test.abort", [](const WireMessage&, JobContext& context) -> WireMessage {
+    context.progress.node = 42;
+    context.progress.module_call = 3;
+    std::fprintf(stderr, "vendor.cpp:12: Assertion `x' failed.\n");
+    std::abort();
+  });
+  registerJob("test.throw", [](const WireMessage&, JobContext&) -> WireMessage {
+    throw std::runtime_error("no memory");
+  });
+  registerJob("test.sleep", [](const WireMessage& job, JobContext&) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(job.header.value("seconds", 60.0)));
+    return WireMessage{};
+  });
+  registerJob("test.chatty", [](const WireMessage&, JobContext&) {
+    for (int i = 0; i < 20000; ++i) std::fprintf(stderr, "log line %d\n", i);
+    WireMessage reply;
+    reply.blobs.push_back(std::string(8 << 20, 'x'));
+    return reply;
+  });
+  // What the worker's descriptors beyond its standard ones, its channel and progress point to.
+  registerJob("test.descriptors", [](const WireMessage&, JobContext&) {
+    nlohmann::json open = nlohmann::json::array();
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+      const int fd = std::stoi(entry.path().filename().string());
+      std::error_code error;
+      const auto target = std::filesystem::read_symlink(entry.path(), error);
+      if (fd > kWorkerProgressFd && !error) open.push_back(target.string());
+    }
+    return WireMessage{{{"open", open}}, {}};
+  });
+  return true;
+}();
+
+WireMessage job(const std::string& kind, nlohmann::json fields = nlohmann::json::object()) {
+  fields["kind"] = kind;
+  return {fields, {}};
+}
+
 TEST(Worker, ReturnsWhatTheJobReturns) {
-  const auto outcome = runInWorker(
-      [](WorkerProgress& progress) {
-        progress.node = 7;
-        return std::string("bytes\0with a nul", 16);
-      },
-      30);
-  EXPECT_EQ(outcome.status, WorkerOutcome::Status::kCompleted);
-  EXPECT_EQ(outcome.payload, std::string("bytes\0with a nul", 16));
-  EXPECT_EQ(outcome.node, 7);
+  WireMessage echo = job("test.echo", {{"text", "hello"}, {"node", 7}});
+  echo.blobs.push_back(std::string("bytes\0with a nul", 16));
+  const JobOutcome outcome = runInFreshWorker("test", echo, 60);
+  ASSERT_EQ(outcome.kind, JobOutcome::Kind::kCompleted) << outcome.message;
+  EXPECT_EQ(outcome.result.header.value("echo", ""), "hello");
+  ASSERT_EQ(outcome.result.blobs.size(), 1u);
+  EXPECT_EQ(outcome.result.blobs[0], std::string("bytes\0with a nul", 16));
+  EXPECT_EQ(outcome.progress.node, 7);
+  EXPECT_NE(outcome.result.header.value("pid", 0), ::getpid());
 }
 
 TEST(Worker, AnAbortIsAResultWithWhereItHappened) {
-  const auto outcome = runInWorker(
-      [](WorkerProgress& progress) -> std::string {
-        progress.node = 42;
-        progress.module_call = 3;
-        std::fprintf(stderr, "vendor.cpp:12: Assertion `x' failed.\n");
-        std::abort();
-      },
-      30);
-  EXPECT_EQ(outcome.status, WorkerOutcome::Status::kAborted);
+  const JobOutcome outcome = runInFreshWorker("test", job("test.abort"), 60);
+  EXPECT_EQ(outcome.kind, JobOutcome::Kind::kCrashed);
   EXPECT_EQ(outcome.signal, SIGABRT);
-  EXPECT_EQ(outcome.node, 42);
-  EXPECT_EQ(outcome.module_call, 3);
-  EXPECT_NE(outcome.stderr_text.find("Assertion `x' failed"), std::string::npos);
+  EXPECT_EQ(outcome.progress.node, 42);
+  EXPECT_EQ(outcome.progress.module_call, 3);
+  EXPECT_NE(outcome.stderr_tail.find("Assertion `x' failed"), std::string::npos);
 }
 
-TEST(Worker, AnExceptionIsAFailure) {
-  const auto outcome = runInWorker(
-      [](WorkerProgress&) -> std::string { throw std::runtime_error("no memory"); }, 30);
-  EXPECT_EQ(outcome.status, WorkerOutcome::Status::kFailed);
-  EXPECT_EQ(outcome.message, "no memory");
+TEST(Worker, AnExceptionIsAFailureAndTheWorkerStaysUp) {
+  WorkerProcess worker("test");
+  const JobOutcome failed = worker.run(job("test.throw"), 60);
+  EXPECT_EQ(failed.kind, JobOutcome::Kind::kFailed);
+  EXPECT_EQ(failed.message, "no memory");
+  EXPECT_TRUE(worker.alive());
+  const JobOutcome next = worker.run(job("test.echo", {{"text", "still here"}}), 60);
+  ASSERT_EQ(next.kind, JobOutcome::Kind::kCompleted) << next.message;
+  EXPECT_EQ(next.result.header.value("echo", ""), "still here");
+}
+
+TEST(Worker, AnUnknownKindIsAFailure) {
+  const JobOutcome outcome = runInFreshWorker("test", job("no.such.kind"), 60);
+  EXPECT_EQ(outcome.kind, JobOutcome::Kind::kFailed);
+  EXPECT_NE(outcome.message.find("no job kind 'no.such.kind'"), std::string::npos);
 }
 
 TEST(Worker, AHangIsKilledAtTheTimeout) {
-  const auto outcome = runInWorker(
-      [](WorkerProgress&) -> std::string {
-        std::this_thread::sleep_for(std::chrono::seconds(60));
-        return "";
-      },
-      0.5);
-  EXPECT_EQ(outcome.status, WorkerOutcome::Status::kTimedOut);
+  WorkerProcess worker("test");
+  const JobOutcome outcome = worker.run(job("test.sleep"), 1.0);
+  EXPECT_EQ(outcome.kind, JobOutcome::Kind::kTimedOut);
   EXPECT_LT(outcome.seconds, 30.0);
+  EXPECT_FALSE(worker.alive());
+  EXPECT_EQ(worker.run(job("test.echo"), 60).kind, JobOutcome::Kind::kFailed);
 }
 
 TEST(Worker, LargeResultsAndLogsDoNotDeadlock) {
-  const auto outcome = runInWorker(
-      [](WorkerProgress&) {
-        for (int i = 0; i < 20000; ++i) std::fprintf(stderr, "log line %d\n", i);
-        return std::string(8 << 20, 'x');
-      },
-      60);
-  EXPECT_EQ(outcome.status, WorkerOutcome::Status::kCompleted);
-  EXPECT_EQ(outcome.payload.size(), size_t{8} << 20);
-  EXPECT_NE(outcome.stderr_text.find("log line 19999"), std::string::npos);
+  const JobOutcome outcome = runInFreshWorker("test", job("test.chatty"), 120);
+  ASSERT_EQ(outcome.kind, JobOutcome::Kind::kCompleted) << outcome.message;
+  ASSERT_EQ(outcome.result.blobs.size(), 1u);
+  EXPECT_EQ(outcome.result.blobs[0].size(), size_t{8} << 20);
+  EXPECT_NE(outcome.stderr_tail.find("log line 19999"), std::string::npos);
 }
-
-}  // namespace
-}  // namespace stickler
-
-namespace stickler {
-namespace {
 
 TEST(Worker, ACancelledRunIsKilledAtOnce) {
   std::atomic<bool> cancelled{false};
   std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
     cancelled = true;
   });
-  const auto outcome = runInWorker(
-      [](WorkerProgress&) -> std::string {
-        std::this_thread::sleep_for(std::chrono::seconds(60));
-        return "";
-      },
-      60, &cancelled);
+  const JobOutcome outcome = runInFreshWorker("test", job("test.sleep"), 60, &cancelled);
   canceller.join();
-  EXPECT_EQ(outcome.status, WorkerOutcome::Status::kCancelled);
+  EXPECT_EQ(outcome.kind, JobOutcome::Kind::kCancelled);
   EXPECT_LT(outcome.seconds, 10.0);
 }
 
-}  // namespace
-// Device runs go on side by side (localization, a server's concurrent calls). A worker forked
-// by one thread must not keep another run's pipe open: that run would then wait for the end of
-// its output until this worker exits, and be reported as timed out though it finished at once.
+// A worker is exec'd: it holds none of the caller's descriptors, not even one opened without
+// O_CLOEXEC (a listening socket, a database), and none of a sibling worker's channels.
+TEST(Worker, InheritsNoDescriptorOfTheCaller) {
+  const int leaked = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC, on purpose
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  WorkerProcess sibling("sibling");
+  const JobOutcome outcome = runInFreshWorker("test", job("test.descriptors"), 60);
+  ::close(leaked);
+  ::close(pair[0]);
+  ::close(pair[1]);
+  ASSERT_EQ(outcome.kind, JobOutcome::Kind::kCompleted) << outcome.message;
+  for (const auto& target : outcome.result.header["open"]) {
+    const std::string what = target.get<std::string>();
+    EXPECT_NE(what, "/dev/null");
+    EXPECT_EQ(what.rfind("socket:", 0), std::string::npos) << what;
+    EXPECT_EQ(what.rfind("pipe:", 0), std::string::npos) << what;
+  }
+}
+
+// Runs go on side by side (localization, a server's concurrent calls): one run's worker must
+// not keep another run's channel open, or that run would wait for its worker's end.
 TEST(Worker, ConcurrentRunsFinishWhenTheirOwnWorkerDoes) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> long_runs;
   for (int i = 0; i < 2; ++i) {
     long_runs.emplace_back([&stop] {
-      while (!stop) {
-        runInWorker(
-            [](WorkerProgress&) {
-              ::usleep(3'000'000);
-              return std::string("slow");
-            },
-            60, &stop);
-      }
+      while (!stop) runInFreshWorker("slow", job("test.sleep", {{"seconds", 3.0}}), 60, &stop);
     });
   }
   std::atomic<int> timed_out{0};
@@ -120,14 +173,12 @@ TEST(Worker, ConcurrentRunsFinishWhenTheirOwnWorkerDoes) {
   std::vector<std::thread> quick_runs;
   for (int i = 0; i < 3; ++i) {
     quick_runs.emplace_back([&] {
+      WorkerProcess worker("quick");
       for (int run = 0; run < 15; ++run) {
         // Far longer than a job that returns at once needs, far shorter than the slow jobs.
-        const WorkerOutcome outcome =
-            runInWorker([](WorkerProgress&) { return std::string("quick"); }, 2.0);
-        if (outcome.status == WorkerOutcome::Status::kTimedOut) ++timed_out;
-        if (outcome.status == WorkerOutcome::Status::kCompleted && outcome.payload == "quick") {
-          ++completed;
-        }
+        const JobOutcome outcome = worker.run(job("test.echo", {{"text", "quick"}}), 20.0);
+        if (outcome.kind == JobOutcome::Kind::kTimedOut) ++timed_out;
+        if (outcome.completed() && outcome.result.header.value("echo", "") == "quick") ++completed;
       }
     });
   }
@@ -138,4 +189,121 @@ TEST(Worker, ConcurrentRunsFinishWhenTheirOwnWorkerDoes) {
   EXPECT_EQ(completed.load(), 45);
 }
 
+TEST(WorkerPool, AWorkerServesItsKeyAgainAndAnotherKeyGetsItsOwn) {
+  WorkerPool pool(uint64_t{64} << 30);
+  int first_pid = 0;
+  {
+    WorkerPool::Lease lease = pool.acquire("model-a", 1000, "a");
+    EXPECT_TRUE(lease.fresh());
+    const JobOutcome outcome = lease.worker().run(job("test.echo"), 60);
+    ASSERT_TRUE(outcome.completed()) << outcome.message;
+    first_pid = outcome.result.header.value("pid", 0);
+  }
+  {
+    WorkerPool::Lease again = pool.acquire("model-a", 1000, "a");
+    EXPECT_FALSE(again.fresh());
+    EXPECT_EQ(again.worker().run(job("test.echo"), 60).result.header.value("pid", 0), first_pid);
+    WorkerPool::Lease other = pool.acquire("model-b", 1000, "b");
+    EXPECT_TRUE(other.fresh());
+  }
+  EXPECT_EQ(pool.stats().started, 2u);
+  EXPECT_EQ(pool.stats().reused, 1u);
+  EXPECT_EQ(pool.stats().idle, 2u);
+}
+
+TEST(WorkerPool, ACrashedWorkerIsNotGivenOutAgain) {
+  WorkerPool pool(uint64_t{64} << 30);
+  {
+    WorkerPool::Lease lease = pool.acquire("model", 0, "m");
+    EXPECT_EQ(lease.worker().run(job("test.abort"), 60).kind, JobOutcome::Kind::kCrashed);
+  }
+  EXPECT_EQ(pool.stats().idle, 0u);
+  WorkerPool::Lease next = pool.acquire("model", 0, "m");
+  EXPECT_TRUE(next.fresh());
+  EXPECT_TRUE(next.worker().run(job("test.echo"), 60).completed());
+}
+
+TEST(WorkerPool, IdleWorkersMakeRoomLeastRecentlyUsedFirst) {
+  const uint64_t model = uint64_t{1} << 30;
+  // Room for two workers of this size, not three.
+  WorkerPool pool(2 * (model + kWorkerBaseBytes) + (model / 2));
+  { WorkerPool::Lease a = pool.acquire("a", model, "a"); }
+  { WorkerPool::Lease b = pool.acquire("b", model, "b"); }
+  { WorkerPool::Lease a = pool.acquire("a", model, "a"); }  // b is now the least recently used
+  { WorkerPool::Lease c = pool.acquire("c", model, "c"); }
+  EXPECT_EQ(pool.stats().ended_idle, 1u);
+  EXPECT_EQ(pool.stats().idle, 2u);
+  EXPECT_FALSE(pool.acquire("a", model, "a").fresh());
+  EXPECT_TRUE(pool.acquire("b", model, "b").fresh());
+}
+
+TEST(WorkerPool, WhenEveryWorkerIsBusyTheNextWaitsForOne) {
+  const uint64_t model = uint64_t{1} << 30;
+  WorkerPool pool(model + kWorkerBaseBytes);  // room for one
+  std::optional<WorkerPool::Lease> held(pool.acquire("a", model, "a"));
+  std::atomic<bool> got{false};
+  std::thread waiter([&] {
+    WorkerPool::Lease second = pool.acquire("b", model, "b");
+    got = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(got.load());
+  held.reset();
+  waiter.join();
+  EXPECT_TRUE(got.load());
+  EXPECT_EQ(pool.stats().started, 2u);
+}
+
+TEST(WorkerPool, OneKeyGetsAFewWorkersAndTheRestWait) {
+  WorkerPool::Bounds bounds;
+  bounds.max_per_key = 2;
+  WorkerPool pool(uint64_t{64} << 30, bounds);
+  WorkerPool::Lease first = pool.acquire("model", 0, "m");
+  std::optional<WorkerPool::Lease> second(pool.acquire("model", 0, "m"));
+  std::atomic<bool> got{false};
+  std::thread third([&] {
+    WorkerPool::Lease lease = pool.acquire("model", 0, "m");
+    got = true;
+    EXPECT_FALSE(lease.fresh());  // the second one, given back
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(got.load());
+  // Another model is not held up.
+  EXPECT_TRUE(pool.acquire("other", 0, "o").fresh());
+  second.reset();
+  third.join();
+  EXPECT_EQ(pool.stats().started, 3u);
+}
+
+TEST(WorkerPool, NoMoreWorkersThanTheBoundIdleOnesMakeRoom) {
+  WorkerPool::Bounds bounds;
+  bounds.max_workers = 2;
+  WorkerPool pool(uint64_t{64} << 30, bounds);
+  { WorkerPool::Lease a = pool.acquire("a", 0, "a"); }
+  { WorkerPool::Lease b = pool.acquire("b", 0, "b"); }
+  { WorkerPool::Lease c = pool.acquire("c", 0, "c"); }
+  const WorkerPool::Stats stats = pool.stats();
+  EXPECT_EQ(stats.started, 3u);
+  EXPECT_EQ(stats.ended_idle, 1u);
+  EXPECT_EQ(stats.idle, 2u);
+}
+
+TEST(WorkerPool, AWaitIsCancelled) {
+  const uint64_t model = uint64_t{1} << 30;
+  WorkerPool pool(model + kWorkerBaseBytes);
+  WorkerPool::Lease held = pool.acquire("a", model, "a");
+  std::atomic<bool> cancelled{true};
+  EXPECT_THROW(pool.acquire("b", model, "b", &cancelled), Cancelled);
+}
+
+TEST(WorkerPool, ParsesByteSizes) {
+  EXPECT_EQ(parseByteSize("8G"), uint64_t{8} << 30);
+  EXPECT_EQ(parseByteSize("512M"), uint64_t{512} << 20);
+  EXPECT_EQ(parseByteSize("1024"), 1024u);
+  EXPECT_FALSE(parseByteSize("lots").has_value());
+  EXPECT_FALSE(parseByteSize("8X").has_value());
+  EXPECT_FALSE(parseByteSize("").has_value());
+}
+
+}  // namespace
 }  // namespace stickler

@@ -5,7 +5,6 @@
 
 #include "adapters/engine/adapter_application.h"
 #include "adapters/engine/adapter_stack.h"
-#include "simulator/backends/worker.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/causal_localization.h"
 #include "simulator/graph/model_cache.h"
@@ -15,6 +14,8 @@
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
 #include "simulator/support/text_format.h"
+#include "simulator/workers/job_registry.h"
+#include "simulator/workers/worker_process.h"
 #include "tools/adapter_support.h"
 
 namespace stickler {
@@ -95,9 +96,25 @@ void setCategory(json& result, const std::string& category, const std::string& d
   result["detail"] = detail;
 }
 
-// In the worker: everything the model's entry says.
-std::string probeInWorker(const std::string& path, const std::vector<CatalogEntry>& catalog,
-                          const ProbeOptions& options) {
+json optionsToJson(const ProbeOptions& options) {
+  return {{"profile", options.profile},
+          {"model_seconds", options.model_seconds},
+          {"run_seconds", options.run_seconds},
+          {"localize", options.localize}};
+}
+
+ProbeOptions optionsFromJson(const json& doc) {
+  ProbeOptions options;
+  options.profile = doc.at("profile").get<std::string>();
+  options.model_seconds = doc.at("model_seconds").get<double>();
+  options.run_seconds = doc.at("run_seconds").get<double>();
+  options.localize = doc.at("localize").get<bool>();
+  return options;
+}
+
+// In the probe's worker: everything the model's entry says.
+json probeHere(const std::string& path, const std::vector<CatalogEntry>& catalog,
+               const ProbeOptions& options) {
   json result = json::object();
   std::shared_ptr<const LoadedModel> original;
   try {
@@ -105,7 +122,7 @@ std::string probeInWorker(const std::string& path, const std::vector<CatalogEntr
   } catch (const UserError& error) {
     result["verdict"] = "not_run";
     setCategory(result, "bad archive", firstLine(error.what()));
-    return result.dump();
+    return result;
   }
   const DeviceProfile profile = loadProfile(options.profile);
   const ModelCard& card = cardOf(*original);
@@ -118,9 +135,8 @@ std::string probeInWorker(const std::string& path, const std::vector<CatalogEntr
 
   AdapterStack stack(original);
   const std::vector<const CatalogEntry*> meant = adaptersMeantFor(catalog, *original, &profile);
-  const StackingResult stacking =
-      loweredOnly(*original) ? applyUnchecked(stack, meant, profile)
-                             : applyInOrder(stack, meant, profile, 5, {}, /*single_threaded=*/true);
+  const StackingResult stacking = loweredOnly(*original) ? applyUnchecked(stack, meant, profile)
+                                                         : applyInOrder(stack, meant, profile, 5);
   json applied = json::array();
   for (const json& entry : stacking.applied) applied.push_back(entry.value("adapter", ""));
   json refused = json::array();
@@ -148,12 +164,12 @@ std::string probeInWorker(const std::string& path, const std::vector<CatalogEntr
                       std::to_string(applied.size()) + " adapter(s); first in " +
                       first["module"].get<std::string>());
     }
-    return result.dump();
+    return result;
   }
   if (with["status"] == "compiler_error") {
     result["verdict"] = "blocked";
     setCategory(result, "compiler error", "the device compiler failed");
-    return result.dump();
+    return result;
   }
   if (result["weight_bytes"].get<int64_t>() > profile.device.card_memory_bytes) {
     result["verdict"] = "not_run";
@@ -161,12 +177,12 @@ std::string probeInWorker(const std::string& path, const std::vector<CatalogEntr
                 std::to_string(result["weight_bytes"].get<int64_t>() >> 30) +
                     " GiB of weights, more than the card's " +
                     std::to_string(profile.device.card_memory_bytes >> 30) + " GiB");
-    return result.dump();
+    return result;
   }
   if (result["lowered_only"].get<bool>()) {
     result["verdict"] = "not_run";
     setCategory(result, "lowered only", "compiles; a geometry without weights is not run");
-    return result.dump();
+    return result;
   }
 
   RunRequest request;
@@ -207,7 +223,7 @@ std::string probeInWorker(const std::string& path, const std::vector<CatalogEntr
       setCategory(result, "error",
                   run.run ? firstLine(run.run->message) : "the device run could not be made");
   }
-  return result.dump();
+  return result;
 }
 
 }  // namespace
@@ -221,34 +237,48 @@ json probeModel(const std::string& model, const std::vector<CatalogEntry>& catal
     setCategory(entry, "bad archive", "no such file");
     return entry;
   }
-  const WorkerOutcome outcome =
-      runInWorker([&](WorkerProgress&) { return probeInWorker(model, catalog, options); },
-                  options.model_seconds, currentExecutionLimit().cancelled);
+  const WireMessage job{{{"kind", "sweep_probe"},
+                         {"model", model},
+                         {"catalog", catalogToJson(catalog)},
+                         {"options", optionsToJson(options)}},
+                        {}};
+  const JobOutcome outcome =
+      runInFreshWorker("probe " + std::filesystem::path(model).filename().string(), job,
+                       options.model_seconds, currentExecutionLimit().cancelled);
   entry["seconds"] = outcome.seconds;
-  switch (outcome.status) {
-    case WorkerOutcome::Status::kCompleted:
-      entry.update(json::parse(outcome.payload));
+  switch (outcome.kind) {
+    case JobOutcome::Kind::kCompleted:
+      entry.update(outcome.result.header.at("entry"));
       break;
-    case WorkerOutcome::Status::kFailed:
+    case JobOutcome::Kind::kFailed:
       entry["verdict"] = "failed";
       setCategory(entry, "error", firstLine(outcome.message));
       break;
-    case WorkerOutcome::Status::kTimedOut:
+    case JobOutcome::Kind::kTimedOut:
       entry["verdict"] = "timed_out";
       setCategory(
           entry, "timeout",
           "the model's worker ran out of its " + std::to_string(int(options.model_seconds)) + " s");
       break;
-    case WorkerOutcome::Status::kAborted:
+    case JobOutcome::Kind::kCrashed:
       entry["verdict"] = "failed";
       setCategory(entry, "crash",
                   "the model's worker died of signal " + std::to_string(outcome.signal) +
-                      (outcome.stderr_text.empty() ? "" : ": " + firstLine(outcome.stderr_text)));
+                      (outcome.stderr_tail.empty() ? "" : ": " + firstLine(outcome.stderr_tail)));
       break;
-    case WorkerOutcome::Status::kCancelled:
+    case JobOutcome::Kind::kCancelled:
       throw Cancelled();
   }
   return entry;
+}
+
+void registerProbeJob() {
+  registerJob("sweep_probe", [](const WireMessage& job, JobContext&) -> WireMessage {
+    return {{{"entry", probeHere(job.header.at("model").get<std::string>(),
+                                 catalogFromJson(job.header.at("catalog")),
+                                 optionsFromJson(job.header.at("options")))}},
+            {}};
+  });
 }
 
 }  // namespace stickler

@@ -1,4 +1,5 @@
-// One model of a sweep, probed in a worker process: the adapters that match, compile status
+// One model of a sweep, probed in a worker process of its own (a job of data: the archive's
+// path, the catalog's texts, the options): the adapters that match, compile status
 // without and with them, the end-to-end verdict, and the failure category (docs/sweeps.md).
 #pragma once
 
@@ -23,5 +24,8 @@ struct ProbeOptions {
 // when the caller's execution limit is cancelled. Schema: a model entry of stickler.sweep.
 nlohmann::json probeModel(const std::string& model, const std::vector<CatalogEntry>& catalog,
                           const ProbeOptions& options);
+
+// The worker's side: the "sweep_probe" job.
+void registerProbeJob();
 
 }  // namespace stickler

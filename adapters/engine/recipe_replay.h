@@ -1,0 +1,18 @@
+// Making a model from its recipe in another process (a model host, a sandbox): the archive
+// loaded, its hash checked, and each adapter applied again in order, as the caller applied it.
+#pragma once
+
+#include <memory>
+
+#include "simulator/graph/model_recipe.h"
+
+namespace stickler {
+
+struct LoadedModel;
+
+// Throws UserError when the archive changed since the recipe was written, or an adapter no
+// longer applies. Equivalence is not checked again: the caller checked it when it applied the
+// adapter, and the host verifies that the graph it made is the caller's (graph_fingerprint.h).
+std::shared_ptr<const LoadedModel> modelFromRecipe(const ModelRecipe& recipe);
+
+}  // namespace stickler

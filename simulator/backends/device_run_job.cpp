@@ -1,0 +1,258 @@
+#include "simulator/backends/device_run_job.h"
+
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <chrono>
+#include <list>
+#include <mutex>
+
+#include "simulator/backends/model_host_client.h"
+#include "simulator/graph/graph_fingerprint.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/support/errors.h"
+#include "simulator/support/execution_limit.h"
+#include "simulator/support/task_control.h"
+#include "simulator/workers/job_registry.h"
+#include "simulator/workers/worker_pool.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+std::string pickled(const std::vector<c10::IValue>& values) {
+  const auto bytes = torch::jit::pickle_save(c10::ivalue::Tuple::create(values));
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::vector<c10::IValue> unpickled(const std::string& bytes) {
+  const c10::IValue tuple = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  const auto& elements = tuple.toTupleRef().elements();
+  return std::vector<c10::IValue>(elements.begin(), elements.end());
+}
+
+json placementToJson(const Placement& placement) {
+  return {{"device_modules", placement.device_modules},
+          {"host_modules", placement.host_modules},
+          {"own_nodes_only", placement.own_nodes_only}};
+}
+
+Placement placementFromJson(const json& doc) {
+  Placement placement;
+  placement.device_modules = doc.at("device_modules").get<std::vector<std::string>>();
+  placement.host_modules = doc.at("host_modules").get<std::vector<std::string>>();
+  placement.own_nodes_only = doc.at("own_nodes_only").get<bool>();
+  return placement;
+}
+
+// ---- In the host ----
+
+// The host's model, made from the last recipe it was given, and what it compiled of it.
+struct HostState {
+  std::mutex mutex;
+  std::string key;
+  std::shared_ptr<const LoadedModel> model;
+  std::string fingerprint;
+  struct Compiled {
+    std::string key;
+    std::unique_ptr<Backend> backend;  // a compiled model may point into its backend's profile
+    std::unique_ptr<CompiledModel> compiled;
+  };
+  std::list<Compiled> compiled;  // most recently used first
+};
+
+HostState& hostState() {
+  static HostState state;
+  return state;
+}
+
+constexpr size_t kCompiledKept = 8;
+
+void makeModel(HostState& state, const ModelMaker& maker, const json& recipe_json) {
+  const ModelRecipe recipe = ModelRecipe::fromJson(recipe_json);
+  const std::string key = recipe.key();
+  if (state.model && state.key == key) return;
+  state.compiled.clear();
+  state.model.reset();
+  state.model = maker(recipe);
+  state.key = key;
+  state.fingerprint = graphFingerprint(*state.model->graph);
+}
+
+const CompiledModel& compiledFor(HostState& state, const json& header) {
+  const std::string key = header.at("backend").get<std::string>() + "\n" +
+                          header.at("placement").dump() + "\n" +
+                          std::to_string(header.at("pass_limit").get<int64_t>());
+  for (auto it = state.compiled.begin(); it != state.compiled.end(); ++it) {
+    if (it->key != key) continue;
+    state.compiled.splice(state.compiled.begin(), state.compiled, it);
+    return *state.compiled.front().compiled;
+  }
+  HostState::Compiled entry;
+  entry.key = key;
+  entry.backend = makeBackend(parseBackendSpec(header.at("backend").get<std::string>()));
+  entry.compiled = entry.backend->compileWithPassLimit(
+      *state.model, placementFromJson(header.at("placement")), header.at("pass_limit"));
+  if (!entry.compiled->ok()) {
+    throw std::runtime_error("the model does not compile for " +
+                             header.at("backend").get<std::string>() + " in its host");
+  }
+  state.compiled.push_front(std::move(entry));
+  if (state.compiled.size() > kCompiledKept) state.compiled.pop_back();
+  return *state.compiled.front().compiled;
+}
+
+WireMessage hostLoad(const ModelMaker& maker, const WireMessage& job) {
+  HostState& state = hostState();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  const auto start = std::chrono::steady_clock::now();
+  makeModel(state, maker, job.header.at("recipe"));
+  return {{{"fingerprint", state.fingerprint},
+           {"seconds",
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}},
+          {}};
+}
+
+WireMessage deviceRun(const ModelMaker& maker, const WireMessage& job, JobContext& context) {
+  HostState& state = hostState();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  makeModel(state, maker, job.header.at("recipe"));
+  if (job.header.at("fingerprint").get<std::string>() != state.fingerprint) {
+    throw std::runtime_error(
+        "the model host made a different graph from the model's recipe than the caller has "
+        "(a bug: the adapters did not apply the same way twice)");
+  }
+  const CompiledModel& compiled = compiledFor(state, job.header);
+  if (job.blobs.empty()) throw std::runtime_error("a device run job without inputs");
+  RunOptions options;
+  options.host_progress = &context.progress;
+  options.lockstep_errors_path = job.header.value("lockstep_errors_path", "");
+  const BackendRun run = compiled.run(unpickled(job.blobs[0]), options);
+  return {{{"seconds", run.seconds}}, {pickled(run.outputs)}};
+}
+
+// ---- In the caller ----
+
+BackendRun runStatus(BackendRun::Status status, std::string message) {
+  BackendRun run;
+  run.status = status;
+  run.message = std::move(message);
+  return run;
+}
+
+std::string secondsText(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return text;
+}
+
+}  // namespace
+
+void registerDeviceRunJobs(ModelMaker maker) {
+  registerJob("host_load",
+              [maker](const WireMessage& job, JobContext&) { return hostLoad(maker, job); });
+  registerJob("device_run", [maker](const WireMessage& job, JobContext& context) {
+    return deviceRun(maker, job, context);
+  });
+}
+
+uint64_t weightBytes(const LoadedModel& model) {
+  std::unordered_set<const c10::TensorImpl*> seen;
+  uint64_t bytes = 0;
+  for (const at::Tensor& tensor : model.module.parameters(/*recurse=*/true)) {
+    if (seen.insert(tensor.unsafeGetTensorImpl()).second) bytes += tensor.nbytes();
+  }
+  for (const at::Tensor& tensor : model.module.buffers(/*recurse=*/true)) {
+    if (seen.insert(tensor.unsafeGetTensorImpl()).second) bytes += tensor.nbytes();
+  }
+  return bytes;
+}
+
+BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
+                          const std::vector<c10::IValue>& inputs, const RunOptions& options) {
+  const json recipe = model.recipe.toJson();
+  const std::string key = model.recipe.key();
+  const std::string fingerprint = graphFingerprint(*model.graph);
+  WorkerPool::Lease lease = WorkerPool::modelHosts().acquire(
+      key, weightBytes(model), "host " + model.card.name, options.cancelled);
+
+  if (lease.fresh()) {
+    // The model is made before the run's clock starts: loading is not the run.
+    const JobOutcome loaded = lease.worker().run({{{"kind", "host_load"}, {"recipe", recipe}}, {}},
+                                                 defaultExecutionSeconds(), options.cancelled);
+    if (loaded.kind == JobOutcome::Kind::kCancelled) {
+      return runStatus(BackendRun::Status::kCancelled, "the device run was cancelled");
+    }
+    if (!loaded.completed()) {
+      return runStatus(BackendRun::Status::kFailed,
+                       "the model host could not make the model: " + loaded.message +
+                           (loaded.stderr_tail.empty() ? "" : " (" + loaded.stderr_tail + ")"));
+    }
+    if (loaded.result.header.value("fingerprint", "") != fingerprint) {
+      return runStatus(BackendRun::Status::kFailed,
+                       "the model host made a different graph from the model's recipe (a bug: "
+                       "the adapters did not apply the same way twice)");
+    }
+  }
+
+  WireMessage job;
+  job.header = {{"kind", "device_run"},
+                {"recipe", recipe},
+                {"fingerprint", fingerprint},
+                {"backend", spec.backend},
+                {"placement", placementToJson(spec.placement)},
+                {"pass_limit", spec.pass_limit},
+                {"lockstep_errors_path", options.lockstep_errors_path},
+                {"seconds", options.timeout_seconds}};
+  job.blobs.push_back(pickled(inputs));
+  const JobOutcome outcome = lease.worker().run(job, options.timeout_seconds, options.cancelled);
+
+  BackendRun run;
+  run.seconds = outcome.seconds;
+  run.device_log = outcome.stderr_tail;
+  run.nodes_run = outcome.progress.nodes_run;
+  const std::vector<const torch::jit::Node*> nodes = allNodes(*model.graph);
+  const auto& calls = model.interpreter->moduleCalls();
+  if (outcome.progress.node >= 0 && outcome.progress.node < static_cast<int64_t>(nodes.size())) {
+    run.node = nodes[outcome.progress.node];
+  }
+  auto callAt = [&](int64_t index) -> const ModuleCall* {
+    return index >= 0 && index < static_cast<int64_t>(calls.size()) ? &calls[index] : nullptr;
+  };
+  run.module = callAt(outcome.progress.module_call);
+  run.last_entered = callAt(outcome.progress.last_entered);
+  switch (outcome.kind) {
+    case JobOutcome::Kind::kCompleted:
+      if (outcome.result.blobs.empty()) {
+        run.status = BackendRun::Status::kFailed;
+        run.message = "the model host answered without outputs";
+      } else {
+        run.outputs = unpickled(outcome.result.blobs[0]);
+        run.status = BackendRun::Status::kCompleted;
+      }
+      break;
+    case JobOutcome::Kind::kCrashed:
+      run.status = BackendRun::Status::kAborted;
+      run.signal = outcome.signal;
+      run.message = outcome.signal != 0
+                        ? std::string("the device process died of ") + ::strsignal(outcome.signal)
+                        : outcome.message;
+      break;
+    case JobOutcome::Kind::kTimedOut:
+      run.status = BackendRun::Status::kTimedOut;
+      run.message =
+          "the device run did not finish within " + secondsText(options.timeout_seconds) + " s";
+      break;
+    case JobOutcome::Kind::kCancelled:
+      run.status = BackendRun::Status::kCancelled;
+      run.message = "the device run was cancelled";
+      break;
+    case JobOutcome::Kind::kFailed:
+      run.status = BackendRun::Status::kFailed;
+      run.message = outcome.message;
+      break;
+  }
+  return run;
+}
+
+}  // namespace stickler

@@ -1,0 +1,29 @@
+// A device run given to the model host of its model (device_run_job.h): the caller's side.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "simulator/backends/backend.h"
+
+namespace stickler {
+
+// What the host compiles: the backend as named, the placement and the pass limit.
+struct DeviceRunSpec {
+  std::string backend;  // spyre-sim:<profile>
+  Placement placement;
+  int64_t pass_limit = -1;
+};
+
+// Runs `inputs` on `model` compiled per `spec`, on the host for the model's recipe (started and
+// given the model first when there is none idle). Where an aborted run stopped is read from
+// the host's progress and named with `model`'s own nodes and module calls.
+BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
+                          const std::vector<c10::IValue>& inputs, const RunOptions& options);
+
+// The bytes of a model's weights (parameters and buffers, each tensor once), which its host
+// charges against the hosts' memory budget.
+uint64_t weightBytes(const LoadedModel& model);
+
+}  // namespace stickler

@@ -1,0 +1,38 @@
+#include "simulator/workers/sandbox_limits.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace stickler {
+
+uint64_t mappedBytes() {
+  unsigned long long pages = 0;
+  if (FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%llu", &pages) != 1) pages = 0;
+    std::fclose(statm);
+  }
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+void enterSandbox(const SandboxLimits& limits) {
+  if (limits.seconds > 0) {
+    ::alarm(static_cast<unsigned>(limits.seconds + 0.999));
+    // The limit counts from the process's start: what it used to get here is not the code's.
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    const double used = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                        1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+    const auto seconds = static_cast<rlim_t>(used + limits.seconds) + 1;
+    const rlimit cpu = {seconds, seconds + 1};  // SIGXCPU at the soft limit, SIGKILL after
+    ::setrlimit(RLIMIT_CPU, &cpu);
+  }
+  if (limits.extra_address_bytes > 0) {
+    const auto bytes = static_cast<rlim_t>(mappedBytes() + limits.extra_address_bytes);
+    const rlimit address_space = {bytes, bytes};
+    ::setrlimit(RLIMIT_AS, &address_space);
+  }
+}
+
+}  // namespace stickler

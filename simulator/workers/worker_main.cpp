@@ -1,0 +1,80 @@
+#include "simulator/workers/worker_main.h"
+
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "simulator/workers/job_registry.h"
+#include "simulator/workers/worker_process.h"
+
+namespace stickler {
+namespace {
+
+bool worker_process = false;
+WorkerProgress* worker_progress = nullptr;
+
+WireMessage reply(const JobHandler* handler, const WireMessage& job, WorkerProgress& progress) {
+  const std::string kind = job.header.value("kind", "");
+  if (handler == nullptr) {
+    return {{{"ok", false}, {"error", "this worker has no job kind '" + kind + "'"}}, {}};
+  }
+  JobContext context{progress, job.header.value("seconds", 0.0)};
+  try {
+    WireMessage result = (*handler)(job, context);
+    return {{{"ok", true}, {"result", std::move(result.header)}}, std::move(result.blobs)};
+  } catch (const std::exception& e) {
+    return {{{"ok", false}, {"error", std::string(e.what())}}, {}};
+  } catch (...) {
+    return {{{"ok", false}, {"error", "the job threw something that is not an exception"}}, {}};
+  }
+}
+
+}  // namespace
+
+bool inWorkerProcess() {
+  return worker_process;
+}
+
+void setWorkerPhase(const std::string& phase) {
+  if (worker_progress != nullptr) worker_progress->setPhase(phase);
+}
+
+std::optional<int> runWorkerIfAsked(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], kWorkerModeArgument) != 0) return std::nullopt;
+  worker_process = true;
+  // `ps` shows what the worker is for ("stickler-host"), not the /proc/self/exe it was run as.
+  const std::string label = argc > 2 ? argv[2] : "worker";
+  const std::string name = "stickler-" + label.substr(0, label.find(' '));
+  ::prctl(PR_SET_NAME, name.substr(0, 15).c_str());
+  void* shared = ::mmap(nullptr, sizeof(WorkerProgress), PROT_READ | PROT_WRITE, MAP_SHARED,
+                        kWorkerProgressFd, 0);
+  if (shared == MAP_FAILED) {
+    std::fprintf(stderr, "stickler worker: no progress block on descriptor %d\n",
+                 kWorkerProgressFd);
+    return 3;
+  }
+  auto* progress = static_cast<WorkerProgress*>(shared);
+  worker_progress = progress;
+  WireDecoder decoder;
+  WireMessage job;
+  try {
+    while (readMessage(kWorkerChannelFd, decoder, job)) {
+      const JobHandler* handler = findJob(job.header.value("kind", ""));
+      const WireMessage answer = reply(handler, job, *progress);
+      // What the job buffered (files it wrote through stdio, its log) is out before the caller
+      // reads the result.
+      std::fflush(nullptr);
+      writeMessage(kWorkerChannelFd, answer);
+    }
+  } catch (const WireError& e) {
+    std::fprintf(stderr, "stickler worker: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}
+
+}  // namespace stickler

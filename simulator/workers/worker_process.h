@@ -1,0 +1,66 @@
+// A worker process: this binary again, started by exec (posix_spawn) in its worker mode, never
+// a fork of the caller. A fork copies whatever locks the caller's other threads held at that
+// moment (LibTorch's operator registry, its thread pool), and the child could wait on one
+// forever; an exec'd worker starts clean. It inherits its channel, its progress block and a
+// pipe for what it prints, and no other descriptor (listening sockets, SQLite, git stay here).
+//
+// A worker runs one job at a time and stays up between them: a model host serves many runs of
+// its model (worker_pool.h). A job that crashes it, runs out of time or is cancelled ends it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <string>
+
+#include "simulator/workers/job_outcome.h"
+
+namespace stickler {
+
+// The arguments that put the binary in worker mode: `<binary> __worker <label>`.
+inline constexpr const char* kWorkerModeArgument = "__worker";
+// The descriptors a worker finds its channel and its progress block on.
+inline constexpr int kWorkerChannelFd = 3;
+inline constexpr int kWorkerProgressFd = 4;
+
+class WorkerProcess {
+ public:
+  // Starts the worker; `label` shows in `ps` (a model host's model, say). Throws
+  // std::runtime_error when the system cannot start a process.
+  explicit WorkerProcess(const std::string& label);
+  ~WorkerProcess();
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+
+  // Gives the worker `job` (its header names the kind) and waits for the result, at most
+  // `timeout_seconds`, killing the worker at once when `cancelled` becomes true.
+  JobOutcome run(const WireMessage& job, double timeout_seconds,
+                 const std::atomic<bool>* cancelled = nullptr);
+
+  bool alive() const { return pid_ > 0; }
+  // alive(), after reaping the process if it died while idle (killed for memory, say).
+  bool checkAlive();
+  pid_t pid() const { return pid_; }
+  const std::string& label() const { return label_; }
+  size_t jobsRun() const { return jobs_; }
+
+ private:
+  void kill();
+  int reap(bool wait);  // the wait status, once the process is gone; -1 while it runs
+  void readStderr();    // what is in the pipe now, without waiting
+
+  std::string label_;
+  pid_t pid_ = -1;
+  int channel_ = -1;
+  int stderr_ = -1;
+  bool stderr_ended_ = false;
+  WorkerProgress* progress_ = nullptr;
+  std::string stderr_text_;  // what the current job printed (its end, when long)
+  size_t jobs_ = 0;
+};
+
+// `job` in a fresh worker that ends with it: a sandbox, a sweep's probe.
+JobOutcome runInFreshWorker(const std::string& label, const WireMessage& job,
+                            double timeout_seconds, const std::atomic<bool>* cancelled = nullptr);
+
+}  // namespace stickler

@@ -1,0 +1,13 @@
+// The main of the test binaries that start workers: a worker is the binary that starts it,
+// in worker mode, so these binaries serve Stickler's jobs (and the tests' own) too.
+#include <gtest/gtest.h>
+
+#include "simulator/workers/worker_main.h"
+#include "tools/worker_jobs.h"
+
+int main(int argc, char** argv) {
+  stickler::registerWorkerJobs();
+  if (const auto status = stickler::runWorkerIfAsked(argc, argv)) return *status;
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
