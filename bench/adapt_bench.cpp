@@ -26,6 +26,7 @@
 #include "bench/bench_args.h"
 #include "bench/bench_context.h"
 #include "bench/bench_timing.h"
+#include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
 #include "tools/operation_table.h"
 #include "tools/worker_jobs.h"
@@ -185,7 +186,9 @@ int runBenchmark(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Its device runs go to model hosts: this binary again, in worker mode.
+  // As the stickler binary: OpenBLAS on one thread, and device runs in model hosts (this binary
+  // again, in worker mode).
+  stickler::limitBlasThreads();
   stickler::registerWorkerJobs();
   if (const auto status = stickler::runWorkerIfAsked(argc, argv)) return *status;
   return stickler::bench::benchMain("adapt_bench", runBenchmark, argc, argv);

@@ -18,6 +18,7 @@
 #include "bench/bench_timing.h"
 
 #include "simulator/backends/backend.h"
+#include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
 #include "tools/worker_jobs.h"
 
@@ -79,7 +80,9 @@ int runBenchmarks(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Its device runs go to model hosts: this binary again, in worker mode.
+  // As the stickler binary: OpenBLAS on one thread, and device runs in model hosts (this binary
+  // again, in worker mode).
+  stickler::limitBlasThreads();
   stickler::registerWorkerJobs();
   if (const auto status = stickler::runWorkerIfAsked(argc, argv)) return *status;
   return stickler::bench::benchMain("simulator_bench", runBenchmarks, argc, argv);

@@ -1,8 +1,8 @@
 #include <string>
 #include <vector>
 
-#include "server/blas_threads.h"
 #include "server/command_line.h"
+#include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
 #include "tools/worker_jobs.h"
 

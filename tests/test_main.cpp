@@ -2,10 +2,12 @@
 // in worker mode, so these binaries serve Stickler's jobs (and the tests' own) too.
 #include <gtest/gtest.h>
 
+#include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
 #include "tools/worker_jobs.h"
 
 int main(int argc, char** argv) {
+  stickler::limitBlasThreads();  // as the stickler binary does, in the tests and their workers
   stickler::registerWorkerJobs();
   if (const auto status = stickler::runWorkerIfAsked(argc, argv)) return *status;
   ::testing::InitGoogleTest(&argc, argv);

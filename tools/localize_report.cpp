@@ -75,7 +75,8 @@ json runsToJson(const std::vector<DeviceTrial>& runs) {
   for (const DeviceTrial& run : runs) {
     json entry{{"device", run.device},
                {"modules_on_device", run.modules_on_device},
-               {"verdict", runVerdictName(run.verdict)}};
+               {"verdict", runVerdictName(run.verdict)},
+               {"seconds", run.seconds}};
     if (!run.message.empty()) entry["message"] = run.message;
     list.push_back(std::move(entry));
   }

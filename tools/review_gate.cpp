@@ -17,6 +17,7 @@
 #include "simulator/support/task_control.h"
 #include "simulator/support/text_format.h"
 #include "simulator/workers/job_registry.h"
+#include "simulator/workers/worker_pool.h"
 #include "simulator/workers/worker_process.h"
 #include "tools/adapter_support.h"
 #include "tools/run_report.h"
@@ -108,9 +109,9 @@ json runInGateWorker(const GateModel& target, const std::vector<CatalogEntry>& c
                          {"seed", seed},
                          {"seconds", seconds}},
                         {}};
-  const JobOutcome outcome =
-      runInFreshWorker("gate " + std::filesystem::path(target.model).filename().string(), job,
-                       seconds, currentExecutionLimit().cancelled);
+  const std::atomic<bool>* cancelled = currentExecutionLimit().cancelled;
+  WorkerPool::Lease lease = WorkerPool::jobWorkers().acquire("gate", 0, "gate", cancelled);
+  const JobOutcome outcome = lease.worker().run(job, seconds, cancelled);
   entry["seconds"] = outcome.seconds;
   switch (outcome.kind) {
     case JobOutcome::Kind::kCompleted:

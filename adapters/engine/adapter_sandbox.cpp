@@ -21,6 +21,7 @@
 #include "simulator/workers/job_registry.h"
 #include "simulator/workers/sandbox_limits.h"
 #include "simulator/workers/worker_main.h"
+#include "simulator/workers/worker_pool.h"
 #include "simulator/workers/worker_process.h"
 
 namespace stickler {
@@ -170,13 +171,22 @@ AdapterFile adapterFromJson(const json& doc) {
 // answered. The limit counts from when the adapter's code starts (the worker's alarm), not while
 // the worker starts and makes its model. What ended it otherwise is an error that names the
 // adapter and what it was doing ("cube.py: condition did not finish within 1 s").
-WireMessage runSandboxed(const WireMessage& job, const std::string& adapter_path) {
+// A condition needs no model: its sandbox workers are kept for the next one (a model's trial
+// gets a fresh worker, which makes the model).
+WireMessage runSandboxed(const WireMessage& job, const std::string& adapter_path, bool kept) {
   const ExecutionLimit limit = currentExecutionLimit();
   const double seconds = limit.seconds > 0 ? limit.seconds : defaultExecutionSeconds();
   WireMessage sent = job;
   sent.header["seconds"] = seconds;
-  const JobOutcome outcome =
-      runInFreshWorker("sandbox", sent, seconds + defaultExecutionSeconds(), limit.cancelled);
+  const double waited = seconds + defaultExecutionSeconds();
+  JobOutcome outcome;
+  if (kept) {
+    WorkerPool::Lease lease =
+        WorkerPool::jobWorkers().acquire("sandbox", 0, "sandbox", limit.cancelled);
+    outcome = lease.worker().run(sent, waited, limit.cancelled);
+  } else {
+    outcome = runInFreshWorker("sandbox", sent, waited, limit.cancelled);
+  }
   const std::string what =
       adapter_path + (outcome.progress.phase.empty() ? "" : ": " + outcome.progress.phase);
   const bool out_of_time =
@@ -213,7 +223,7 @@ WireMessage conditionJob(const WireMessage& job, JobContext& context) {
   if (rewrite.condition == nullptr) throw UserError(adapter.path + ": has no condition");
   if (job.blobs.empty()) throw std::runtime_error("a condition job without arguments");
   const auto arguments = unpickledArguments(job.blobs[0]);
-  enterSandbox({context.seconds, kAdapterCodeMemoryBytes});
+  const SandboxScope sandbox({context.seconds, kAdapterCodeMemoryBytes});
   setWorkerPhase("condition");
   json verdicts = json::array();
   for (const ConditionVerdict& verdict : runAll(*rewrite.condition, arguments)) {
@@ -229,7 +239,7 @@ WireMessage trialJob(const WireMessage& job, JobContext& context) {
       modelFromRecipe(ModelRecipe::fromJson(job.header.at("recipe")));
   const DeviceProfile profile = loadProfile(job.header.at("profile").get<std::string>());
   const AdapterFile adapter = adapterFromJson(job.header.at("adapter"));
-  enterSandbox({context.seconds, kAdapterCodeMemoryBytes + weightBytes(*model)});
+  const SandboxScope sandbox({context.seconds, kAdapterCodeMemoryBytes + weightBytes(*model)});
   const AdapterApplication application =
       applyAdapter(adapter, model, profile, /*check_equivalence=*/false);
   return {{{"changed", application.changed()}}, {}};
@@ -260,7 +270,7 @@ std::vector<ConditionVerdict> runCondition(
   }
   WireMessage job{{{"kind", "adapter_condition"}, {"adapter", adapterToJson(adapter)}},
                   {pickledArguments(arguments)}};
-  const WireMessage answer = runSandboxed(job, adapter.path);
+  const WireMessage answer = runSandboxed(job, adapter.path, /*kept=*/true);
   std::vector<ConditionVerdict> verdicts;
   for (const auto& entry : answer.header.at("verdicts")) {
     verdicts.push_back({static_cast<ConditionVerdict::Kind>(entry.at(0).get<int>()),
@@ -285,7 +295,7 @@ void trialInSandbox(const AdapterFile& adapter, const LoadedModel& model,
                    {"profile", profile.path},
                    {"adapter", adapterToJson(adapter)}},
                   {}};
-  runSandboxed(job, adapter.path);
+  runSandboxed(job, adapter.path, /*kept=*/false);
 }
 
 void registerSandboxJobs() {

@@ -79,6 +79,19 @@ void makeModel(HostState& state, const ModelMaker& maker, const json& recipe_jso
   state.fingerprint = graphFingerprint(*state.model->graph);
 }
 
+// The model a run names by its recipe's key: the one this host made (host_load comes first).
+const LoadedModel& modelNamed(HostState& state, const json& header) {
+  if (!state.model || header.at("key").get<std::string>() != state.key) {
+    throw std::runtime_error("this model host holds another model than the run names");
+  }
+  if (header.at("fingerprint").get<std::string>() != state.fingerprint) {
+    throw std::runtime_error(
+        "the model host made a different graph from the model's recipe than the caller has "
+        "(a bug: the adapters did not apply the same way twice)");
+  }
+  return *state.model;
+}
+
 const CompiledModel& compiledFor(HostState& state, const json& header) {
   const std::string key = header.at("backend").get<std::string>() + "\n" +
                           header.at("placement").dump() + "\n" +
@@ -113,15 +126,10 @@ WireMessage hostLoad(const ModelMaker& maker, const WireMessage& job) {
           {}};
 }
 
-WireMessage deviceRun(const ModelMaker& maker, const WireMessage& job, JobContext& context) {
+WireMessage deviceRun(const WireMessage& job, JobContext& context) {
   HostState& state = hostState();
   std::lock_guard<std::mutex> lock(state.mutex);
-  makeModel(state, maker, job.header.at("recipe"));
-  if (job.header.at("fingerprint").get<std::string>() != state.fingerprint) {
-    throw std::runtime_error(
-        "the model host made a different graph from the model's recipe than the caller has "
-        "(a bug: the adapters did not apply the same way twice)");
-  }
+  modelNamed(state, job.header);
   const CompiledModel& compiled = compiledFor(state, job.header);
   if (job.blobs.empty()) throw std::runtime_error("a device run job without inputs");
   RunOptions options;
@@ -151,9 +159,7 @@ std::string secondsText(double seconds) {
 void registerDeviceRunJobs(ModelMaker maker) {
   registerJob("host_load",
               [maker](const WireMessage& job, JobContext&) { return hostLoad(maker, job); });
-  registerJob("device_run", [maker](const WireMessage& job, JobContext& context) {
-    return deviceRun(maker, job, context);
-  });
+  registerJob("device_run", deviceRun);
 }
 
 uint64_t weightBytes(const LoadedModel& model) {
@@ -168,18 +174,31 @@ uint64_t weightBytes(const LoadedModel& model) {
   return bytes;
 }
 
+const HostFacts& hostFactsOf(const LoadedModel& model) {
+  std::call_once(model.host_facts_once, [&model] {
+    auto facts = std::make_shared<HostFacts>();
+    facts->recipe = model.recipe.toJson();
+    facts->key = model.recipe.key();
+    facts->fingerprint = graphFingerprint(*model.graph);
+    facts->weight_bytes = weightBytes(model);
+    facts->nodes = allNodes(*model.graph);
+    model.host_facts = std::move(facts);
+  });
+  return *model.host_facts;
+}
+
 BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
                           const std::vector<c10::IValue>& inputs, const RunOptions& options) {
-  const json recipe = model.recipe.toJson();
-  const std::string key = model.recipe.key();
-  const std::string fingerprint = graphFingerprint(*model.graph);
+  const HostFacts& facts = hostFactsOf(model);
+  const std::string& fingerprint = facts.fingerprint;
   WorkerPool::Lease lease = WorkerPool::modelHosts().acquire(
-      key, weightBytes(model), "host " + model.card.name, options.cancelled);
+      facts.key, facts.weight_bytes, "host " + model.card.name, options.cancelled);
 
   if (lease.fresh()) {
     // The model is made before the run's clock starts: loading is not the run.
-    const JobOutcome loaded = lease.worker().run({{{"kind", "host_load"}, {"recipe", recipe}}, {}},
-                                                 defaultExecutionSeconds(), options.cancelled);
+    const JobOutcome loaded =
+        lease.worker().run({{{"kind", "host_load"}, {"recipe", facts.recipe}}, {}},
+                           defaultExecutionSeconds(), options.cancelled);
     if (loaded.kind == JobOutcome::Kind::kCancelled) {
       return runStatus(BackendRun::Status::kCancelled, "the device run was cancelled");
     }
@@ -197,7 +216,7 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
 
   WireMessage job;
   job.header = {{"kind", "device_run"},
-                {"recipe", recipe},
+                {"key", facts.key},
                 {"fingerprint", fingerprint},
                 {"backend", spec.backend},
                 {"placement", placementToJson(spec.placement)},
@@ -211,7 +230,7 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
   run.seconds = outcome.seconds;
   run.device_log = outcome.stderr_tail;
   run.nodes_run = outcome.progress.nodes_run;
-  const std::vector<const torch::jit::Node*> nodes = allNodes(*model.graph);
+  const std::vector<const torch::jit::Node*>& nodes = facts.nodes;
   const auto& calls = model.interpreter->moduleCalls();
   if (outcome.progress.node >= 0 && outcome.progress.node < static_cast<int64_t>(nodes.size())) {
     run.node = nodes[outcome.progress.node];

@@ -5,9 +5,21 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "simulator/backends/backend.h"
 
 namespace stickler {
+
+// What the caller tells a model host of a model, worked out once per model.
+struct HostFacts {
+  nlohmann::json recipe;
+  std::string key;  // the recipe's: the host's key in the pool
+  std::string fingerprint;
+  uint64_t weight_bytes = 0;
+  std::vector<const torch::jit::Node*> nodes;  // allNodes(): where a run stopped, by position
+};
+const HostFacts& hostFactsOf(const LoadedModel& model);
 
 // What the host compiles: the backend as named, the placement and the pass limit.
 struct DeviceRunSpec {

@@ -247,6 +247,7 @@ class Localizer {
     }
     placement.host_modules = model_.host_modules;
     Trial result;
+    double seconds = 0.0;
     const auto compiled = backend_->compileWithPassLimit(model_, placement, pass_limit);
     if (!compiled->ok()) {
       result.verdict = RunVerdict::kBlocked;
@@ -256,6 +257,7 @@ class Localizer {
       run_options.cancelled = options_.control.cancelled;
       run_options.lockstep_errors_path = lockstep_errors_path;
       const BackendRun run = compiled->run(model_.example_inputs, run_options);
+      seconds = run.seconds;
       options_.control.checkCancelled();
       if (run.status == BackendRun::Status::kCompleted) {
         result.outputs = flattenTensors(run.outputs);
@@ -269,7 +271,7 @@ class Localizer {
       }
     }
     result_.runs.push_back({what, static_cast<int64_t>(whole ? units_.size() : units.size()),
-                            result.verdict, result.message});
+                            result.verdict, result.message, seconds});
     return result;
   }
 

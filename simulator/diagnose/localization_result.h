@@ -107,7 +107,8 @@ struct DeviceTrial {
   std::string device;  // what was on the device
   int64_t modules_on_device = 0;
   RunVerdict verdict = RunVerdict::kFail;
-  std::string message;  // when it did not complete
+  std::string message;   // when it did not complete
+  double seconds = 0.0;  // the device run, as its caller waited for it (its host's included)
 };
 
 struct PassCulprit {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -17,6 +18,8 @@
 #include "simulator/interpreter/interpreter.h"
 
 namespace stickler {
+
+struct HostFacts;
 
 // What one node consumed and produced when the model ran on its example inputs.
 struct NodeRecord {
@@ -43,6 +46,10 @@ struct LoadedModel {
   // How another process makes this model again (a model host): the archive, the example
   // inputs' seed and specs, and the adapters above, each with its source.
   ModelRecipe recipe;
+  // What a model host is told of the model (the recipe as JSON, its key, the graph's
+  // fingerprint), worked out on its first device run and kept (model_host_client.h).
+  mutable std::once_flag host_facts_once;
+  mutable std::shared_ptr<const HostFacts> host_facts;
   torch::jit::Module module;
   std::shared_ptr<torch::jit::Graph> graph;
   ModuleTable modules;

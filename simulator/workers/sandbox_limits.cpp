@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace stickler {
@@ -16,7 +17,9 @@ uint64_t mappedBytes() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-void enterSandbox(const SandboxLimits& limits) {
+SandboxScope::SandboxScope(const SandboxLimits& limits) {
+  ::getrlimit(RLIMIT_CPU, &cpu_);
+  ::getrlimit(RLIMIT_AS, &address_space_);
   if (limits.seconds > 0) {
     ::alarm(static_cast<unsigned>(limits.seconds + 0.999));
     // The limit counts from the process's start: what it used to get here is not the code's.
@@ -24,15 +27,22 @@ void enterSandbox(const SandboxLimits& limits) {
     ::getrusage(RUSAGE_SELF, &usage);
     const double used = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                         1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
-    const auto seconds = static_cast<rlim_t>(used + limits.seconds) + 1;
-    const rlimit cpu = {seconds, seconds + 1};  // SIGXCPU at the soft limit, SIGKILL after
-    ::setrlimit(RLIMIT_CPU, &cpu);
+    rlimit cpu = cpu_;
+    cpu.rlim_cur = std::min<rlim_t>(static_cast<rlim_t>(used + limits.seconds) + 1, cpu_.rlim_max);
+    ::setrlimit(RLIMIT_CPU, &cpu);  // SIGXCPU at the soft limit
   }
   if (limits.extra_address_bytes > 0) {
-    const auto bytes = static_cast<rlim_t>(mappedBytes() + limits.extra_address_bytes);
-    const rlimit address_space = {bytes, bytes};
+    rlimit address_space = address_space_;
+    address_space.rlim_cur = std::min<rlim_t>(
+        static_cast<rlim_t>(mappedBytes() + limits.extra_address_bytes), address_space_.rlim_max);
     ::setrlimit(RLIMIT_AS, &address_space);
   }
+}
+
+SandboxScope::~SandboxScope() {
+  ::alarm(0);
+  ::setrlimit(RLIMIT_CPU, &cpu_);
+  ::setrlimit(RLIMIT_AS, &address_space_);
 }
 
 }  // namespace stickler

@@ -195,3 +195,20 @@ WorkerPool& WorkerPool::modelHosts() {
 }
 
 }  // namespace stickler
+
+namespace stickler {
+
+WorkerPool& WorkerPool::jobWorkers() {
+  static WorkerPool* workers = [] {
+    Bounds bounds;
+    const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+    bounds.max_workers = std::max<size_t>(4, 2 * static_cast<size_t>(cores > 0 ? cores : 1));
+    bounds.max_per_key = bounds.max_workers;
+    bounds.max_idle = 4;
+    bounds.idle_seconds = 60;
+    return new WorkerPool(~uint64_t{0}, bounds);  // never destroyed, as modelHosts()
+  }();
+  return *workers;
+}
+
+}  // namespace stickler

@@ -81,6 +81,9 @@ class WorkerPool {
   // The process's model hosts. Their budget is STICKLER_HOST_MEMORY (bytes, or with a K, M or
   // G suffix) when set, else half of the machine's memory; at most two per core in all.
   static WorkerPool& modelHosts();
+  // The process's workers for jobs that keep nothing between them (sandboxed conditions, sweep
+  // probes, gate checks), kept warm so that each job does not start a process.
+  static WorkerPool& jobWorkers();
 
  private:
   struct Idle {

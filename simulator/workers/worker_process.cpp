@@ -221,7 +221,6 @@ JobOutcome WorkerProcess::run(const WireMessage& job, double timeout_seconds,
   };
   if (!alive()) return finish(JobOutcome::Kind::kFailed, "the worker process is gone");
   ++jobs_;
-  stderr_text_.clear();
   readStderr();  // what it printed while idle (starting up) is not this job's
   stderr_text_.clear();
   progress_->reset();
@@ -268,7 +267,10 @@ JobOutcome WorkerProcess::run(const WireMessage& job, double timeout_seconds,
   };
 
   const std::string bytes = encodeMessage(job);
-  size_t sent = 0;
+  // Most jobs fit the socket's buffer: sent at once, without waiting to be told there is room.
+  ssize_t first = ::send(channel_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  size_t sent = first > 0 ? static_cast<size_t>(first) : 0;
+  if (first < 0 && errno != EINTR && errno != EAGAIN) return died(reapDead());
   while (sent < bytes.size()) {
     if (auto done = stopped()) return *done;
     pollfd fds[2] = {{channel_, POLLOUT, 0}, {stderr_ended_ ? -1 : stderr_, POLLIN, 0}};

@@ -4,6 +4,8 @@
 // command runs these again on the reference BLAS.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -172,7 +174,8 @@ def replacement(x: Tensor):
 )";
 
 TEST(AdaptCli, StaleAdaptersApplyTheProfilesOwnFirstAndSayWhy) {
-  const std::string dir = ::testing::TempDir() + "stale-lineage";
+  // Its own directory: the reference-BLAS run of this test may run beside it.
+  const std::string dir = ::testing::TempDir() + "stale-lineage-" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   ASSERT_EQ(sticklerIn(dir, {"init"}).status, 0);

@@ -15,6 +15,7 @@
 #include "simulator/support/execution_limit.h"
 #include "simulator/support/text_format.h"
 #include "simulator/workers/job_registry.h"
+#include "simulator/workers/worker_pool.h"
 #include "simulator/workers/worker_process.h"
 #include "tools/adapter_support.h"
 
@@ -242,9 +243,9 @@ json probeModel(const std::string& model, const std::vector<CatalogEntry>& catal
                          {"catalog", catalogToJson(catalog)},
                          {"options", optionsToJson(options)}},
                         {}};
-  const JobOutcome outcome =
-      runInFreshWorker("probe " + std::filesystem::path(model).filename().string(), job,
-                       options.model_seconds, currentExecutionLimit().cancelled);
+  const std::atomic<bool>* cancelled = currentExecutionLimit().cancelled;
+  WorkerPool::Lease lease = WorkerPool::jobWorkers().acquire("probe", 0, "probe", cancelled);
+  const JobOutcome outcome = lease.worker().run(job, options.model_seconds, cancelled);
   entry["seconds"] = outcome.seconds;
   switch (outcome.kind) {
     case JobOutcome::Kind::kCompleted:
@@ -274,10 +275,12 @@ json probeModel(const std::string& model, const std::vector<CatalogEntry>& catal
 
 void registerProbeJob() {
   registerJob("sweep_probe", [](const WireMessage& job, JobContext&) -> WireMessage {
-    return {{{"entry", probeHere(job.header.at("model").get<std::string>(),
+    const json entry = probeHere(job.header.at("model").get<std::string>(),
                                  catalogFromJson(job.header.at("catalog")),
-                                 optionsFromJson(job.header.at("options")))}},
-            {}};
+                                 optionsFromJson(job.header.at("options")));
+    // The next probe is of another model: this one's host is not kept.
+    WorkerPool::modelHosts().endIdle();
+    return {{{"entry", entry}}, {}};
   });
 }
 

@@ -1,4 +1,4 @@
-#include "server/blas_threads.h"
+#include "simulator/support/blas_threads.h"
 
 #include <dlfcn.h>
 
