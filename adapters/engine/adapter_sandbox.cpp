@@ -20,6 +20,7 @@
 #include "simulator/support/text_format.h"
 #include "simulator/workers/job_registry.h"
 #include "simulator/workers/sandbox_limits.h"
+#include "simulator/workers/syscall_filter.h"
 #include "simulator/workers/worker_main.h"
 #include "simulator/workers/worker_pool.h"
 #include "simulator/workers/worker_process.h"
@@ -224,6 +225,7 @@ WireMessage conditionJob(const WireMessage& job, JobContext& context) {
   if (job.blobs.empty()) throw std::runtime_error("a condition job without arguments");
   const auto arguments = unpickledArguments(job.blobs[0]);
   const SandboxScope sandbox({context.seconds, kAdapterCodeMemoryBytes});
+  denySystemCallsForAdapterCode();  // for good: this worker serves conditions only
   setWorkerPhase("condition");
   json verdicts = json::array();
   for (const ConditionVerdict& verdict : runAll(*rewrite.condition, arguments)) {
@@ -240,6 +242,7 @@ WireMessage trialJob(const WireMessage& job, JobContext& context) {
   const DeviceProfile profile = loadProfile(job.header.at("profile").get<std::string>());
   const AdapterFile adapter = adapterFromJson(job.header.at("adapter"));
   const SandboxScope sandbox({context.seconds, kAdapterCodeMemoryBytes + weightBytes(*model)});
+  denySystemCallsForAdapterCode();
   const AdapterApplication application =
       applyAdapter(adapter, model, profile, /*check_equivalence=*/false);
   return {{{"changed", application.changed()}}, {}};

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +20,7 @@
 
 #include "simulator/support/task_control.h"
 #include "simulator/workers/job_registry.h"
+#include "simulator/workers/syscall_filter.h"
 #include "simulator/workers/worker_pool.h"
 
 namespace stickler {
@@ -62,6 +64,33 @@ const bool registered = [] {
       if (fd > kWorkerProgressFd && !error) open.push_back(target.string());
     }
     return WireMessage{{{"open", open}}, {}};
+  });
+  // Installs the adapter sandbox's system-call filter, then tries what it must refuse and what
+  // it must still allow; says which succeeded.
+  registerJob("test.syscalls", [](const WireMessage&, JobContext&) {
+    denySystemCallsForAdapterCode();
+    nlohmann::json tried;
+    auto refused = [](bool failed) { return failed && errno == EPERM; };
+    const std::string scratch = "/tmp/stickler-sandbox-" + std::to_string(::getpid());
+    tried["write a new file"] = refused(::open(scratch.c_str(), O_WRONLY | O_CREAT, 0600) < 0);
+    tried["append to a file"] = refused(::open("/dev/null", O_WRONLY | O_APPEND) < 0);
+    tried["make a directory"] = refused(::mkdir(scratch.c_str(), 0700) < 0);
+    tried["remove a file"] = refused(::unlink("/tmp/nothing-here") < 0);
+    tried["fork"] = refused(::fork() < 0);
+    char* const argv[] = {const_cast<char*>("/bin/true"), nullptr};
+    tried["exec"] = refused(::execv("/bin/true", argv) < 0);
+    tried["open an inet socket"] = refused(::socket(AF_INET, SOCK_STREAM, 0) < 0);
+    tried["open a unix socket"] = refused(::socket(AF_UNIX, SOCK_STREAM, 0) < 0);
+    tried["signal its caller"] = refused(::kill(::getppid(), 0) < 0);
+    // Still allowed: reading, writing what it holds, threads.
+    const int read_only = ::open("/proc/self/status", O_RDONLY);
+    tried["read a file"] = read_only >= 0;
+    if (read_only >= 0) ::close(read_only);
+    tried["write to stderr"] = ::write(STDERR_FILENO, "sandboxed\n", 10) == 10;
+    bool ran = false;
+    std::thread([&ran] { ran = true; }).join();
+    tried["start a thread"] = ran;
+    return WireMessage{{{"tried", tried}}, {}};
   });
   return true;
 }();
@@ -187,6 +216,22 @@ TEST(Worker, ConcurrentRunsFinishWhenTheirOwnWorkerDoes) {
   for (auto& thread : long_runs) thread.join();
   EXPECT_EQ(timed_out.load(), 0);
   EXPECT_EQ(completed.load(), 45);
+}
+
+// The adapter sandbox's filter: each thing adapter code must not do is refused, and what a
+// worker needs still works.
+TEST(Worker, TheSandboxFilterDeniesWritesProcessesSocketsAndSignals) {
+  const JobOutcome outcome = runInFreshWorker("sandbox", job("test.syscalls"), 60);
+  ASSERT_EQ(outcome.kind, JobOutcome::Kind::kCompleted) << outcome.message << outcome.stderr_tail;
+  const nlohmann::json& tried = outcome.result.header.at("tried");
+  for (const char* denied :
+       {"write a new file", "append to a file", "make a directory", "remove a file", "fork", "exec",
+        "open an inet socket", "open a unix socket", "signal its caller"}) {
+    EXPECT_TRUE(tried.value(denied, false)) << denied << " was not refused with EPERM";
+  }
+  for (const char* allowed : {"read a file", "write to stderr", "start a thread"}) {
+    EXPECT_TRUE(tried.value(allowed, false)) << allowed << " failed";
+  }
 }
 
 TEST(WorkerPool, AWorkerServesItsKeyAgainAndAnotherKeyGetsItsOwn) {
