@@ -214,6 +214,8 @@ std::vector<GateModel> modelsToGate(OperationContext& context, const Proposal& p
 void registerGateJob() {
   registerJob("gate_check", [](const WireMessage& job, JobContext&) -> WireMessage {
     const json& header = job.header;
+    // The next check is of another model: its host takes over this one's, not a new process.
+    WorkerPool::modelHosts().repurposeIdle(true);
     return {{{"result",
               gateOneModel(header.at("model"), header.at("profile"),
                            catalogFromJson(header.at("catalog")), header.at("seed").get<uint64_t>(),

@@ -4,6 +4,7 @@
 
 #include "adapters/engine/adapter_application.h"
 #include "adapters/engine/adapter_file.h"
+#include "adapters/engine/adapter_sandbox.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
@@ -11,6 +12,9 @@
 namespace stickler {
 
 std::shared_ptr<const LoadedModel> modelFromRecipe(const ModelRecipe& recipe) {
+  // The caller ran every adapter's code already, on these same inputs (sandboxed where it had
+  // to be): replaying it needs no sandbox of its own.
+  const AdapterCodeRunsHere here;
   LoadOptions options;
   options.inputs = recipe.inputs;
   options.seed = recipe.seed;

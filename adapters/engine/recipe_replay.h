@@ -13,6 +13,7 @@ struct LoadedModel;
 // Throws UserError when the archive changed since the recipe was written, or an adapter no
 // longer applies. Equivalence is not checked again: the caller checked it when it applied the
 // adapter, and the host verifies that the graph it made is the caller's (graph_fingerprint.h).
+// Nor is adapter code sandboxed again: the caller ran the same code on the same inputs.
 std::shared_ptr<const LoadedModel> modelFromRecipe(const ModelRecipe& recipe);
 
 }  // namespace stickler

@@ -105,6 +105,21 @@ WorkerPool::Lease WorkerPool::acquire(const std::string& key, uint64_t charge,
         ended.clear();
         return Lease(this, std::move(worker), key, kept, /*fresh=*/false);
       }
+      if (repurpose_idle_ && busy_by_key_[key] < bounds_.max_per_key) {
+        for (auto it = idle_.rbegin(); it != idle_.rend(); ++it) {
+          if (!it->worker->checkAlive()) continue;
+          std::unique_ptr<WorkerProcess> worker = std::move(it->worker);
+          charged_ -= it->charge;
+          idle_.erase(std::next(it).base());
+          charged_ += cost;
+          ++busy_;
+          ++busy_by_key_[key];
+          ++counts_.repurposed;
+          lock.unlock();
+          ended.clear();
+          return Lease(this, std::move(worker), key, cost, /*fresh=*/true);
+        }
+      }
       ended.splice(ended.end(), trim(cost, 1));
       const bool room = (charged_ + cost <= budget_ || busy_ == 0) &&
                         busy_ + idle_.size() < bounds_.max_workers &&
@@ -151,6 +166,11 @@ void WorkerPool::giveBack(std::unique_ptr<WorkerProcess> worker, const std::stri
     ended = trim(0, 0);
   }
   returned_.notify_all();
+}
+
+void WorkerPool::repurposeIdle(bool on) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  repurpose_idle_ = on;
 }
 
 WorkerPool::Stats WorkerPool::stats() const {

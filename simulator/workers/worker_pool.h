@@ -46,7 +46,9 @@ class WorkerPool {
     Lease& operator=(Lease&&) = delete;
     ~Lease();  // gives the worker back (or drops it when it is gone)
     WorkerProcess& worker() { return *worker_; }
-    bool fresh() const { return fresh_; }  // started for this lease
+    // Started for this lease, or given over from another key: either way the caller gives it
+    // what it needs (a model host: its model) first.
+    bool fresh() const { return fresh_; }
 
    private:
     friend class WorkerPool;
@@ -68,6 +70,7 @@ class WorkerPool {
   struct Stats {
     size_t started = 0;
     size_t reused = 0;
+    size_t repurposed = 0;  // taken over from another key
     size_t ended_idle = 0;  // ended to make room, for being idle too long, or too many
     size_t idle = 0;
     size_t busy = 0;
@@ -77,6 +80,10 @@ class WorkerPool {
   uint64_t budget() const { return budget_; }
   // Ends every idle worker.
   void endIdle();
+  // From now on a key without an idle worker of its own takes over the least recently used idle
+  // worker of another key before starting one: a process that probes one model after another
+  // (a sweep's) pays a worker's start-up once, not per model.
+  void repurposeIdle(bool on);
 
   // The process's model hosts. Their budget is STICKLER_HOST_MEMORY (bytes, or with a K, M or
   // G suffix) when set, else half of the machine's memory; at most two per core in all.
@@ -105,6 +112,7 @@ class WorkerPool {
   std::list<Idle> idle_;  // most recently used first
   size_t busy_ = 0;
   std::map<std::string, size_t> busy_by_key_;
+  bool repurpose_idle_ = false;
   uint64_t charged_ = 0;
   Stats counts_;
 };

@@ -19,6 +19,7 @@
 #include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
+#include "simulator/workers/worker_pool.h"
 #include "tests/unit/zoo.h"
 
 namespace stickler {
@@ -199,6 +200,27 @@ TEST(AdapterCodeSandbox, AnUnreviewedReplacementFirstRunsInAWorker) {
     ASSERT_TRUE(entry.file.has_value()) << entry.error;
     EXPECT_TRUE(entry.file->reviewed) << entry.name;
   }
+}
+
+}  // namespace
+}  // namespace stickler
+
+namespace stickler {
+namespace {
+
+// A reviewed adapter's condition runs in a sandbox worker each time it is applied, on a worker kept
+// for the next: applying it again starts no process.
+TEST(AdapterCodeSandbox, AConditionsWorkerServesTheNextCondition) {
+  const std::shared_ptr<const LoadedModel> model = loadModel(testing::zooPath("gpt2-tiny.pt"));
+  AdapterFile reviewed = cubeWithCondition("    return x.dim() >= 1");
+  reviewed.reviewed = true;
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  EXPECT_GT(applyAdapter(reviewed, model, profile).change.rewrites, 0);
+  const WorkerPool::Stats before = WorkerPool::jobWorkers().stats();
+  for (int i = 0; i < 3; ++i) EXPECT_GT(applyAdapter(reviewed, model, profile).change.rewrites, 0);
+  const WorkerPool::Stats after = WorkerPool::jobWorkers().stats();
+  EXPECT_EQ(after.started, before.started);
+  EXPECT_EQ(after.reused, before.reused + 3);
 }
 
 }  // namespace

@@ -333,6 +333,21 @@ TEST(WorkerPool, NoMoreWorkersThanTheBoundIdleOnesMakeRoom) {
   EXPECT_EQ(stats.idle, 2u);
 }
 
+TEST(WorkerPool, ARepurposingPoolHandsAnIdleWorkerToTheNextKey) {
+  WorkerPool pool(uint64_t{64} << 30);
+  pool.repurposeIdle(true);
+  int pid = 0;
+  {
+    WorkerPool::Lease a = pool.acquire("model-a", 0, "a");
+    pid = a.worker().run(job("test.echo"), 60).result.header.value("pid", 0);
+  }
+  WorkerPool::Lease b = pool.acquire("model-b", 0, "b");
+  EXPECT_TRUE(b.fresh());  // it must be given its model
+  EXPECT_EQ(b.worker().run(job("test.echo"), 60).result.header.value("pid", 0), pid);
+  EXPECT_EQ(pool.stats().started, 1u);
+  EXPECT_EQ(pool.stats().repurposed, 1u);
+}
+
 TEST(WorkerPool, AWaitIsCancelled) {
   const uint64_t model = uint64_t{1} << 30;
   WorkerPool pool(model + kWorkerBaseBytes);

@@ -275,12 +275,12 @@ json probeModel(const std::string& model, const std::vector<CatalogEntry>& catal
 
 void registerProbeJob() {
   registerJob("sweep_probe", [](const WireMessage& job, JobContext&) -> WireMessage {
-    const json entry = probeHere(job.header.at("model").get<std::string>(),
+    // The next probe is of another model: its host takes over this one's, not a new process.
+    WorkerPool::modelHosts().repurposeIdle(true);
+    return {{{"entry", probeHere(job.header.at("model").get<std::string>(),
                                  catalogFromJson(job.header.at("catalog")),
-                                 optionsFromJson(job.header.at("options")));
-    // The next probe is of another model: this one's host is not kept.
-    WorkerPool::modelHosts().endIdle();
-    return {{{"entry", entry}}, {}};
+                                 optionsFromJson(job.header.at("options")))}},
+            {}};
   });
 }
 
