@@ -6,6 +6,7 @@
 #include "simulator/graph/model_facts.h"
 #include "simulator/run/run_model.h"
 #include "tools/adapter_support.h"
+#include "tools/bring_up.h"
 #include "tools/operation_table.h"
 #include "tools/run_report.h"
 #include "tools/schema_fields.h"
@@ -18,43 +19,45 @@ using nlohmann::json;
 json run(const json& input, OperationContext& context) {
   const std::string model_path = context.resolvePath(requireString(input, "model"));
   const std::string profile_name = resolveProfile(requireString(input, "profile"), context);
-  const DeviceProfile profile = loadProfile(profile_name);
   const std::vector<std::string> input_flags = optionalStrings(input, "inputs");
   const auto catalog = adapterCatalog(context);
-  StackingResult stacking;
+  json stacked;
   json report;
   std::vector<std::string> already_applied;
   json session;
   {
     ModelAdapters adapters(context, model_path, input_flags);
     AdapterStack& stack = adapters.stack();
-    const LoadedModel& original = *stack.original();
     already_applied = stack.names();
-    RunRequest request;
+    BringUpRequest request;
     request.model = model_path;
-    request.inputs = input_flags;
-    request.backend = "spyre-sim:" + profile_name;
-    request.timeout_seconds = input.at("timeout_seconds").get<double>();
-    const auto runAdapted = [&] {
-      if (input.contains("save")) requireSavable(*stack.current());  // before the run, not after
-      adapters.publish();
-      report = runReport(runModel(request, context.task(), adapters.cache()));
-    };
+    request.input_flags = input_flags;
+    request.catalog = &catalog;
+    request.profile = profile_name;
+    request.run_seconds = input.at("timeout_seconds").get<double>();
     // The device run goes beside the check of the whole stack; it runs again in the rare case
     // that the check takes adapters off.
-    stacking = applyInOrder(stack, adaptersMeantFor(catalog, original, &profile), profile,
-                            context.listLimit(), runAdapted);
-    if (stacking.beside_outdated) runAdapted();
+    request.run_beside_check = true;
+    request.stack = &stack;
+    request.cache = adapters.cache();
+    request.before_run = [&] {
+      if (input.contains("save")) requireSavable(*stack.current());  // before the run, not after
+      adapters.publish();
+    };
+    const BringUpResult brought = bringUp(request, context.task());
+    report = runReport(*brought.run);
+    stacked = stackingToJson(brought.stacking, stack, context.listLimit());
+    const LoadedModel& original = *brought.original;
     // What the end-to-end run says about each workspace adapter goes into its history.
     for (const auto& application : stack.applied()) {
       const CatalogEntry& entry = findCatalogEntry(catalog, application.adapter.metadata.name);
       recordEvidence(context, entry.name, entry.origin,
-                     "End to end on " + profile.name + ": " + report.value("verdict", "") +
+                     "End to end on " + brought.profile.name + ": " + report.value("verdict", "") +
                          " for " + cardOf(original).name,
                      {{"Evidence", "stickler adapt: verdict " + report.value("verdict", "") +
                                        ", equivalence " + equivalenceText(application.equivalence)},
                       {"Model", cardOf(original).name},
-                      {"Profile", profile.name}});
+                      {"Profile", brought.profile.name}});
     }
     if (input.contains("save")) {
       const std::string out = context.resolvePath(requireString(input, "save"));
@@ -66,12 +69,12 @@ json run(const json& input, OperationContext& context) {
   report["schema"] = "stickler.adapt_run";
   // `applied` are this call's; the session may have had some already, which adapt never applies
   // again: `stack` is what the run used.
-  report["adapters"] = {{"applied", stacking.applied},
-                        {"refused", stacking.skipped},
+  report["adapters"] = {{"applied", stacked["applied"]},
+                        {"refused", stacked["refused"]},
                         {"already_applied", already_applied},
                         {"stack", session["adapters"]}};
   report["session"] = session;
-  if (!stacking.whole_model.is_null()) report["adapters"]["whole_model"] = stacking.whole_model;
+  if (stacked.contains("whole_model")) report["adapters"]["whole_model"] = stacked["whole_model"];
   return report;
 }
 

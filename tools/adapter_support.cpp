@@ -2,9 +2,7 @@
 #include "tools/adapter_json.h"
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
-#include <future>
 #include <map>
 #include <set>
 
@@ -153,9 +151,9 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
   if (adapt_for == nullptr) return model;
   AdapterStack stack(model);
   const auto catalog = adapterCatalog(context);
-  const StackingResult stacking =
-      applyInOrder(stack, adaptersMeantFor(catalog, *stack.original(), adapt_for), *adapt_for, 0);
-  for (const auto& application : stacking.applied) applied->push_back(application["adapter"]);
+  const StackingOutcome stacking =
+      stackAdapters(stack, adaptersMeantFor(catalog, *stack.original(), adapt_for), *adapt_for);
+  for (const std::string& name : stacking.pushedNames(stack)) applied->push_back(name);
   return stack.current();
 }
 
@@ -173,105 +171,6 @@ json sessionStackToJson(const AdapterStack& stack) {
                        : "the session's model now has these adapters applied, in this order; "
                          "later calls on it see them (revert_adapter with all: true returns it "
                          "to the original archive)"}};
-}
-
-StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
-                            const DeviceProfile& profile, size_t limit,
-                            const std::function<void()>& beside) {
-  StackingResult result;
-  // The whole stack is judged against the original model's float64 results, which no adapter
-  // changes: they are computed on a thread of their own beside the adapters, and abandoned if
-  // none of them changes what runs.
-  std::atomic<bool> truth_unneeded{false};
-  std::future<std::shared_ptr<const Float64Truth>> truth;
-  if (!entries.empty()) {
-    truth = std::async(std::launch::async, [original = stack.original(), &truth_unneeded,
-                                            limit = currentExecutionLimit()] {
-      const ExecutionLimitScope scope(limit);
-      return computeFloat64Truth(*original, &truth_unneeded);
-    });
-  }
-  // Leaving early (an error) abandons it too, rather than waiting for it.
-  struct Abandon {
-    std::atomic<bool>& flag;
-    ~Abandon() { flag = true; }
-  } abandon{truth_unneeded};
-  for (const CatalogEntry* entry : entries) {
-    if (!entry->file || stack.contains(entry->name)) continue;
-    AdapterApplication application;
-    try {
-      application = applyAdapter(*entry->file, stack.current(), profile);
-    } catch (const UserError& e) {  // cannot apply to this model: the others still may
-      result.skipped.push_back({{"adapter", entry->name}, {"reason", e.what()}});
-      continue;
-    }
-    if (!application.changed()) continue;
-    if (!application.accepted()) {
-      result.skipped.push_back(
-          {{"adapter", entry->name},
-           {"reason", "refused by the equivalence check: " + application.equivalence.problem()},
-           {"equivalence", equivalenceToJson(application.equivalence)}});
-      continue;
-    }
-    result.applied.push_back(applicationToJson(application, limit));
-    stack.push(std::move(application));
-  }
-  // Once at the end of the stack: the whole model, the original against the adapted one.
-  size_t pushed = result.applied.size();
-  bool computes_differently = false;
-  for (size_t i = stack.applied().size() - pushed; i < stack.applied().size(); ++i) {
-    computes_differently = computes_differently || stack.applied()[i].equivalence.verdict !=
-                                                       EquivalenceResult::Verdict::kUnchanged;
-  }
-  truth_unneeded = !computes_differently;
-  std::shared_ptr<const Float64Truth> original_truth;
-  const auto checkWhole = [&](const std::atomic<bool>* cancelled) {
-    if (!original_truth && truth.valid()) original_truth = truth.get();
-    return checkWholeModel(*stack.original(), *stack.current(), 1, original_truth.get(), cancelled);
-  };
-  std::optional<EquivalenceResult> first;
-  if (beside) {
-    std::atomic<bool> stop{false};
-    std::future<std::optional<EquivalenceResult>> check;
-    if (pushed > 0 && computes_differently) {
-      check =
-          std::async(std::launch::async,
-                     [&, limit = currentExecutionLimit()]() -> std::optional<EquivalenceResult> {
-                       const ExecutionLimitScope scope(limit);
-                       try {
-                         return checkWhole(&stop);
-                       } catch (const Cancelled&) {
-                         return std::nullopt;
-                       }
-                     });
-    }
-    try {
-      beside();
-    } catch (...) {
-      stop = true;
-      truth_unneeded = true;
-      if (check.valid()) check.wait();
-      throw;
-    }
-    if (check.valid()) first = check.get();
-  }
-  while (pushed > 0 && computes_differently) {
-    const EquivalenceResult whole = first ? *first : checkWhole(nullptr);
-    first.reset();
-    result.whole_model = equivalenceToJson(whole);
-    if (whole.accepted()) break;
-    const AdapterApplication removed = stack.revert("", profile);
-    result.skipped.push_back({{"adapter", removed.adapter.metadata.name},
-                              {"reason",
-                               "the whole adapted model failed the equivalence check "
-                               "with it on top: " +
-                                   whole.problem()},
-                              {"equivalence", result.whole_model}});
-    result.applied.erase(result.applied.size() - 1);
-    result.beside_outdated = static_cast<bool>(beside);
-    --pushed;
-  }
-  return result;
 }
 
 namespace {
@@ -329,6 +228,27 @@ json applicationToJson(const AdapterApplication& application, size_t limit) {
   }
   if (!application.closest.empty()) result["closest_matches"] = application.closest;
   if (application.changed()) result["equivalence"] = equivalenceToJson(application.equivalence);
+  return result;
+}
+
+json stackingToJson(const StackingOutcome& outcome, const AdapterStack& stack, size_t limit) {
+  json applied = json::array();
+  const auto& stacked = stack.applied();
+  for (size_t i = stacked.size() - std::min(outcome.pushed, stacked.size()); i < stacked.size();
+       ++i) {
+    applied.push_back(outcome.checked
+                          ? applicationToJson(stacked[i], limit)
+                          : json{{"adapter", stacked[i].adapter.metadata.name},
+                                 {"equivalence", "not checked: the archive has no weights"}});
+  }
+  json refused = json::array();
+  for (const StackingRefusal& refusal : outcome.refused) {
+    json entry = {{"adapter", refusal.adapter}, {"reason", refusal.reason}};
+    if (refusal.equivalence) entry["equivalence"] = equivalenceToJson(*refusal.equivalence);
+    refused.push_back(std::move(entry));
+  }
+  json result = {{"applied", applied}, {"refused", refused}};
+  if (outcome.whole_model) result["whole_model"] = equivalenceToJson(*outcome.whole_model);
   return result;
 }
 

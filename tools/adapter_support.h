@@ -12,6 +12,7 @@
 
 #include "adapters/engine/adapter_catalog.h"
 #include "adapters/engine/adapter_stack.h"
+#include "adapters/engine/adapter_stacking.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/model_cache.h"
 #include "tools/operation.h"
@@ -87,31 +88,14 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
                                                    const DeviceProfile* adapt_for,
                                                    nlohmann::json* applied);
 
-// Applies `entries` in order on top of `stack`: those that change the model and pass their
-// equivalence check are pushed; the rest (refused, or unable to apply to this model) are
-// listed in `skipped` with the reason. Entries that match nothing are passed over silently.
-// Then the whole stack is checked once, the original model against the adapted one: while it
-// fails, the adapter on top is taken off again and listed in `skipped`.
-//
-// `beside`, when given, runs on the calling thread while that first whole-stack check runs on
-// another: adapt's device run, a worker process that leaves this one's cores idle, goes beside
-// the check's float64 run instead of after it. When the check then takes adapters off,
-// `beside_outdated` says that what `beside` did was for a stack that no longer is. An exception
-// from `beside` stops the check and goes to the caller.
-struct StackingResult {
-  nlohmann::json applied = nlohmann::json::array();
-  nlohmann::json skipped = nlohmann::json::array();
-  nlohmann::json whole_model;  // the check of the whole stack, when one ran
-  bool beside_outdated = false;
-};
-//
-// The original's float64 results are computed on a thread of their own while the adapters
-// apply (workers are exec'd, never forked, so another thread inside LibTorch is no hazard).
-StackingResult applyInOrder(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
-                            const DeviceProfile& profile, size_t limit,
-                            const std::function<void()>& beside = {});
-
 nlohmann::json applicationToJson(const AdapterApplication& application, size_t limit);
+
+// What a stacking (adapters/engine/adapter_stacking.h) did, as the reports say it: "applied"
+// (each pushed adapter as applicationToJson, lists bounded by `limit`; unchecked, its name and
+// that it was not checked), "refused" ({adapter, reason, equivalence when a check refused it}),
+// and "whole_model" (the check of the whole stack) when one ran.
+nlohmann::json stackingToJson(const StackingOutcome& outcome, const AdapterStack& stack,
+                              size_t limit);
 
 // One line for an equivalence result (equivalenceToJson), for text output and evidence:
 // "equivalent (region of 2 module calls, 3 input draws): float64 difference 0.0012 of its

@@ -150,7 +150,7 @@ json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const DevicePr
   request.timeout_seconds = timeout_seconds;
   request.loaded = model;
   request.model = identityOf(*model).path;
-  request.backend = "spyre-sim:" + profile_name;
+  request.backend = spyreSimBackend(profile_name);
   json report = runReport(runModel(request, context.task()));
   if (!report.contains("run") || report["run"]["status"] == "completed") return report;
   // The device died: the module it was in, run alone on the device, must die the same way.
@@ -190,7 +190,7 @@ json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const DevicePr
 json diagnoseNumerics(const LoadedModel& model, const std::string& profile_name, const json& input,
                       OperationContext& context) {
   LocalizeOptions options;
-  options.backend = "spyre-sim:" + profile_name;
+  options.backend = spyreSimBackend(profile_name);
   options.timeout_seconds = input.at("timeout_seconds").get<double>();
   options.control = context.task();
   options.thresholds = thresholdSettings(input);

@@ -32,7 +32,7 @@ json run(const json& input, OperationContext& context) {
   const auto model =
       modelToDiagnose(context, model_path, input_flags, adapt ? &profile : nullptr, &adapters);
   LocalizeOptions options;
-  options.backend = "spyre-sim:" + profile_name;
+  options.backend = spyreSimBackend(profile_name);
   options.timeout_seconds = input.at("timeout_seconds").get<double>();
   options.control = context.task();
   options.passes = input.value("passes", false);

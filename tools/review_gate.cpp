@@ -20,7 +20,7 @@
 #include "simulator/workers/worker_pool.h"
 #include "simulator/workers/worker_process.h"
 #include "tools/adapter_support.h"
-#include "tools/run_report.h"
+#include "tools/bring_up.h"
 
 namespace stickler {
 namespace {
@@ -38,24 +38,21 @@ struct GateModel {
 };
 
 // Why a run's verdict is not a pass, in a line.
-std::string verdictReason(const json& run) {
-  const std::string verdict = run.value("verdict", "failed");
-  if (run.contains("compile") && run["compile"].contains("blockers") &&
-      !run["compile"]["blockers"].empty()) {
-    const json& first = run["compile"]["blockers"].at(0);
-    return verdict + ": " + std::to_string(run["compile"]["blockers"].size()) +
-           " compile blocker(s), first " + first.value("rule", "") + " " + first.value("op", "") +
-           " in " + first.value("module", "?");
+std::string verdictReason(const RunResult& run) {
+  const std::string verdict = runVerdictName(run.verdict);
+  if (run.compile && !run.compile->blockers.empty()) {
+    const BlockerReport& first = run.compile->blockers.front();
+    return verdict + ": " + std::to_string(run.compile->blockers.size()) +
+           " compile blocker(s), first " + first.rule + " " + first.op + " in " + first.module;
   }
-  if (run.contains("run") && run["run"].value("status", "") != "completed") {
-    return verdict + ": the device run " + run["run"].value("status", "") + ": " +
-           run["run"].value("message", "");
+  if (run.run && run.run->status != "completed") {
+    return verdict + ": the device run " + run.run->status + ": " + run.run->message;
   }
-  if (run.contains("comparison")) {
-    for (const json& output : run["comparison"]["outputs"]) {
-      if (output.value("verdict", "") == "fail") {
-        return verdict + ": output " + output.value("name", "?") + " " +
-               output.value("reason", "differs from the CPU reference");
+  if (run.comparison) {
+    for (const OutputReport& output : run.comparison->outputs.outputs) {
+      if (output.verdict && *output.verdict == OutputVerdict::kFail) {
+        return verdict + ": output " + output.name + " " +
+               (output.reason.empty() ? "differs from the CPU reference" : output.reason);
       }
     }
   }
@@ -66,22 +63,20 @@ std::string verdictReason(const json& run) {
 // the profile applied (each checked for equivalence on the fresh draws), then run end to end.
 json gateOneModel(const std::string& model, const std::string& profile_name,
                   const std::vector<CatalogEntry>& catalog, uint64_t seed, double seconds) {
-  const std::shared_ptr<const LoadedModel> original = loadModelSeeded(model, seed);
-  const DeviceProfile profile = loadProfile(profile_name);
-  AdapterStack stack(original);
-  const StackingResult stacking =
-      applyInOrder(stack, adaptersMeantFor(catalog, *original, &profile), profile, 10);
-  RunRequest request;
-  request.loaded = stack.current();
-  request.backend = "spyre-sim:" + profile_name;
-  request.timeout_seconds = seconds;
-  const json run = runReport(runModel(request));
-  json result = {{"name", cardOf(*original).name},
-                 {"verdict", run.value("verdict", "failed")},
-                 {"applied", stacking.applied},
-                 {"refused", stacking.skipped}};
-  if (!stacking.whole_model.is_null()) result["whole_model"] = stacking.whole_model;
-  if (result["verdict"] != "pass") result["reason"] = verdictReason(run);
+  BringUpRequest request;
+  request.model = model;
+  request.seed = seed;
+  request.catalog = &catalog;
+  request.profile = profile_name;
+  request.run_seconds = seconds;
+  const BringUpResult brought = bringUp(request);
+  const json stacking = stackingToJson(brought.stacking, *brought.stack, 10);
+  json result = {{"name", cardOf(*brought.original).name},
+                 {"verdict", runVerdictName(brought.run->verdict)},
+                 {"applied", stacking["applied"]},
+                 {"refused", stacking["refused"]}};
+  if (stacking.contains("whole_model")) result["whole_model"] = stacking["whole_model"];
+  if (brought.run->verdict != RunVerdict::kPass) result["reason"] = verdictReason(*brought.run);
   return result;
 }
 

@@ -60,7 +60,7 @@ json run(const json& input, OperationContext& context) {
   RunRequest request;
   request.model = context.resolvePath(requireString(input, "model"));
   if (input.contains("backend"))
-    request.backend = resolveBackend(requireString(input, "backend"), context);
+    request.backend = parseBackendSpec(resolveBackend(requireString(input, "backend"), context));
   request.inputs = optionalStrings(input, "inputs");
   request.device_modules = optionalStrings(input, "modules");
   request.timeout_seconds = input.at("timeout_seconds").get<double>();

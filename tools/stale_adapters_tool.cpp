@@ -28,11 +28,11 @@ Outcome outcomeWith(ModelCache& cache, const std::string& path,
                     const std::string& profile_name, double timeout_seconds,
                     OperationContext& context, std::vector<std::string>* applied = nullptr) {
   AdapterStack stack(original);
-  applyInOrder(stack, entries, profile, 0);
+  stackAdapters(stack, entries, profile);
   cache.setAdapted(path, {}, original, stack.applied().empty() ? nullptr : stack.current());
   RunRequest request;
   request.model = path;
-  request.backend = "spyre-sim:" + profile_name;
+  request.backend = spyreSimBackend(profile_name);
   request.timeout_seconds = timeout_seconds;
   const RunResult result = runModel(request, context.task(), &cache);
   if (applied != nullptr) *applied = stack.names();

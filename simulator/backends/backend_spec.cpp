@@ -34,4 +34,8 @@ BackendSpec parseBackendSpec(const std::string& text) {
   return spec;
 }
 
+BackendSpec spyreSimBackend(const std::string& profile) {
+  return parseBackendSpec("spyre-sim:" + profile);
+}
+
 }  // namespace stickler

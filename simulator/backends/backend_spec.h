@@ -23,4 +23,7 @@ struct BackendSpec {
 // Throws UserError naming the text and what is accepted.
 BackendSpec parseBackendSpec(const std::string& text);
 
+// spyre-sim for a profile (a name or a path).
+BackendSpec spyreSimBackend(const std::string& profile);
+
 }  // namespace stickler

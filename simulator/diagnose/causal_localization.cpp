@@ -59,17 +59,17 @@ LocalizeStatus numericsStatus(RunVerdict verdict) {
 class Localizer {
  public:
   Localizer(const LoadedModel& model, const LocalizeOptions& options)
-      : model_(model), options_(options), backend_(makeBackend(parseBackendSpec(options.backend))) {
+      : model_(model), options_(options), backend_(makeBackend(options.backend)) {
     if (!(options.timeout_seconds > 0)) throw UserError("timeout_seconds must be positive");
     if (backend_->profile() == nullptr) {
       throw UserError(
           "localize needs a device backend (spyre-sim:<profile> or "
           "cpu-emulated:<format>), not " +
-          options.backend);
+          options.backend.text);
     }
     reference_ = flattenTensors(model.example_outputs);
     result_.model = model.identity();
-    result_.backend = options.backend;
+    result_.backend = options.backend.text;
   }
 
   LocalizationResult run() {

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "simulator/backends/backend_spec.h"
 #include "simulator/diagnose/localization_result.h"
 #include "simulator/diagnose/module_thresholds.h"
 #include "simulator/support/task_control.h"
@@ -17,7 +18,7 @@ namespace stickler {
 struct LoadedModel;
 
 struct LocalizeOptions {
-  std::string backend;  // "spyre-sim:<profile>"
+  BackendSpec backend;  // spyre-sim:<profile>, or cpu-emulated:<format>
   // Per device run; no default here: the tools' input schema has it (timeoutField()).
   double timeout_seconds = 0;
   TaskControl control;           // progress and cancellation

@@ -95,7 +95,7 @@ std::pair<bool, std::string> check(const std::string& archive, const Expectation
     }
     return {same, observed};
   }
-  const auto backend = makeBackend(parseBackendSpec("spyre-sim:" + profile.path));
+  const auto backend = makeBackend(spyreSimBackend(profile.path));
   const auto compiled = backend->compile(*alone, Placement{});
   if (!compiled->ok()) return {false, "blocked"};
   RunOptions options;

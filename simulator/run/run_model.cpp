@@ -35,7 +35,7 @@ DeviceRunReport describeRun(const BackendRun& run, const LoadedModel& model) {
 }  // namespace
 
 RunResult runModel(const RunRequest& request, const TaskControl& control, ModelCache* cache) {
-  const BackendSpec spec = parseBackendSpec(request.backend);
+  const BackendSpec& spec = request.backend;
   const auto backend = makeBackend(spec);
   if (!(request.timeout_seconds > 0)) throw UserError("timeout_seconds must be positive");
   control.progress(0, 4, "loading " + request.model);

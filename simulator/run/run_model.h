@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "simulator/backends/backend_spec.h"
 #include "simulator/compare/output_report.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/model_cache.h"
@@ -23,7 +24,7 @@ namespace stickler {
 struct RunRequest {
   std::string model;
   std::vector<std::string> inputs;          // --input flags
-  std::string backend;                      // cpu, cpu-emulated:<format>, spyre-sim:<profile>
+  BackendSpec backend;                      // cpu, cpu-emulated:<format>, spyre-sim:<profile>
   std::vector<std::string> device_modules;  // hybrid runs: only these modules on the device
   // Per device run; no default here: the tools' input schema has it (timeoutField()).
   double timeout_seconds = 0;

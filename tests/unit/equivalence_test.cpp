@@ -14,6 +14,7 @@
 #include "adapters/engine/adapter_application.h"
 #include "adapters/engine/adapter_catalog.h"
 #include "adapters/engine/adapter_file.h"
+#include "adapters/engine/adapter_stacking.h"
 #include "adapters/engine/equivalence/agreement.h"
 #include "adapters/engine/equivalence/equivalence.h"
 #include "simulator/device/device_profile.h"
@@ -287,7 +288,7 @@ TEST(EquivalenceAdapters, TheWholeStackIsCheckedOnce) {
 }
 
 // adapt runs the adapted model on the device beside the stack's whole-model check: the work
-// given to applyInOrder runs once, on the stack the check then accepts.
+// given to stackAdapters runs once, on the stack the check then accepts.
 std::vector<const CatalogEntry*> entriesNamed(const std::vector<CatalogEntry>& catalog,
                                               const std::vector<std::string>& names) {
   std::vector<const CatalogEntry*> entries;
@@ -306,25 +307,30 @@ TEST(EquivalenceStack, WorkGivenBesideTheWholeStackCheckRunsOnceOnTheAcceptedSta
   AdapterStack stack(loadModel(zooPath("gpt2-tiny.pt")));
   int runs = 0;
   size_t applied_when_run = 0;
-  const StackingResult result =
-      applyInOrder(stack, entries, loadProfile("spyre-2025-clean"), 0, [&] {
+  const StackingOutcome result =
+      stackAdapters(stack, entries, loadProfile("spyre-2025-clean"), StackingChecks::kChecked, [&] {
         ++runs;
         applied_when_run = stack.applied().size();
       });
   EXPECT_EQ(runs, 1);
   EXPECT_EQ(applied_when_run, 2u);
   EXPECT_FALSE(result.beside_outdated);
-  ASSERT_TRUE(result.whole_model.is_object());
-  EXPECT_EQ(result.whole_model["verdict"], "equivalent") << result.whole_model.dump();
+  EXPECT_EQ(result.pushed, 2u);
+  ASSERT_TRUE(result.whole_model.has_value());
+  EXPECT_EQ(result.whole_model->verdict, EquivalenceResult::Verdict::kEquivalent)
+      << result.whole_model->problem();
   EXPECT_EQ(stack.applied().size(), 2u);
+  EXPECT_EQ(result.pushedNames(stack),
+            (std::vector<std::string>{"pow-cube-as-mul", "pad-lm-head-vocabulary"}));
 }
 
 TEST(EquivalenceStack, AnErrorBesideTheCheckStopsItAndReachesTheCaller) {
   const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
   AdapterStack stack(loadModel(zooPath("gpt2-tiny.pt")));
   try {
-    applyInOrder(stack, entriesNamed(catalog, {"pow-cube-as-mul"}), loadProfile("spyre-2025-clean"),
-                 0, [] { throw UserError("the device run failed"); });
+    stackAdapters(stack, entriesNamed(catalog, {"pow-cube-as-mul"}),
+                  loadProfile("spyre-2025-clean"), StackingChecks::kChecked,
+                  [] { throw UserError("the device run failed"); });
     FAIL() << "the error beside the check was lost";
   } catch (const UserError& e) {
     EXPECT_STREQ(e.what(), "the device run failed");

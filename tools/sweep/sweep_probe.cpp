@@ -18,6 +18,7 @@
 #include "simulator/workers/worker_pool.h"
 #include "simulator/workers/worker_process.h"
 #include "tools/adapter_support.h"
+#include "tools/bring_up.h"
 
 namespace stickler {
 namespace {
@@ -65,33 +66,6 @@ int64_t weightBytes(const LoadedModel& model) {
   return parameters * DeviceProfile::kBytesPerValue;
 }
 
-bool loweredOnly(const LoadedModel& model) {
-  const json& config = cardOf(model).config;
-  return config.is_object() && config.contains("weightless") && config["weightless"] == true;
-}
-
-// The adapters a weightless archive (a real geometry, lowered only) gets, applied without their
-// equivalence checks: on weights that are all zero every rewrite computes the same zeros, so a
-// check would prove nothing, and it would copy every weight into dense float32 and float64.
-StackingResult applyUnchecked(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
-                              const DeviceProfile& profile) {
-  StackingResult result;
-  for (const CatalogEntry* entry : entries) {
-    if (!entry->file || stack.contains(entry->name)) continue;
-    try {
-      AdapterApplication application =
-          applyAdapter(*entry->file, stack.current(), profile, /*check_equivalence=*/false);
-      if (!application.changed()) continue;
-      result.applied.push_back(
-          {{"adapter", entry->name}, {"equivalence", "not checked: the archive has no weights"}});
-      stack.push(std::move(application));
-    } catch (const UserError& error) {  // cannot apply to this model: the others still may
-      result.skipped.push_back({{"adapter", entry->name}, {"reason", error.what()}});
-    }
-  }
-  return result;
-}
-
 void setCategory(json& result, const std::string& category, const std::string& detail) {
   result["category"] = category;
   result["detail"] = detail;
@@ -117,36 +91,42 @@ ProbeOptions optionsFromJson(const json& doc) {
 json probeHere(const std::string& path, const std::vector<CatalogEntry>& catalog,
                const ProbeOptions& options) {
   json result = json::object();
-  std::shared_ptr<const LoadedModel> original;
+  BringUpRequest request;
   try {
-    original = obtainModel(path, {}, nullptr);
+    request.original = obtainModel(path, {}, nullptr);
   } catch (const UserError& error) {
     result["verdict"] = "not_run";
     setCategory(result, "bad archive", firstLine(error.what()));
     return result;
   }
-  const DeviceProfile profile = loadProfile(options.profile);
-  const ModelCard& card = cardOf(*original);
+  request.model = path;
+  request.catalog = &catalog;
+  request.profile = options.profile;
+  request.compile_reports = true;
+  request.run_seconds = options.run_seconds;
+  request.localize = options.localize;
+  // A model runs when it compiles, fits the card, and has weights.
+  request.run_if = [](const BringUpResult& so_far) {
+    return so_far.with->status == CompileStatus::kOk && !so_far.weightless &&
+           weightBytes(*so_far.original) <= so_far.profile.device.card_memory_bytes;
+  };
+  const BringUpResult brought = bringUp(request);
+  const DeviceProfile& profile = brought.profile;
+  const ModelCard& card = cardOf(*brought.original);
   result["name"] = card.name;
   result["family"] = card.family.empty() ? "unknown" : card.family;
-  result["sha256"] = identityOf(*original).sha256;
-  result["weight_bytes"] = weightBytes(*original);
-  result["lowered_only"] = loweredOnly(*original);
-  result["compile_without"] = compileSummary(compileLoaded(*original, profile));
+  result["sha256"] = identityOf(*brought.original).sha256;
+  result["weight_bytes"] = weightBytes(*brought.original);
+  result["lowered_only"] = brought.weightless;
+  result["compile_without"] = compileSummary(*brought.without);
 
-  AdapterStack stack(original);
-  const std::vector<const CatalogEntry*> meant = adaptersMeantFor(catalog, *original, &profile);
-  const StackingResult stacking = loweredOnly(*original) ? applyUnchecked(stack, meant, profile)
-                                                         : applyInOrder(stack, meant, profile, 5);
-  json applied = json::array();
-  for (const json& entry : stacking.applied) applied.push_back(entry.value("adapter", ""));
+  const json applied = brought.stacking.pushedNames(*brought.stack);
   json refused = json::array();
-  for (const json& entry : stacking.skipped) {
-    refused.push_back({{"adapter", entry.value("adapter", "")},
-                       {"reason", firstLine(entry.value("reason", ""))}});
+  for (const StackingRefusal& refusal : brought.stacking.refused) {
+    refused.push_back({{"adapter", refusal.adapter}, {"reason", firstLine(refusal.reason)}});
   }
   result["adapters"] = {{"applied", applied}, {"refused", refused}};
-  const json with = compileSummary(compileLoaded(*stack.current(), profile));
+  const json with = compileSummary(*brought.with);
   result["compile_with"] = with;
   result["blockers"] = with["keys"];
   result["covered"] = with["status"] == "ok";
@@ -180,17 +160,13 @@ json probeHere(const std::string& path, const std::vector<CatalogEntry>& catalog
                     std::to_string(profile.device.card_memory_bytes >> 30) + " GiB");
     return result;
   }
-  if (result["lowered_only"].get<bool>()) {
+  if (brought.weightless) {
     result["verdict"] = "not_run";
     setCategory(result, "lowered only", "compiles; a geometry without weights is not run");
     return result;
   }
 
-  RunRequest request;
-  request.loaded = stack.current();
-  request.backend = "spyre-sim:" + options.profile;
-  request.timeout_seconds = options.run_seconds;
-  const RunResult run = runModel(request);
+  const RunResult& run = *brought.run;
   result["verdict"] = runVerdictName(run.verdict);
   switch (run.verdict) {
     case RunVerdict::kPass:
@@ -208,14 +184,9 @@ json probeHere(const std::string& path, const std::vector<CatalogEntry>& catalog
           "the device run did not finish in " + std::to_string(int(options.run_seconds)) + " s");
       break;
     case RunVerdict::kFail: {
-      std::string module;
-      if (options.localize) {
-        LocalizeOptions localize;
-        localize.backend = request.backend;
-        localize.timeout_seconds = options.run_seconds;
-        const LocalizationResult found = localizeDivergence(*stack.current(), localize);
-        if (found.culprit) module = found.culprit->module;
-      }
+      const std::string module = brought.localization && brought.localization->culprit
+                                     ? brought.localization->culprit->module
+                                     : "";
       setCategory(result, module.empty() ? "divergence" : "divergence in " + module,
                   "the outputs differ from the CPU reference beyond the verdict's tolerance");
       break;

@@ -1,0 +1,144 @@
+#include "adapters/engine/adapter_stacking.h"
+
+#include <atomic>
+#include <future>
+
+#include "adapters/engine/equivalence/equivalence.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/support/errors.h"
+#include "simulator/support/execution_limit.h"
+#include "simulator/support/task_control.h"
+
+namespace stickler {
+namespace {
+
+StackingOutcome stackUnchecked(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
+                               const DeviceProfile& profile) {
+  StackingOutcome outcome;
+  outcome.checked = false;
+  for (const CatalogEntry* entry : entries) {
+    if (!entry->file || stack.contains(entry->name)) continue;
+    try {
+      AdapterApplication application =
+          applyAdapter(*entry->file, stack.current(), profile, /*check_equivalence=*/false);
+      if (!application.changed()) continue;
+      stack.push(std::move(application));
+      ++outcome.pushed;
+    } catch (const UserError& error) {  // cannot apply to this model: the others still may
+      outcome.refused.push_back({entry->name, error.what(), std::nullopt});
+    }
+  }
+  return outcome;
+}
+
+}  // namespace
+
+std::vector<std::string> StackingOutcome::pushedNames(const AdapterStack& stack) const {
+  std::vector<std::string> names;
+  const auto& applied = stack.applied();
+  for (size_t i = applied.size() - std::min(pushed, applied.size()); i < applied.size(); ++i) {
+    names.push_back(applied[i].adapter.metadata.name);
+  }
+  return names;
+}
+
+StackingOutcome stackAdapters(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
+                              const DeviceProfile& profile, StackingChecks checks,
+                              const std::function<void()>& beside) {
+  if (checks == StackingChecks::kUnchecked) {
+    StackingOutcome outcome = stackUnchecked(stack, entries, profile);
+    if (beside) beside();
+    return outcome;
+  }
+  StackingOutcome outcome;
+  // The whole stack is judged against the original model's float64 results, which no adapter
+  // changes: they are computed on a thread of their own beside the adapters, and abandoned if
+  // none of them changes what runs.
+  std::atomic<bool> truth_unneeded{false};
+  std::future<std::shared_ptr<const Float64Truth>> truth;
+  if (!entries.empty()) {
+    truth = std::async(std::launch::async, [original = stack.original(), &truth_unneeded,
+                                            limit = currentExecutionLimit()] {
+      const ExecutionLimitScope scope(limit);
+      return computeFloat64Truth(*original, &truth_unneeded);
+    });
+  }
+  // Leaving early (an error) abandons it too, rather than waiting for it.
+  struct Abandon {
+    std::atomic<bool>& flag;
+    ~Abandon() { flag = true; }
+  } abandon{truth_unneeded};
+  for (const CatalogEntry* entry : entries) {
+    if (!entry->file || stack.contains(entry->name)) continue;
+    AdapterApplication application;
+    try {
+      application = applyAdapter(*entry->file, stack.current(), profile);
+    } catch (const UserError& e) {  // cannot apply to this model: the others still may
+      outcome.refused.push_back({entry->name, e.what(), std::nullopt});
+      continue;
+    }
+    if (!application.changed()) continue;
+    if (!application.accepted()) {
+      outcome.refused.push_back(
+          {entry->name, "refused by the equivalence check: " + application.equivalence.problem(),
+           application.equivalence});
+      continue;
+    }
+    stack.push(std::move(application));
+    ++outcome.pushed;
+  }
+  // Once at the end of the stack: the whole model, the original against the adapted one.
+  bool computes_differently = false;
+  for (size_t i = stack.applied().size() - outcome.pushed; i < stack.applied().size(); ++i) {
+    computes_differently = computes_differently || stack.applied()[i].equivalence.verdict !=
+                                                       EquivalenceResult::Verdict::kUnchanged;
+  }
+  truth_unneeded = !computes_differently;
+  std::shared_ptr<const Float64Truth> original_truth;
+  const auto checkWhole = [&](const std::atomic<bool>* cancelled) {
+    if (!original_truth && truth.valid()) original_truth = truth.get();
+    return checkWholeModel(*stack.original(), *stack.current(), 1, original_truth.get(), cancelled);
+  };
+  std::optional<EquivalenceResult> first;
+  if (beside) {
+    std::atomic<bool> stop{false};
+    std::future<std::optional<EquivalenceResult>> check;
+    if (outcome.pushed > 0 && computes_differently) {
+      check =
+          std::async(std::launch::async,
+                     [&, limit = currentExecutionLimit()]() -> std::optional<EquivalenceResult> {
+                       const ExecutionLimitScope scope(limit);
+                       try {
+                         return checkWhole(&stop);
+                       } catch (const Cancelled&) {
+                         return std::nullopt;
+                       }
+                     });
+    }
+    try {
+      beside();
+    } catch (...) {
+      stop = true;
+      truth_unneeded = true;
+      if (check.valid()) check.wait();
+      throw;
+    }
+    if (check.valid()) first = check.get();
+  }
+  while (outcome.pushed > 0 && computes_differently) {
+    const EquivalenceResult whole = first ? *first : checkWhole(nullptr);
+    first.reset();
+    outcome.whole_model = whole;
+    if (whole.accepted()) break;
+    const AdapterApplication removed = stack.revert("", profile);
+    outcome.refused.push_back(
+        {removed.adapter.metadata.name,
+         "the whole adapted model failed the equivalence check with it on top: " + whole.problem(),
+         whole});
+    outcome.beside_outdated = static_cast<bool>(beside);
+    --outcome.pushed;
+  }
+  return outcome;
+}
+
+}  // namespace stickler

@@ -1,0 +1,56 @@
+// Applying a list of adapters to a model's stack in turn: each that changes the model and passes
+// its equivalence check is pushed, the rest are refused with the reason, and then the whole stack
+// is checked once against the original (while it fails, the adapter on top comes off again). The
+// outcome is data; the tools say it (tools/adapter_json.h).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "adapters/engine/adapter_catalog.h"
+#include "adapters/engine/adapter_stack.h"
+
+namespace stickler {
+
+struct DeviceProfile;
+
+struct StackingRefusal {
+  std::string adapter;
+  std::string reason;                            // a UserError's text, or why the check refused it
+  std::optional<EquivalenceResult> equivalence;  // when an equivalence check refused it
+};
+
+struct StackingOutcome {
+  // How many adapters this call pushed: the top `pushed` entries of the stack, in order.
+  size_t pushed = 0;
+  std::vector<StackingRefusal> refused;
+  bool checked = true;                           // false: applied without equivalence checks
+  std::optional<EquivalenceResult> whole_model;  // the check of the whole stack, when one ran
+  // `beside` ran for a stack the whole-model check then took adapters off.
+  bool beside_outdated = false;
+
+  std::vector<std::string> pushedNames(const AdapterStack& stack) const;
+};
+
+enum class StackingChecks {
+  kChecked,    // each adapter and the whole stack checked for equivalence
+  kUnchecked,  // none: a weightless archive, whose zero weights every rewrite computes alike
+};
+
+// Applies `entries` in order on top of `stack`, skipping those the stack has and those that do not
+// parse. Entries that match nothing are passed over silently.
+//
+// `beside`, when given, runs on the calling thread while the first whole-stack check runs on
+// another: adapt's device run, a model host's work that leaves this process's cores idle, goes
+// beside the check's float64 run instead of after it. An exception from `beside` stops the check
+// and goes to the caller. The original's float64 results are computed on a thread of their own
+// while the adapters apply (workers are exec'd, never forked, so threads in LibTorch are no
+// hazard).
+StackingOutcome stackAdapters(AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
+                              const DeviceProfile& profile,
+                              StackingChecks checks = StackingChecks::kChecked,
+                              const std::function<void()>& beside = {});
+
+}  // namespace stickler
