@@ -2,7 +2,7 @@
 
 #include <torch/script.h>
 
-#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/graph_nodes.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/sha256.h"
 

@@ -10,6 +10,7 @@
 
 #include <torch/script.h>
 
+#include "simulator/graph/graph_nodes.h"
 #include "simulator/graph/model_card.h"
 #include "simulator/graph/model_identity.h"
 #include "simulator/graph/model_recipe.h"
@@ -81,24 +82,5 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
 
 // LoadOptions from --input flags (name:shape:dtype[:kind]).
 LoadOptions loadOptionsFromFlags(const std::vector<std::string>& input_flags);
-
-// What a chain of prim::GetAttr from `self` reads (a weight, a submodule, a constant
-// attribute), with `self_value` the module; nullopt when `value` is no such chain.
-std::optional<c10::IValue> resolveAttribute(const torch::jit::Value* value,
-                                            const torch::jit::Value* self,
-                                            const c10::IValue& self_value);
-
-// The dotted path of the chain of prim::GetAttr that reads `value` ("model.layers.0.q_proj.
-// weight"); "" when no attribute read produces it.
-std::string attributePath(const torch::jit::Value* value);
-
-ValueDesc describeValue(const c10::IValue& value);
-std::string dtypeName(c10::ScalarType type);
-
-// The tensors in a value, depth-first through tuples and lists: how outputs are numbered.
-std::vector<at::Tensor> flattenTensors(const std::vector<c10::IValue>& values);
-
-// Every node of `graph` in execution order (pre-order through blocks).
-std::vector<const torch::jit::Node*> allNodes(const torch::jit::Graph& graph);
 
 }  // namespace stickler

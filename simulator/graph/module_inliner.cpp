@@ -5,7 +5,7 @@
 #include <torch/csrc/jit/api/function_impl.h>
 #include <nlohmann/json.hpp>
 
-#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/graph_nodes.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
