@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "server/http_connection_gate.h"
+#include "server/http_request_guard.h"
 #include "server/json_rpc.h"
 #include "server/task_pool.h"
 #include "simulator/support/untrusted_json.h"
@@ -24,25 +25,12 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kSessionHeader = "Mcp-Session-Id";
-constexpr const char* kVersionHeader = "MCP-Protocol-Version";
 constexpr int kRetryMilliseconds = 1000;
-constexpr const char* kPageCookie = "stickler_review";
 
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return std::tolower(c); });
   return text;
-}
-
-// "example.com:8080" -> "example.com"; "[::1]:8080" -> "[::1]".
-std::string hostWithoutPort(const std::string& host) {
-  if (!host.empty() && host.front() == '[') {
-    const auto end = host.find(']');
-    return end == std::string::npos ? host : host.substr(0, end + 1);
-  }
-  const auto colon = host.rfind(':');
-  return colon == std::string::npos ? host : host.substr(0, colon);
 }
 
 // The messages of one SSE response, kept so that a client can resume it (GET with
@@ -144,12 +132,7 @@ class NoChannel : public ClientChannel {
 class HttpTransport {
  public:
   HttpTransport(McpServer& server, const HttpOptions& options)
-      : server_(server), options_(options) {
-    allowed_hosts_ = {"localhost", "127.0.0.1", "[::1]", "::1"};
-    if (options.host != "0.0.0.0" && options.host != "::")
-      allowed_hosts_.push_back(lower(options.host));
-    for (const auto& host : options.allowed_hosts) allowed_hosts_.push_back(lower(host));
-  }
+      : server_(server), options_(options), guard_(options) {}
 
   int run(const std::function<void(int)>& on_listening) {
     // One client address may hold all workers but a reserve (a quarter, at least 2), so that a
@@ -171,7 +154,10 @@ class HttpTransport {
     http.set_write_timeout(limits.io_seconds, 0);
     http.set_pre_routing_handler(
         [this](const httplib::Request& request, httplib::Response& response) {
-          return guard(request, response);
+          const auto answer = guard_.beforeRouting(request);
+          if (!answer) return httplib::Server::HandlerResponse::Unhandled;
+          writeGuardAnswer(*answer, response);
+          return httplib::Server::HandlerResponse::Handled;
         });
     if (!options_.review_root.empty()) {
       const auto page = [this](const httplib::Request& request, httplib::Response& response) {
@@ -218,144 +204,6 @@ class HttpTransport {
     response.set_content(rpcError(id, code, message).dump(), "application/json");
   }
 
-  // What a request says about itself must be one thing, said once: one Host and one Origin
-  // without control characters (a second one, or a NUL, could make two readers see two hosts),
-  // and a body length that is a plain decimal within the limit, never beside a chunked body.
-  // Answered at once, before any body is read, and the connection closed.
-  bool framingRefused(const httplib::Request& request, httplib::Response& response) const {
-    auto refuse = [&](int status, const std::string& message) {
-      response.set_header("Connection", "close");
-      closeConnectionAfterResponse();  // the body, if any, is never read
-      jsonError(response, status, rpc_error::kInvalidRequest, message);
-      return true;
-    };
-    for (const char* name :
-         {"Host", "Origin", "Content-Length", "Authorization", kSessionHeader, kVersionHeader}) {
-      if (request.headers.count(name) > 1) {
-        return refuse(400, std::string("more than one ") + name + " header");
-      }
-    }
-    // From the header table itself: get_header_value() goes through a C string and would stop
-    // at a NUL, showing "localhost" for "localhost\0.evil.example".
-    for (const auto& [name, value] : request.headers) {
-      const bool control = std::any_of(value.begin(), value.end(), [](unsigned char c) {
-        return (c < 0x20 && c != '\t') || c == 0x7f;
-      });
-      if (control) return refuse(400, "header " + name + " holds a control character");
-    }
-    if (!request.has_header("Content-Length")) return false;
-    if (request.has_header("Transfer-Encoding")) {
-      return refuse(400, "both Content-Length and Transfer-Encoding: the body's end is ambiguous");
-    }
-    const std::string length = request.get_header_value("Content-Length");
-    const bool decimal = !length.empty() && length.size() <= 19 &&
-                         std::all_of(length.begin(), length.end(),
-                                     [](unsigned char c) { return c >= '0' && c <= '9'; });
-    if (!decimal) {
-      return refuse(400, "Content-Length '" + length.substr(0, 40) +
-                             "' is not a non-negative decimal number");
-    }
-    if (std::stoull(length) > options_.max_request_bytes) {
-      return refuse(413, "request body of " + length + " bytes is larger than the limit of " +
-                             std::to_string(options_.max_request_bytes) + " bytes");
-    }
-    return false;
-  }
-
-  // Before any handler: the request's framing, then authentication, Host and Origin (DNS
-  // rebinding).
-  httplib::Server::HandlerResponse guard(const httplib::Request& request,
-                                         httplib::Response& response) {
-    if (framingRefused(request, response)) return httplib::Server::HandlerResponse::Handled;
-    const bool page = !options_.review_root.empty() && isReviewPagePath(request.path);
-    if (request.path != "/mcp" && !page) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string host = lower(hostWithoutPort(request.get_header_value("Host")));
-    if (std::find(allowed_hosts_.begin(), allowed_hosts_.end(), host) == allowed_hosts_.end()) {
-      jsonError(response, 403, rpc_error::kInvalidRequest, "Host '" + host + "' is not allowed");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (request.has_header("Origin")) {
-      const std::string origin = lower(request.get_header_value("Origin"));
-      const auto scheme = origin.find("://");
-      const std::string origin_host =
-          scheme == std::string::npos ? "" : hostWithoutPort(origin.substr(scheme + 3));
-      const bool listed =
-          std::find(options_.allowed_origins.begin(), options_.allowed_origins.end(), origin) !=
-          options_.allowed_origins.end();
-      const bool local = std::find(allowed_hosts_.begin(), allowed_hosts_.end(), origin_host) !=
-                         allowed_hosts_.end();
-      if (!listed && !local) {
-        jsonError(response, 403, rpc_error::kInvalidRequest,
-                  "Origin '" + origin + "' is not allowed");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    if (page) return guardPage(request, response);
-    if (options_.bearer_token) {
-      if (!sameSecret(request.get_header_value("Authorization"),
-                      "Bearer " + *options_.bearer_token)) {
-        response.set_header("WWW-Authenticate", "Bearer");
-        jsonError(response, 401, rpc_error::kInvalidRequest, "missing or wrong bearer token");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  }
-
-  // Compared in time independent of where they differ.
-  static bool sameSecret(const std::string& given, const std::string& expected) {
-    unsigned char difference = given.size() == expected.size() ? 0 : 1;
-    for (size_t i = 0; i < expected.size(); ++i) {
-      difference |= static_cast<unsigned char>((i < given.size() ? given[i] : 0) ^ expected[i]);
-    }
-    return difference == 0;
-  }
-
-  static std::string cookieValue(const httplib::Request& request, const std::string& name) {
-    const std::string cookies = request.get_header_value("Cookie");
-    size_t start = 0;
-    while (start < cookies.size()) {
-      size_t end = cookies.find(';', start);
-      if (end == std::string::npos) end = cookies.size();
-      std::string pair = cookies.substr(start, end - start);
-      pair.erase(0, pair.find_first_not_of(' '));
-      if (pair.rfind(name + "=", 0) == 0) return pair.substr(name.size() + 1);
-      start = end + 1;
-    }
-    return "";
-  }
-
-  // The page's own checks after Host and Origin: a form POST must say where it comes from (a
-  // browser always sends Origin on one; other pages' forms are refused by the Origin check),
-  // and with a token the request carries it: as a bearer, in the page's cookie, or once as
-  // ?token= on a GET, answered with the cookie and a redirect that drops it from the URL.
-  httplib::Server::HandlerResponse guardPage(const httplib::Request& request,
-                                             httplib::Response& response) {
-    const auto refuse = [&](int status, const std::string& message) {
-      response.status = status;
-      response.set_content("<!DOCTYPE html><p>" + message + "</p>\n", "text/html; charset=utf-8");
-      return httplib::Server::HandlerResponse::Handled;
-    };
-    if (request.method == "POST" && !request.has_header("Origin")) {
-      return refuse(403, "a form post must carry Origin");
-    }
-    if (!options_.bearer_token) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string& token = *options_.bearer_token;
-    if (sameSecret(request.get_header_value("Authorization"), "Bearer " + token) ||
-        sameSecret(cookieValue(request, kPageCookie), token)) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    if (request.method == "GET" && request.has_param("token") &&
-        sameSecret(request.get_param_value("token"), token)) {
-      response.set_header("Set-Cookie", std::string(kPageCookie) + "=" + token +
-                                            "; Path=/review; HttpOnly; SameSite=Strict");
-      response.set_redirect(request.path, 303);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    response.set_header("WWW-Authenticate", "Bearer");
-    return refuse(401, "open the address `stickler review serve` printed: it carries the token");
-  }
-
   void servePage(const httplib::Request& request, httplib::Response& response) {
     PageRequest page;
     page.method = request.method;
@@ -384,14 +232,10 @@ class HttpTransport {
                                           });
   }
 
-  bool checkVersion(const httplib::Request& request, httplib::Response& response) {
-    if (!request.has_header(kVersionHeader)) return true;  // 2025-03-26 clients do not send it
-    const std::string version = request.get_header_value(kVersionHeader);
-    const auto& supported = McpServer::supportedProtocolVersions();
-    if (std::find(supported.begin(), supported.end(), version) != supported.end()) return true;
-    jsonError(response, 400, rpc_error::kInvalidRequest,
-              "unsupported MCP-Protocol-Version '" + version + "'");
-    return false;
+  static bool checkVersion(const httplib::Request& request, httplib::Response& response) {
+    const auto refused = HttpRequestGuard::protocolVersion(request);
+    if (refused) writeGuardAnswer(*refused, response);
+    return !refused;
   }
 
   std::shared_ptr<McpSession> sessionOf(const httplib::Request& request,
@@ -615,7 +459,7 @@ class HttpTransport {
 
   McpServer& server_;
   const HttpOptions& options_;
-  std::vector<std::string> allowed_hosts_;
+  HttpRequestGuard guard_;
   std::mutex streams_mutex_;
   std::map<std::string, std::shared_ptr<EventStream>> streams_;
   std::map<std::string, std::shared_ptr<EventStream>> standalone_;  // by session id

@@ -19,9 +19,9 @@ struct HttpOptions {
   // accept. Everything else is refused (403) against DNS rebinding.
   std::vector<std::string> allowed_hosts;
   std::vector<std::string> allowed_origins;
-  int threads = 32;         // concurrent requests (SSE streams hold one while they last)
-  int header_seconds = 10;  // a request's headers must arrive whole within this
-  int body_seconds = 60;    // and its body within this after them
+  int threads = 32;          // concurrent requests (SSE streams hold one while they last)
+  int header_seconds = 10;   // a request's headers must arrive whole within this
+  int body_seconds = 60;     // and its body within this after them
   bool mcp_endpoint = true;  // /mcp; `stickler review serve` serves the review page alone
   // The review page (/review) for the workspace at this root; none when empty.
   std::string review_root;
@@ -30,8 +30,9 @@ struct HttpOptions {
 // Serves MCP over Streamable HTTP at /mcp until the process ends: POST (JSON, or an SSE
 // stream for tool calls, resumable with GET and Last-Event-ID), GET (resumption only: 405
 // otherwise), DELETE (ends the session). With review_root, the reviewer's page at /review
-// (server/review_page.h), behind the same Host, Origin and token checks; a browser brings the
-// token once as ?token= and keeps it in a SameSite=Strict cookie. `on_listening` gets the port once it listens.
+// (server/review_page.h), behind the same Host, Origin and token checks
+// (server/http_request_guard.h); a browser brings the token once as ?token= and keeps it in a
+// SameSite=Strict cookie. `on_listening` gets the port once it listens.
 // Returns non-zero when it cannot listen.
 int serveHttp(McpServer& server, const HttpOptions& options,
               const std::function<void(int port)>& on_listening = {});
