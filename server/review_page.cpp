@@ -11,6 +11,7 @@
 #include "simulator/support/text_format.h"
 #include "tools/adapter_support.h"
 #include "tools/operation_table.h"
+#include "tools/reports/html_page.h"
 #include "tools/reports/html_report.h"
 #include "tools/reports/report_store.h"
 #include "tools/review_approval.h"
@@ -20,33 +21,6 @@ namespace stickler {
 namespace {
 
 using nlohmann::json;
-
-std::string escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 constexpr const char* kStyle = R"(
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2125;background:#fafbfc}
@@ -69,16 +43,17 @@ form.action{display:inline-block;margin:4px 12px 4px 0;vertical-align:top}
 textarea{width:360px;height:60px}
 )";
 
+// Every page of the queue: the bar back to the queue on top, the page's own content below.
 std::string page(const std::string& title, const std::string& body) {
-  return "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape(title) +
-         "</title><style>" + kStyle +
-         "</style></head><body><header><a href=\"/review\">Stickler review queue</a></header>"
-         "<main>" +
-         body + "</main></body></html>";
+  return renderHtmlPage(
+      {.title = title,
+       .style = kStyle,
+       .body = "<header><a href=\"/review\">Stickler review queue</a></header><main>" + body +
+               "</main>\n"});
 }
 
 std::string stateBadge(const std::string& state) {
-  return "<span class=\"state " + escape(state) + "\">" + escape(state) + "</span>";
+  return "<span class=\"state " + escapeMarkup(state) + "\">" + escapeMarkup(state) + "</span>";
 }
 
 // Python, a line at a time: keywords, strings, comments and numbers get a class each.
@@ -92,14 +67,14 @@ std::string highlightPython(const std::string& line) {
   while (i < line.size()) {
     const char c = line[i];
     if (c == '#') {
-      out += "<span class=\"com\">" + escape(line.substr(i)) + "</span>";
+      out += "<span class=\"com\">" + escapeMarkup(line.substr(i)) + "</span>";
       break;
     }
     if (c == '"' || c == '\'') {
       size_t end = i + 1;
       while (end < line.size() && line[end] != c) end += line[end] == '\\' ? 2 : 1;
       end = std::min(end + 1, line.size());
-      out += "<span class=\"str\">" + escape(line.substr(i, end - i)) + "</span>";
+      out += "<span class=\"str\">" + escapeMarkup(line.substr(i, end - i)) + "</span>";
       i = end;
       continue;
     }
@@ -110,7 +85,8 @@ std::string highlightPython(const std::string& line) {
         ++end;
       }
       const std::string word = line.substr(i, end - i);
-      out += keywords.count(word) > 0 ? "<span class=\"kw\">" + word + "</span>" : escape(word);
+      out +=
+          keywords.count(word) > 0 ? "<span class=\"kw\">" + word + "</span>" : escapeMarkup(word);
       i = end;
       continue;
     }
@@ -120,11 +96,11 @@ std::string highlightPython(const std::string& line) {
              (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '.')) {
         ++end;
       }
-      out += "<span class=\"num\">" + escape(line.substr(i, end - i)) + "</span>";
+      out += "<span class=\"num\">" + escapeMarkup(line.substr(i, end - i)) + "</span>";
       i = end;
       continue;
     }
-    out += escape(std::string(1, c));
+    out += escapeMarkup(std::string(1, c));
     ++i;
   }
   return out;
@@ -141,9 +117,9 @@ std::string renderDiff(const std::string& patch) {
     if (line.rfind("diff --git", 0) == 0 || line.rfind("+++", 0) == 0 ||
         line.rfind("---", 0) == 0 || line.rfind("index ", 0) == 0 ||
         line.rfind("new file", 0) == 0) {
-      out += "<span class=\"file\">" + escape(line) + "</span>";
+      out += "<span class=\"file\">" + escapeMarkup(line) + "</span>";
     } else if (line.rfind("@@", 0) == 0) {
-      out += "<span class=\"hunk\">" + escape(line) + "</span>";
+      out += "<span class=\"hunk\">" + escapeMarkup(line) + "</span>";
     } else if (!line.empty() && (line[0] == '+' || line[0] == '-')) {
       out += std::string("<span class=\"") + (line[0] == '+' ? "add" : "del") + "\">" + line[0] +
              highlightPython(line.substr(1)) + "</span>";
@@ -188,12 +164,12 @@ std::string renderQueue(const std::string& root, const PageRequest& request) {
     const std::string id = std::to_string(proposal.id);
     std::string adapters;
     for (const auto& adapter : proposal.adapters) {
-      adapters += (adapters.empty() ? "" : ", ") + escape(adapter.name);
+      adapters += (adapters.empty() ? "" : ", ") + escapeMarkup(adapter.name);
     }
     std::string claims;
     for (const auto& claim : proposal.claims) {
-      claims += (claims.empty() ? "" : "<br>") + escape(modelName(claim.model)) + " @ " +
-                escape(claim.profile);
+      claims += (claims.empty() ? "" : "<br>") + escapeMarkup(modelName(claim.model)) + " @ " +
+                escapeMarkup(claim.profile);
     }
     const auto gate = store.latestGate(proposal.id);
     const std::string gate_cell = !gate          ? "&mdash;"
@@ -201,8 +177,8 @@ std::string renderQueue(const std::string& root, const PageRequest& request) {
                                                  : "<span class=\"fail\">failed</span>";
     body += "<tr data-id=\"" + id + "\"><td><a href=\"/review/" + id + "\">" + id +
             "</a></td><td>" + stateBadge(stateName(proposal.state)) + "</td><td>" + adapters +
-            "</td><td>" + claims + "</td><td>" + escape(proposal.author) + "</td><td>" +
-            escape(proposal.submitted) + "</td><td>" + gate_cell + "</td></tr>";
+            "</td><td>" + claims + "</td><td>" + escapeMarkup(proposal.author) + "</td><td>" +
+            escapeMarkup(proposal.submitted) + "</td><td>" + gate_cell + "</td></tr>";
   }
   body += "</table>";
   if (proposals.empty()) body += "<p id=\"empty\">No proposals here.</p>";
@@ -213,14 +189,15 @@ std::string renderEvidence(const std::string& root, const Proposal& proposal) {
   std::string body = "<h2>Evidence</h2><ul id=\"evidence\">";
   const ReportStore reports(root);
   for (const std::string& id : proposal.evidence) {
-    body += "<li><a href=\"/review/reports/" + escape(id) + ".html\">" + escape(id) + "</a>";
+    body += "<li><a href=\"/review/reports/" + escapeMarkup(id) + ".html\">" + escapeMarkup(id) +
+            "</a>";
     try {
       const json report = reports.load(id);
       const std::string verdict =
           report.value("verdict", report.value("status", std::string("saved")));
-      body += ": " + escape(reportKind(report)) + ", " + escape(verdict);
+      body += ": " + escapeMarkup(reportKind(report)) + ", " + escapeMarkup(verdict);
     } catch (const std::exception& e) {
-      body += ": <span class=\"fail\">" + escape(e.what()) + "</span>";
+      body += ": <span class=\"fail\">" + escapeMarkup(e.what()) + "</span>";
     }
     body += "</li>";
   }
@@ -236,7 +213,8 @@ std::string renderGate(const Proposal& proposal, const std::optional<GateRecord>
     const json report = json::parse(gate->result, nullptr, false);
     body += std::string("<p id=\"gate-verdict\" class=\"") + (gate->passed ? "pass" : "fail") +
             "\">" + (gate->passed ? "passed" : "failed") + "</p><p>" +
-            escape(report.is_object() ? firstLine(gateSummary(report)) : gate->result) + "</p>";
+            escapeMarkup(report.is_object() ? firstLine(gateSummary(report)) : gate->result) +
+            "</p>";
     if (report.is_object()) {
       if (!report.value("changed_on_main", json::array()).empty()) {
         std::string names;
@@ -244,12 +222,13 @@ std::string renderGate(const Proposal& proposal, const std::optional<GateRecord>
           names += (names.empty() ? "" : ", ") + name.get<std::string>();
         }
         body += "<p id=\"changed-on-main\">Changed on main since this proposal was made: " +
-                escape(names) + " (approving puts the proposal's version in place of main's).</p>";
+                escapeMarkup(names) +
+                " (approving puts the proposal's version in place of main's).</p>";
       }
       if (!report["problems"].empty()) {
         body += "<ul id=\"gate-problems\">";
         for (const json& problem : report["problems"]) {
-          body += "<li class=\"fail\">" + escape(problem.get<std::string>()) + "</li>";
+          body += "<li class=\"fail\">" + escapeMarkup(problem.get<std::string>()) + "</li>";
         }
         body += "</ul>";
       }
@@ -261,9 +240,9 @@ std::string renderGate(const Proposal& proposal, const std::optional<GateRecord>
         std::string applied;
         for (const json& application : entry.value("applied", json::array())) {
           const std::string name = application.value("adapter", "");
-          applied += "<div>" + escape(name);
+          applied += "<div>" + escapeMarkup(name);
           if (application.contains("equivalence")) {
-            applied += ": " + escape(equivalenceLine(application["equivalence"]));
+            applied += ": " + escapeMarkup(equivalenceLine(application["equivalence"]));
           }
           applied += "</div>";
           if (entry["role"] == "regression") {
@@ -272,25 +251,26 @@ std::string renderGate(const Proposal& proposal, const std::optional<GateRecord>
           }
         }
         const std::string verdict = entry.value("verdict", entry.value("status", ""));
-        body += "<tr><td>" + escape(entry["role"].get<std::string>()) + "</td><td>" +
-                escape(modelName(entry["model"])) + "</td><td>" +
-                escape(entry["profile"].get<std::string>()) + "</td><td class=\"" +
-                (verdict == "pass" ? "pass" : "fail") + "\">" +
-                escape(entry.contains("reason") ? entry["reason"].get<std::string>() : verdict) +
-                "</td><td>" + applied + "</td></tr>";
+        body +=
+            "<tr><td>" + escapeMarkup(entry["role"].get<std::string>()) + "</td><td>" +
+            escapeMarkup(modelName(entry["model"])) + "</td><td>" +
+            escapeMarkup(entry["profile"].get<std::string>()) + "</td><td class=\"" +
+            (verdict == "pass" ? "pass" : "fail") + "\">" +
+            escapeMarkup(entry.contains("reason") ? entry["reason"].get<std::string>() : verdict) +
+            "</td><td>" + applied + "</td></tr>";
       }
       body +=
           "</table><h3>What the adapters change besides the claimed models</h3><ul id=\"matches\">";
       for (const auto& adapter : proposal.adapters) {
         const auto it = also_changes.find(adapter.name);
-        body += "<li>" + escape(adapter.name) + ": ";
+        body += "<li>" + escapeMarkup(adapter.name) + ": ";
         if (it == also_changes.end()) {
           body += "none of the " + std::to_string(report["regression"].value("checked", 0)) +
                   " known model(s) checked";
         } else {
           std::string models;
           for (const auto& model : it->second) models += (models.empty() ? "" : ", ") + model;
-          body += escape(models);
+          body += escapeMarkup(models);
         }
         body += "</li>";
       }
@@ -336,12 +316,12 @@ std::string renderProposal(const std::string& root, int64_t id, const std::strin
   for (const auto& adapter : proposal.adapters) {
     adapters += (adapters.empty() ? "" : ", ") + adapter.name;
   }
-  std::string body = banner + "<h1>Proposal " + std::to_string(id) + ": " + escape(adapters) +
+  std::string body = banner + "<h1>Proposal " + std::to_string(id) + ": " + escapeMarkup(adapters) +
                      "</h1><p><span id=\"state\">" + stateBadge(stateName(proposal.state)) +
                      "</span> revision " + std::to_string(proposal.version) + ", by " +
-                     escape(proposal.author) + " on " + escape(proposal.submitted) +
-                     ", branch <code>" + escape(proposal.branch) + "</code> at <code>" +
-                     escape(proposal.commit.substr(0, 12)) + "</code>";
+                     escapeMarkup(proposal.author) + " on " + escapeMarkup(proposal.submitted) +
+                     ", branch <code>" + escapeMarkup(proposal.branch) + "</code> at <code>" +
+                     escapeMarkup(proposal.commit.substr(0, 12)) + "</code>";
   if (proposal.supersedes) {
     const std::string old = std::to_string(*proposal.supersedes);
     body += ", answers <a href=\"/review/" + old + "\">proposal " + old + "</a>";
@@ -350,17 +330,18 @@ std::string renderProposal(const std::string& root, int64_t id, const std::strin
     const std::string next = std::to_string(*proposal.superseded_by);
     body += ", superseded by <a href=\"/review/" + next + "\">proposal " + next + "</a>";
   }
-  body += "</p><h2>Rationale</h2><pre id=\"rationale\">" + escape(proposal.rationale) +
+  body += "</p><h2>Rationale</h2><pre id=\"rationale\">" + escapeMarkup(proposal.rationale) +
           "</pre><h2>Claims</h2><ul id=\"claims\">";
   for (const auto& claim : proposal.claims) {
-    body += "<li>" + escape(claim.model) + " on " + escape(claim.profile) + "</li>";
+    body += "<li>" + escapeMarkup(claim.model) + " on " + escapeMarkup(claim.profile) + "</li>";
   }
   body += "</ul>" + renderEvidence(root, proposal) + "<h2>Diff</h2>" +
           renderDiff(catalog.proposalDiff(proposal.commit)) + renderGate(proposal, gate) +
           renderActions(proposal) + "<h2>History</h2><table id=\"events\">";
   for (const auto& event : proposal.events) {
-    body += "<tr><td>" + escape(event.time) + "</td><td>" + escape(event.actor) + "</td><td>" +
-            escape(event.action) + "</td><td><pre>" + escape(event.comment) + "</pre></td></tr>";
+    body += "<tr><td>" + escapeMarkup(event.time) + "</td><td>" + escapeMarkup(event.actor) +
+            "</td><td>" + escapeMarkup(event.action) + "</td><td><pre>" +
+            escapeMarkup(event.comment) + "</pre></td></tr>";
   }
   return page("Proposal " + std::to_string(id), body + "</table>");
 }
@@ -433,7 +414,7 @@ PageResponse handleReviewPage(const std::string& root, const PageRequest& reques
   }
   const auto error = [](int status, const std::string& message) {
     return PageResponse{status, "text/html; charset=utf-8",
-                        page("Error", "<p class=\"error\" id=\"error\">" + escape(message) +
+                        page("Error", "<p class=\"error\" id=\"error\">" + escapeMarkup(message) +
                                           "</p><p><a href=\"/review\">Back to the queue</a></p>"),
                         ""};
   };

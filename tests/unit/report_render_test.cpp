@@ -1,9 +1,11 @@
 // The HTML page and the JUnit XML a report renders to: what they show, and that nothing in a
-// report (a module path, a message) can break out of its markup.
+// report (a module path, a message) can break out of its markup; and the escaper and skeleton
+// every HTML page is built on.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include "tools/reports/html_page.h"
 #include "tools/reports/html_report.h"
 #include "tools/reports/junit_report.h"
 #include "tools/reports/report_outcome.h"
@@ -207,6 +209,52 @@ TEST(JunitReport, ARankingIsOneCasePerModel) {
                      "message=\"4 blocker(s)\""),
             std::string::npos);
   EXPECT_EQ(reportOutcome(ranking).status, "1 of 2 blocked");
+}
+
+TEST(HtmlPage, EscapesEveryCharacterThatCanEndTextOrAnAttribute) {
+  EXPECT_EQ(escapeMarkup("&"), "&amp;");
+  EXPECT_EQ(escapeMarkup("<"), "&lt;");
+  EXPECT_EQ(escapeMarkup(">"), "&gt;");
+  EXPECT_EQ(escapeMarkup("\""), "&quot;");
+  EXPECT_EQ(escapeMarkup("'"), "&#39;");
+  // An escaped reference is escaped again, not passed through as one.
+  EXPECT_EQ(escapeMarkup("&amp;"), "&amp;amp;");
+  EXPECT_EQ(escapeMarkup("a<b c=\"d\" e='f'>&"), "a&lt;b c=&quot;d&quot; e=&#39;f&#39;&gt;&amp;");
+  // Control characters XML forbids become spaces; tab and newlines stay.
+  EXPECT_EQ(escapeMarkup(std::string{'a', '\x01', 'b', '\x1f', '\t', 'c', '\r', '\n'}),
+            "a b \tc\r\n");
+  // Bytes of UTF-8 pass through untouched.
+  EXPECT_EQ(escapeMarkup("layers.0 \xc3\xa9 \xe2\x80\xa6"), "layers.0 \xc3\xa9 \xe2\x80\xa6");
+}
+
+TEST(HtmlPage, TheSkeletonEscapesTheTitleAndInlinesTheStyleAndBody) {
+  const std::string page = renderHtmlPage({.title = "a </title><script>x</script> & 'b'",
+                                           .style = ".mine{color:#123456}",
+                                           .body = "<p id=\"mine\">body</p>"});
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>\n<html lang=\"en\">", 0), 0u) << page;
+  EXPECT_NE(page.find("<meta charset=\"utf-8\">"), std::string::npos);
+  EXPECT_NE(page.find("<title>a &lt;/title&gt;&lt;script&gt;x&lt;/script&gt; &amp; &#39;b&#39;"
+                      "</title>"),
+            std::string::npos)
+      << page;
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_NE(page.find("<style>.mine{color:#123456}</style>"), std::string::npos);
+  EXPECT_NE(page.find("<body>\n<p id=\"mine\">body</p></body>\n</html>\n"), std::string::npos);
+  // Self-contained: the policy forbids loading anything, and the page loads nothing.
+  EXPECT_NE(page.find("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
+                      "'none'; style-src 'unsafe-inline'\">"),
+            std::string::npos);
+  EXPECT_EQ(page.find("src="), std::string::npos);
+  EXPECT_EQ(page.find("href="), std::string::npos);
+  // The charset comes before anything with text in it, so the browser reads the title as UTF-8.
+  EXPECT_LT(page.find("<meta charset="), page.find("<title>"));
+}
+
+TEST(HtmlPage, AReportWearsTheDocumentStyleThenItsOwn) {
+  const std::string page = renderHtmlReport(localizeReport());
+  EXPECT_NE(page.find(kDocumentStyle), std::string::npos);
+  EXPECT_NE(page.find(".status.passed"), std::string::npos);
+  EXPECT_LT(page.find(kDocumentStyle), page.find(".status.passed"));
 }
 
 }  // namespace

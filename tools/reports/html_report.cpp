@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "tools/reports/html_page.h"
 #include "tools/reports/report_outcome.h"
 #include "tools/reports/report_text.h"
 
@@ -12,10 +13,6 @@ namespace stickler {
 namespace {
 
 using nlohmann::json;
-
-std::string html(const std::string& raw) {
-  return escapeMarkup(raw);
-}
 
 std::string count(const json& object, const char* key) {
   return object.contains(key) && object[key].is_number_integer()
@@ -29,37 +26,33 @@ std::string moduleName(const json& entry) {
   return path.empty() ? "<root>" : path;
 }
 
+// Beyond the document look: the status badge, the callouts and the chart's colours.
 constexpr const char* kStyle = R"(
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1100px;color:#1d232b;padding:0 1em}
-h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #d8dde3;padding-bottom:.2em}
-code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.92em}
 .status{display:inline-block;padding:.1em .6em;border-radius:.3em;font-weight:600;color:#fff;background:#8a5a00}
 .status.passed{background:#2e7d32}.status.failed{background:#c62828}
 .callout{border-left:4px solid #c62828;background:#fdf1f1;padding:.6em 1em}
 .callout.neutral{border-color:#5b7aa6;background:#f1f5fb}
-table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #d8dde3;padding:.25em .6em;text-align:left;vertical-align:top}
-th{background:#f4f6f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.legend span{display:inline-block;margin-right:1.2em}.swatch{display:inline-block;width:.9em;height:.9em;vertical-align:-.1em;margin-right:.3em}
-svg text{font:11px ui-monospace,"DejaVu Sans Mono",monospace;fill:#1d232b}
+.legend span{display:inline-block}.swatch{display:inline-block;width:.9em;height:.9em;vertical-align:-.1em;margin-right:.3em}
 svg .ok{fill:#7a9cc6}svg .over{fill:#e08a2c}svg .absorbed{fill:#c9a227}svg .culprit{fill:#c62828}
 svg .threshold{stroke:#1d232b;stroke-width:2}svg .grid{stroke:#e3e7ec}svg .culprit-label{font-weight:bold;fill:#c62828}
 )";
 
 std::string header(const json& report, const ReportOutcome& outcome) {
   const std::string state = outcome.passed ? "passed" : "failed";
-  std::string page = "<header>\n<h1>" + html(outcome.model) + " on " + html(outcome.target) +
-                     "</h1>\n<p><span class=\"status " + state + "\" id=\"status\">" +
-                     html(outcome.status) + "</span> <span class=\"mono\">" + html(outcome.kind) +
-                     "</span></p>\n<p id=\"summary\">" + html(outcome.summary) + "</p>\n";
+  std::string page = "<header>\n<h1>" + escapeMarkup(outcome.model) + " on " +
+                     escapeMarkup(outcome.target) + "</h1>\n<p><span class=\"status " + state +
+                     "\" id=\"status\">" + escapeMarkup(outcome.status) +
+                     "</span> <span class=\"mono\">" + escapeMarkup(outcome.kind) +
+                     "</span></p>\n<p id=\"summary\">" + escapeMarkup(outcome.summary) + "</p>\n";
   if (report.contains("model") && report["model"].is_object()) {
-    page += "<p class=\"mono\">" + html(stringField(report["model"], "path")) +
-            " &middot; sha256 " + html(stringField(report["model"], "sha256").substr(0, 16)) +
-            "&hellip;</p>\n";
+    page += "<p class=\"mono\">" + escapeMarkup(stringField(report["model"], "path")) +
+            " &middot; sha256 " +
+            escapeMarkup(stringField(report["model"], "sha256").substr(0, 16)) + "&hellip;</p>\n";
   }
   if (report.contains("adapters_applied") && !report["adapters_applied"].empty()) {
     page += "<p>Adapters applied first:";
     for (const auto& name : report["adapters_applied"]) {
-      if (name.is_string()) page += " <code>" + html(name.get<std::string>()) + "</code>";
+      if (name.is_string()) page += " <code>" + escapeMarkup(name.get<std::string>()) + "</code>";
     }
     page += "</p>\n";
   }
@@ -107,7 +100,7 @@ std::string triage(const json& report, const ReportOutcome& outcome) {
   }
   if (items.empty()) return "";
   std::string section = "<section id=\"triage\">\n<h2>Triage</h2>\n<ul>\n";
-  for (const auto& item : items) section += "<li>" + html(item) + "</li>\n";
+  for (const auto& item : items) section += "<li>" + escapeMarkup(item) + "</li>\n";
   return section + "</ul>\n</section>\n";
 }
 
@@ -116,10 +109,11 @@ std::string reproParagraph(const json& holder) {
   if (!holder.contains("repro") || !holder["repro"].is_object()) return "";
   const json& bundle = holder["repro"];
   if (!bundle.contains("command"))
-    return "<p>No repro bundle: " + html(stringField(bundle, "error")) + "</p>\n";
-  return "<p>Repro (" + html(stringField(bundle, "scope")) + ", " +
+    return "<p>No repro bundle: " + escapeMarkup(stringField(bundle, "error")) + "</p>\n";
+  return "<p>Repro (" + escapeMarkup(stringField(bundle, "scope")) + ", " +
          (bundle.value("reproduces", false) ? "checked to fail the same way" : "NOT reproduced") +
-         "): <code class=\"repro\">" + html(stringField(bundle, "command")) + "</code></p>\n";
+         "): <code class=\"repro\">" + escapeMarkup(stringField(bundle, "command")) +
+         "</code></p>\n";
 }
 
 std::string compilerFailure(const json& report) {
@@ -127,11 +121,11 @@ std::string compilerFailure(const json& report) {
   const json& failure = report["compiler_failure"];
   return "<section id=\"compiler-failure\" class=\"callout\">\n<h2>The device compiler "
          "failed</h2>\n<p>In <code>" +
-         html(stringField(failure, "op")) + "</code> of <code>" +
-         html(stringField(failure, "module")) + "</code> (" +
-         html(stringField(failure, "module_class")) +
-         "): " + html(stringField(failure, "message")) + "</p>\n" + reproParagraph(failure) +
-         "</section>\n";
+         escapeMarkup(stringField(failure, "op")) + "</code> of <code>" +
+         escapeMarkup(stringField(failure, "module")) + "</code> (" +
+         escapeMarkup(stringField(failure, "module_class")) +
+         "): " + escapeMarkup(stringField(failure, "message")) + "</p>\n" +
+         reproParagraph(failure) + "</section>\n";
 }
 
 std::string culprit(const json& report) {
@@ -146,17 +140,18 @@ std::string culprit(const json& report) {
     section = "<section id=\"culprit\" class=\"callout\">\n<h2>" + title +
               "</h2>\n<p><code "
               "id=\"culprit-module\">" +
-              html(stringField(found, "module")) + "</code> (" +
-              html(stringField(found, "module_class")) + "), module " + count(found, "position") +
-              " of " + count(report, "units") + " in execution order.</p>\n";
+              escapeMarkup(stringField(found, "module")) + "</code> (" +
+              escapeMarkup(stringField(found, "module_class")) + "), module " +
+              count(found, "position") + " of " + count(report, "units") +
+              " in execution order.</p>\n";
     if (report.contains("confirmation")) {
       const json& confirmation = report["confirmation"];
-      section += "<p>Alone on the device the model: <b>" +
-                 html(stringField(confirmation, "alone_on_device")) +
-                 "</b>; everything else on the device, it on the CPU: <b>" +
-                 html(stringField(confirmation, "everything_else_on_device")) + "</b> &rarr; " +
-                 (confirmation.value("confirmed", false) ? "confirmed" : "not confirmed") +
-                 ".</p>\n";
+      section +=
+          "<p>Alone on the device the model: <b>" +
+          escapeMarkup(stringField(confirmation, "alone_on_device")) +
+          "</b>; everything else on the device, it on the CPU: <b>" +
+          escapeMarkup(stringField(confirmation, "everything_else_on_device")) + "</b> &rarr; " +
+          (confirmation.value("confirmed", false) ? "confirmed" : "not confirmed") + ".</p>\n";
     }
     if (found.contains("deviation") && found["deviation"].is_object()) {
       const json& deviation = found["deviation"];
@@ -170,7 +165,7 @@ std::string culprit(const json& report) {
     if (report.contains("together")) {
       section += "<p>It fails the model only together with:";
       for (const auto& module : report["together"])
-        section += " <code>" + html(stringField(module, "module")) + "</code>";
+        section += " <code>" + escapeMarkup(stringField(module, "module")) + "</code>";
       section += "</p>\n";
     }
     return section + "</section>\n";
@@ -179,9 +174,9 @@ std::string culprit(const json& report) {
     const json& pinned = report["failing_module"];
     return "<section id=\"culprit\" class=\"callout\">\n<h2>Failing module</h2>\n<p><code "
            "id=\"culprit-module\">" +
-           html(stringField(pinned, "module")) + "</code> (" +
-           html(stringField(pinned, "module_class")) + ") was running <code>" +
-           html(stringField(pinned, "op")) + "</code> when the device died; " +
+           escapeMarkup(stringField(pinned, "module")) + "</code> (" +
+           escapeMarkup(stringField(pinned, "module_class")) + ") was running <code>" +
+           escapeMarkup(stringField(pinned, "op")) + "</code> when the device died; " +
            (pinned.value("confirmed", false) ? "alone on the device it fails the same way"
                                              : "not confirmed alone on the device") +
            ".</p>\n" + reproParagraph(pinned) + "</section>\n";
@@ -189,12 +184,13 @@ std::string culprit(const json& report) {
   if (report.contains("pass_culprit")) {
     const json& found = report["pass_culprit"];
     return "<section id=\"culprit\" class=\"callout\">\n<h2>Culprit pass application</h2>\n<p>" +
-           html(stringField(found, "pass")) + " application " + count(found, "application") +
-           " of " + count(report, "pass_applications") + ": <code id=\"culprit-module\">" +
-           html(stringField(found, "op")) + "</code> in <code>" +
-           html(stringField(found, "module")) + "</code> into the kernel of <code>" +
-           html(stringField(found, "into_op")) + "</code> in <code>" +
-           html(stringField(found, "into_module")) + "</code>.</p>\n</section>\n";
+           escapeMarkup(stringField(found, "pass")) + " application " +
+           count(found, "application") + " of " + count(report, "pass_applications") +
+           ": <code id=\"culprit-module\">" + escapeMarkup(stringField(found, "op")) +
+           "</code> in <code>" + escapeMarkup(stringField(found, "module")) +
+           "</code> into the kernel of <code>" + escapeMarkup(stringField(found, "into_op")) +
+           "</code> in <code>" + escapeMarkup(stringField(found, "into_module")) +
+           "</code>.</p>\n</section>\n";
   }
   return "";
 }
@@ -254,14 +250,15 @@ std::string chart(const json& report) {
     const double y = top + row * static_cast<double>(i);
     const double end = non_finite ? left + width : x(entry["rel_l2"].get<double>());
     std::string label = name.size() > 44 ? "…" + name.substr(name.size() - 43) : name;
-    svg += "<g class=\"row " + kind + "-row\" data-module=\"" + html(name) + "\"><title>" +
-           html(name) + " (" + html(stringField(entry, "module_class")) + "): relative L2 " +
+    svg += "<g class=\"row " + kind + "-row\" data-module=\"" + escapeMarkup(name) + "\"><title>" +
+           escapeMarkup(name) + " (" + escapeMarkup(stringField(entry, "module_class")) +
+           "): relative L2 " +
            (non_finite ? std::string("non-finite") : metricText(entry["rel_l2"])) + ", threshold " +
            metricText(entry["threshold"]) + ", " + metricText(entry["ratio_to_emulated"]) +
            "x the emulated format's</title>\n";
     std::snprintf(buffer, sizeof buffer, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\"%s>",
                   left - 8, y + 11, is_culprit ? " class=\"culprit-label\"" : "");
-    svg += buffer + html(label) + "</text>";
+    svg += buffer + escapeMarkup(label) + "</text>";
     std::snprintf(buffer, sizeof buffer,
                   "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>",
                   kind.c_str(), left, y + 2, std::max(1.0, end - left), row - 4);
@@ -275,8 +272,8 @@ std::string chart(const json& report) {
     }
     std::snprintf(buffer, sizeof buffer, "<text x=\"%.1f\" y=\"%.1f\">", left + width + 10, y + 11);
     svg += buffer +
-           html((non_finite ? std::string("non-finite") : metricText(entry["rel_l2"])) + " / " +
-                metricText(entry["threshold"])) +
+           escapeMarkup((non_finite ? std::string("non-finite") : metricText(entry["rel_l2"])) +
+                        " / " + metricText(entry["threshold"])) +
            "</text></g>\n";
   }
   svg += "</svg>\n";
@@ -306,8 +303,8 @@ std::string absorbedTable(const json& report) {
       "L2</th><th>threshold</th>"
       "<th>&times; emulated</th><th>modules downstream over threshold</th></tr>\n";
   for (const auto& entry : report["absorbed"]) {
-    section += "<tr><td><code>" + html(moduleName(entry)) + "</code></td><td>" +
-               html(stringField(entry, "module_class")) + "</td><td class=\"num\">" +
+    section += "<tr><td><code>" + escapeMarkup(moduleName(entry)) + "</code></td><td>" +
+               escapeMarkup(stringField(entry, "module_class")) + "</td><td class=\"num\">" +
                metricText(entry["rel_l2"]) + "</td><td class=\"num\">" +
                metricText(entry["threshold"]) + "</td><td class=\"num\">" +
                metricText(entry["ratio_to_emulated"]) + "</td><td class=\"num\">" +
@@ -330,30 +327,31 @@ std::string blockersTable(const json& report) {
     std::string adapters;
     if (blocker.contains("adapters")) {
       for (const auto& name : blocker["adapters"]) {
-        if (name.is_string()) adapters += "<code>" + html(name.get<std::string>()) + "</code> ";
+        if (name.is_string())
+          adapters += "<code>" + escapeMarkup(name.get<std::string>()) + "</code> ";
       }
     }
     std::string hints;  // knowledge-base pages, by id (their URIs are for MCP clients)
     if (blocker.contains("hints") && blocker["hints"].is_array()) {
       for (const auto& hint : blocker["hints"]) {
-        hints += "<code title=\"" + html(stringField(hint, "title")) + "\">" +
-                 html(stringField(hint, "id")) + "</code> ";
+        hints += "<code title=\"" + escapeMarkup(stringField(hint, "title")) + "\">" +
+                 escapeMarkup(stringField(hint, "id")) + "</code> ";
       }
     }
     std::string repro;
     if (blocker.contains("repro") && blocker["repro"].is_object()) {
       const json& bundle = blocker["repro"];
       repro = bundle.contains("command")
-                  ? "<code>" + html(stringField(bundle, "command")) + "</code>" +
+                  ? "<code>" + escapeMarkup(stringField(bundle, "command")) + "</code>" +
                         (bundle.value("reproduces", false) ? " (checked)" : " (not reproduced)")
-                  : html(stringField(bundle, "error"));
+                  : escapeMarkup(stringField(bundle, "error"));
     }
-    section += "<tr><td>" + html(stringField(blocker, "rule")) + "</td><td><code>" +
-               html(stringField(blocker, "op")) + "</code></td><td><code>" +
-               html(stringField(blocker, "module")) + "</code> (" +
-               html(stringField(blocker, "module_class")) + ")</td><td>" +
-               html(stringField(blocker, "message")) + "</td><td>" + adapters + "</td><td>" +
-               repro + "</td><td>" + hints + "</td></tr>\n";
+    section += "<tr><td>" + escapeMarkup(stringField(blocker, "rule")) + "</td><td><code>" +
+               escapeMarkup(stringField(blocker, "op")) + "</code></td><td><code>" +
+               escapeMarkup(stringField(blocker, "module")) + "</code> (" +
+               escapeMarkup(stringField(blocker, "module_class")) + ")</td><td>" +
+               escapeMarkup(stringField(blocker, "message")) + "</td><td>" + adapters +
+               "</td><td>" + repro + "</td><td>" + hints + "</td></tr>\n";
   }
   return section + "</table>\n</section>\n";
 }
@@ -376,9 +374,10 @@ std::string rankingTable(const json& report) {
   for (const auto& entry : report["ranking"]) {
     section += "<tr><td class=\"num\">" + count(entry, "models_blocked") +
                "</td><td class=\"num\">" + count(entry, "occurrences") + "</td><td>" +
-               html(stringField(entry, "rule")) + "</td><td><code>" +
-               html(stringField(entry, "op")) + "</code></td><td>" + html(joined(entry["models"])) +
-               "</td><td>" + html(joined(entry["module_classes"])) + "</td></tr>\n";
+               escapeMarkup(stringField(entry, "rule")) + "</td><td><code>" +
+               escapeMarkup(stringField(entry, "op")) + "</code></td><td>" +
+               escapeMarkup(joined(entry["models"])) + "</td><td>" +
+               escapeMarkup(joined(entry["module_classes"])) + "</td></tr>\n";
   }
   return section + "</table>\n</section>\n";
 }
@@ -391,8 +390,8 @@ std::string runsTable(const json& report) {
   size_t index = 0;
   for (const auto& trial : report["runs"]) {
     section += "<tr><td class=\"num\">" + std::to_string(++index) + "</td><td>" +
-               html(stringField(trial, "device")) + "</td><td>" +
-               html(stringField(trial, "verdict")) + "</td></tr>\n";
+               escapeMarkup(stringField(trial, "device")) + "</td><td>" +
+               escapeMarkup(stringField(trial, "verdict")) + "</td></tr>\n";
   }
   return section + "</table>\n</section>\n";
 }
@@ -411,26 +410,22 @@ std::string embeddedJson(const json& report) {
 
 std::string renderHtmlReport(const json& report) {
   const ReportOutcome outcome = reportOutcome(report);
-  std::string page =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
-      "'unsafe-inline'\">\n<title>Stickler " +
-      html(outcome.kind) + ": " + html(outcome.model) + " on " + html(outcome.target) + " (" +
-      html(outcome.status) + ")</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
-  page += header(report, outcome);
-  page += triage(report, outcome);
-  page += culprit(report);
-  page += compilerFailure(report);
-  page += chart(report);
-  page += absorbedTable(report);
-  page += blockersTable(report);
-  page += rankingTable(report);
-  page += runsTable(report);
-  page += embeddedJson(report);
-  page += "<footer><p class=\"mono\">" + html(stringField(report, "schema")) + " version " +
-          count(report, "version") + "</p></footer>\n</body>\n</html>\n";
-  return page;
+  std::string body = header(report, outcome);
+  body += triage(report, outcome);
+  body += culprit(report);
+  body += compilerFailure(report);
+  body += chart(report);
+  body += absorbedTable(report);
+  body += blockersTable(report);
+  body += rankingTable(report);
+  body += runsTable(report);
+  body += embeddedJson(report);
+  body += "<footer><p class=\"mono\">" + escapeMarkup(stringField(report, "schema")) + " version " +
+          count(report, "version") + "</p></footer>\n";
+  return renderHtmlPage({.title = "Stickler " + outcome.kind + ": " + outcome.model + " on " +
+                                  outcome.target + " (" + outcome.status + ")",
+                         .style = std::string(kDocumentStyle) + kStyle,
+                         .body = body});
 }
 
 }  // namespace stickler

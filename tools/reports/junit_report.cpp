@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "tools/reports/html_page.h"
 #include "tools/reports/report_outcome.h"
 
 namespace stickler {

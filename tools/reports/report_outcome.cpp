@@ -93,36 +93,4 @@ ReportOutcome reportOutcome(const json& report) {
   return outcome;
 }
 
-std::string escapeMarkup(const std::string& text) {
-  std::string escaped;
-  escaped.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        escaped += "&amp;";
-        break;
-      case '<':
-        escaped += "&lt;";
-        break;
-      case '>':
-        escaped += "&gt;";
-        break;
-      case '"':
-        escaped += "&quot;";
-        break;
-      case '\'':
-        escaped += "&#39;";
-        break;
-      default:
-        // Control characters other than tab and newline are not allowed in XML 1.0.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-          escaped += ' ';
-        } else {
-          escaped += c;
-        }
-    }
-  }
-  return escaped;
-}
-
 }  // namespace stickler

@@ -23,7 +23,4 @@ ReportOutcome reportOutcome(const nlohmann::json& report);
 // have been edited by hand).
 std::string stringField(const nlohmann::json& object, const char* key);
 
-// Text made safe inside XML or HTML element content and attribute values.
-std::string escapeMarkup(const std::string& text);
-
 }  // namespace stickler

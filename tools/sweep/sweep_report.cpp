@@ -3,28 +3,19 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "tools/reports/report_outcome.h"
+#include "tools/reports/html_page.h"
 
 namespace stickler {
 namespace {
 
 using nlohmann::json;
 
+// Beyond the document look: the diff's colours and the chart's lines.
 constexpr const char* kStyle = R"(
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1100px;color:#1d232b;padding:0 1em}
-h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #d8dde3;padding-bottom:.2em}
-code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.92em}
-table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #d8dde3;padding:.25em .6em;text-align:left;vertical-align:top}
-th{background:#f4f6f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .broken{color:#c62828}.fixed{color:#2e7d32}
-svg text{font:11px ui-monospace,"DejaVu Sans Mono",monospace;fill:#1d232b}
 svg .covered{stroke:#5b7aa6;fill:none;stroke-width:2}svg .passing{stroke:#2e7d32;fill:none;stroke-width:2}
-svg .axis{stroke:#8a939e}.legend span{margin-right:1.2em}
+svg .axis{stroke:#8a939e}
 )";
-
-std::string html(const std::string& text) {
-  return escapeMarkup(text);
-}
 
 std::string number(const json& value) {
   return value.is_number() ? value.dump() : std::string("0");
@@ -44,9 +35,10 @@ bool works(const json& entry) {
 std::string header(const json& sweep) {
   const json& summary = sweep["summary"];
   const int64_t models = summary.value("models", int64_t{0});
-  return "<h1>Coverage sweep on " + html(sweep.value("profile", "")) + "</h1>\n<p class=\"mono\">" +
-         html(sweep.value("id", "")) + ", " + html(sweep.value("started", "")) + " to " +
-         html(sweep.value("finished", "")) + "</p>\n<p id=\"totals\"><b>" +
+  return "<h1>Coverage sweep on " + escapeMarkup(sweep.value("profile", "")) +
+         "</h1>\n<p class=\"mono\">" + escapeMarkup(sweep.value("id", "")) + ", " +
+         escapeMarkup(sweep.value("started", "")) + " to " +
+         escapeMarkup(sweep.value("finished", "")) + "</p>\n<p id=\"totals\"><b>" +
          number(summary["models"]) + "</b> models: <b>" + number(summary["covered"]) + "</b> (" +
          percent(summary.value("covered", int64_t{0}), models) +
          ") compile with the adapters they have, <b>" + number(summary["passing"]) + "</b> (" +
@@ -112,15 +104,16 @@ std::string chart(const std::vector<SweepPoint>& points) {
     char label[256];
     std::snprintf(label, sizeof label,
                   "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n", x(i),
-                  top + height + 18, html(shortTime(points[i].finished)).c_str());
+                  top + height + 18, escapeMarkup(shortTime(points[i].finished)).c_str());
     page += label;
   }
   page +=
       "</svg>\n<table id=\"history\"><tr><th>sweep</th><th>finished</th><th>models</th>"
       "<th>compile with adapters</th><th>pass</th></tr>\n";
   for (auto point = points.rbegin(); point != points.rend(); ++point) {
-    page += "<tr><td class=\"mono\">" + html(point->id) + "</td><td>" + html(point->finished) +
-            "</td><td class=\"num\">" + std::to_string(point->models) + "</td><td class=\"num\">" +
+    page += "<tr><td class=\"mono\">" + escapeMarkup(point->id) + "</td><td>" +
+            escapeMarkup(point->finished) + "</td><td class=\"num\">" +
+            std::to_string(point->models) + "</td><td class=\"num\">" +
             std::to_string(point->covered) + "</td><td class=\"num\">" +
             std::to_string(point->passing) + "</td></tr>\n";
   }
@@ -131,7 +124,7 @@ std::string diffSection(const json& sweep) {
   std::string page = "<h2>Since the previous sweep</h2>\n";
   if (!sweep.contains("diff")) return page + "<p>No previous sweep on this profile.</p>\n";
   const json& diff = sweep["diff"];
-  page += "<p>Compared with <span class=\"mono\">" + html(diff.value("previous", "")) +
+  page += "<p>Compared with <span class=\"mono\">" + escapeMarkup(diff.value("previous", "")) +
           "</span>: " + std::to_string(diff["newly_broken"].size()) + " newly broken, " +
           std::to_string(diff["newly_fixed"].size()) + " newly fixed, " +
           std::to_string(diff["changed"].size()) + " changed, " +
@@ -148,9 +141,10 @@ std::string diffSection(const json& sweep) {
                                                                    : "";
     for (const json& change : diff[bucket]) {
       page += "<tr" + cls + "><td class=\"mono\">" +
-              html(change.value("name", change.value("model", ""))) + "</td><td>" +
-              html(change.value("before", "")) + "</td><td>" + html(change.value("after", "")) +
-              "</td><td>" + html(change.value("why", "")) +
+              escapeMarkup(change.value("name", change.value("model", ""))) + "</td><td>" +
+              escapeMarkup(change.value("before", "")) + "</td><td>" +
+              escapeMarkup(change.value("after", "")) + "</td><td>" +
+              escapeMarkup(change.value("why", "")) +
               (change.value("archive_changed", false) ? " (the archive changed)" : "") +
               "</td></tr>\n";
     }
@@ -164,15 +158,16 @@ std::string familyTable(const json& summary) {
       "<h2>Families</h2>\n<table id=\"families\"><tr><th>family</th><th>models</th>"
       "<th>compile with adapters</th><th>pass</th></tr>\n";
   for (const auto& [family, counts] : summary["by_family"].items()) {
-    page += "<tr><td>" + html(family) + "</td><td class=\"num\">" + number(counts["models"]) +
-            "</td><td class=\"num\">" + number(counts["covered"]) + "</td><td class=\"num\">" +
-            number(counts["passing"]) + "</td></tr>\n";
+    page += "<tr><td>" + escapeMarkup(family) + "</td><td class=\"num\">" +
+            number(counts["models"]) + "</td><td class=\"num\">" + number(counts["covered"]) +
+            "</td><td class=\"num\">" + number(counts["passing"]) + "</td></tr>\n";
   }
   page +=
       "</table>\n<h2>Categories</h2>\n<table id=\"categories\"><tr><th>category</th>"
       "<th>models</th></tr>\n";
   for (const auto& [kind, count] : summary["by_category"].items()) {
-    page += "<tr><td>" + html(kind) + "</td><td class=\"num\">" + number(count) + "</td></tr>\n";
+    page += "<tr><td>" + escapeMarkup(kind) + "</td><td class=\"num\">" + number(count) +
+            "</td></tr>\n";
   }
   return page + "</table>\n";
 }
@@ -184,9 +179,9 @@ std::string blockerTable(const json& summary) {
   for (const json& blocker : summary["blockers"]) {
     std::string examples;
     for (const json& name : blocker["examples"]) {
-      examples += (examples.empty() ? "" : ", ") + html(name.get<std::string>());
+      examples += (examples.empty() ? "" : ", ") + escapeMarkup(name.get<std::string>());
     }
-    page += "<tr><td class=\"mono\">" + html(blocker.value("blocker", "")) +
+    page += "<tr><td class=\"mono\">" + escapeMarkup(blocker.value("blocker", "")) +
             "</td><td class=\"num\">" + number(blocker["models"]) + "</td><td>" + examples +
             "</td></tr>\n";
   }
@@ -201,17 +196,17 @@ std::string modelTable(const json& sweep) {
     std::string adapters;
     if (entry.contains("adapters")) {
       for (const json& name : entry["adapters"].value("applied", json::array())) {
-        adapters += (adapters.empty() ? "" : " ") + html(name.get<std::string>());
+        adapters += (adapters.empty() ? "" : " ") + escapeMarkup(name.get<std::string>());
       }
     }
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.1f", entry.value("seconds", 0.0));
     page += std::string("<tr") + (works(entry) ? "" : " class=\"broken\"") +
-            "><td class=\"mono\">" + html(entry.value("name", entry.value("model", ""))) +
-            "</td><td>" + html(entry.value("family", "")) + "</td><td>" +
-            html(entry.value("category", "")) + "</td><td class=\"mono\">" + adapters +
-            "</td><td>" + html(entry.value("detail", "")) + "</td><td class=\"num\">" + seconds +
-            "</td></tr>\n";
+            "><td class=\"mono\">" + escapeMarkup(entry.value("name", entry.value("model", ""))) +
+            "</td><td>" + escapeMarkup(entry.value("family", "")) + "</td><td>" +
+            escapeMarkup(entry.value("category", "")) + "</td><td class=\"mono\">" + adapters +
+            "</td><td>" + escapeMarkup(entry.value("detail", "")) + "</td><td class=\"num\">" +
+            seconds + "</td></tr>\n";
   }
   return page + "</table>\n";
 }
@@ -219,20 +214,17 @@ std::string modelTable(const json& sweep) {
 }  // namespace
 
 std::string renderSweepHtml(const json& sweep, const std::vector<SweepPoint>& points) {
-  std::string page =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
-      "'unsafe-inline'\">\n<title>Stickler sweep " +
-      html(sweep.value("id", "")) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
-  page += header(sweep);
-  page += chart(points);
-  page += diffSection(sweep);
-  page += familyTable(sweep["summary"]);
-  page += blockerTable(sweep["summary"]);
-  page += modelTable(sweep);
-  page += "<footer><p class=\"mono\">stickler.sweep version " + number(sweep["version"]) +
-          "; the document is sweep.json beside this page</p></footer>\n</body>\n</html>\n";
-  return page;
+  std::string body = header(sweep);
+  body += chart(points);
+  body += diffSection(sweep);
+  body += familyTable(sweep["summary"]);
+  body += blockerTable(sweep["summary"]);
+  body += modelTable(sweep);
+  body += "<footer><p class=\"mono\">stickler.sweep version " + number(sweep["version"]) +
+          "; the document is sweep.json beside this page</p></footer>\n";
+  return renderHtmlPage({.title = "Stickler sweep " + sweep.value("id", ""),
+                         .style = std::string(kDocumentStyle) + kStyle,
+                         .body = body});
 }
 
 std::string renderSweepJunit(const json& sweep) {
