@@ -28,8 +28,8 @@
 #include "bench/bench_timing.h"
 #include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
-#include "tools/operation_table.h"
-#include "tools/worker_jobs.h"
+#include "tools/framework/operation_table.h"
+#include "tools/framework/worker_jobs.h"
 
 namespace {
 

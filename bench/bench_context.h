@@ -6,7 +6,7 @@
 #include <string>
 
 #include "simulator/graph/model_cache.h"
-#include "tools/operation.h"
+#include "tools/framework/operation.h"
 
 namespace stickler::bench {
 

@@ -20,7 +20,7 @@
 #include "simulator/backends/backend.h"
 #include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
-#include "tools/worker_jobs.h"
+#include "tools/framework/worker_jobs.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
-#include "tools/worker_jobs.h"
+#include "tools/framework/worker_jobs.h"
 
 int main(int argc, char** argv) {
   stickler::limitBlasThreads();  // as the stickler binary does, in the tests and their workers

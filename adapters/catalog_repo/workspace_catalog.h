@@ -131,7 +131,7 @@ class WorkspaceCatalog {
   ProposalCommit propose(const std::string& id, const std::vector<std::string>& names,
                          const std::string& rationale);
 
-  // Approval (the review queue, tools/review_approve_tool.cpp) in steps, so that the queue can
+  // Approval (the review queue, tools/review/review_approve.cpp) in steps, so that the queue can
   // journal the new commit before main moves.
   struct ApprovalPlan {
     std::string main;  // main's tip the plan is made on

@@ -1,7 +1,7 @@
 // Applying a list of adapters to a model's stack in turn: each that changes the model and passes
 // its equivalence check is pushed, the rest are refused with the reason, and then the whole stack
 // is checked once against the original (while it fails, the adapter on top comes off again). The
-// outcome is data; the tools say it (tools/adapter_json.h).
+// outcome is data; the tools say it (tools/adapters/adapter_json.h).
 #pragma once
 
 #include <functional>

@@ -1,4 +1,4 @@
-// The sandbox worker's jobs (adapter_sandbox.h), registered by tools/worker_jobs.cpp.
+// The sandbox worker's jobs (adapter_sandbox.h), registered by tools/framework/worker_jobs.cpp.
 #pragma once
 
 namespace stickler {

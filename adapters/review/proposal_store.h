@@ -62,7 +62,7 @@ struct Proposal {
   std::vector<ReviewEvent> events;  // oldest first
 };
 
-// A run of the approval gate (tools/review_gate.h): what it was run on (`key`: the proposal's
+// A run of the approval gate (tools/review/review_gate.h): what it was run on (`key`: the proposal's
 // commit, main's, the models and the seed, hashed), whether it passed, and its report as JSON.
 struct GateRecord {
   std::string key;

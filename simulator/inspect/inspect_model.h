@@ -1,4 +1,4 @@
-// `stickler inspect`: what a model is, as data. tools/inspect_model_tool.cpp writes it as the
+// `stickler inspect`: what a model is, as data. tools/model/inspect.cpp writes it as the
 // stickler.inspect report (docs/inspect-json.md).
 #pragma once
 

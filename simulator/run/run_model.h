@@ -1,5 +1,5 @@
 // `stickler run`: a model on a backend, compared end to end with the CPU reference. The result
-// is data; tools/run_report.h writes it as the stickler.run report (docs/run-json.md).
+// is data; tools/model/run_report.h writes it as the stickler.run report (docs/run-json.md).
 #pragma once
 
 #include <memory>

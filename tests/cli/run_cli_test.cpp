@@ -6,7 +6,7 @@
 #include "tests/cli/cli_runner.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
-#include "tools/exit_status.h"
+#include "tools/framework/exit_status.h"
 
 namespace stickler {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "server/json_rpc.h"
+#include "server/mcp/json_rpc.h"
 #include "simulator/support/untrusted_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
 // The HTTP request guard on requests built in memory: each rule's decision, and the order in
 // which they are asked. tests/server/http_test.cpp sends the same attacks over a socket.
-#include "server/http_request_guard.h"
+#include "server/transport/http_request_guard.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/mcp_server.h"
+#include "server/mcp/mcp_server.h"
 
 namespace stickler {
 namespace {

@@ -1,6 +1,6 @@
 // The MCP protocol in process: lifecycle, tools, resources, prompts, completion, logging,
 // progress, cancellation, requests to the client, and the tool schemas' snapshot.
-#include "server/mcp_server.h"
+#include "server/mcp/mcp_server.h"
 
 #include <gtest/gtest.h>
 

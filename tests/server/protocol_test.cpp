@@ -4,11 +4,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "server/json_rpc.h"
-#include "server/workspace.h"
+#include "server/mcp/json_rpc.h"
+#include "server/mcp/workspace.h"
 #include "simulator/support/errors.h"
-#include "tools/input_validation.h"
-#include "tools/operation_table.h"
+#include "tools/framework/input_validation.h"
+#include "tools/framework/operation_table.h"
 
 namespace stickler {
 namespace {

@@ -10,7 +10,7 @@
 #include "adapters/engine/adapter_catalog.h"
 #include "simulator/support/errors.h"
 #include "tests/server/workspace_server.h"
-#include "tools/operation_table.h"
+#include "tools/framework/operation_table.h"
 #include "tools/reports/report_store.h"
 
 namespace stickler {

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "server/mcp_server.h"
+#include "server/mcp/mcp_server.h"
 #include "tests/unit/zoo.h"
 
 namespace stickler {

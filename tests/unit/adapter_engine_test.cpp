@@ -28,7 +28,7 @@
 #include "simulator/support/errors.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
-#include "tools/operation_table.h"
+#include "tools/framework/operation_table.h"
 
 namespace stickler {
 namespace {

@@ -23,8 +23,8 @@
 #include "simulator/support/blas_library.h"
 #include "simulator/support/errors.h"
 #include "tests/unit/zoo.h"
-#include "tools/adapter_json.h"
-#include "tools/adapter_support.h"
+#include "tools/adapters/adapter_json.h"
+#include "tools/adapters/adapter_support.h"
 
 namespace stickler {
 namespace {

@@ -12,7 +12,7 @@
 #include "simulator/support/execution_limit.h"
 #include "simulator/support/task_control.h"
 #include "tests/unit/zoo.h"
-#include "tools/operation_table.h"
+#include "tools/framework/operation_table.h"
 
 namespace stickler {
 namespace {

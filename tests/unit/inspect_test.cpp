@@ -6,8 +6,8 @@
 #include <map>
 
 #include "tests/unit/zoo.h"
-#include "tools/inspect_report.h"
-#include "tools/operation_table.h"
+#include "tools/model/inspect_report.h"
+#include "tools/framework/operation_table.h"
 
 namespace stickler {
 namespace {

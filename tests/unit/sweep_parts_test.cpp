@@ -11,7 +11,7 @@
 #include "tools/sweep/sweep_history.h"
 #include "tools/sweep/sweep_models.h"
 #include "tools/sweep/sweep_presentation.h"
-#include "tools/sweep/sweep_report.h"
+#include "tools/sweep/sweep_page.h"
 #include "tools/sweep/sweep_summary.h"
 
 namespace stickler {

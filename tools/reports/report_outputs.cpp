@@ -4,8 +4,8 @@
 
 #include "simulator/support/errors.h"
 #include "simulator/support/text_files.h"
-#include "tools/operation.h"
-#include "tools/operation_table.h"
+#include "tools/framework/operation.h"
+#include "tools/framework/operation_table.h"
 #include "tools/reports/html_report.h"
 #include "tools/reports/junit_report.h"
 #include "tools/reports/report_store.h"

@@ -17,8 +17,8 @@
 #include "simulator/workers/job_registry.h"
 #include "simulator/workers/worker_pool.h"
 #include "simulator/workers/worker_process.h"
-#include "tools/adapter_support.h"
-#include "tools/bring_up.h"
+#include "tools/adapters/adapter_support.h"
+#include "tools/adapters/bring_up.h"
 
 namespace stickler {
 namespace {

@@ -1,255 +1,132 @@
-#include "tools/sweep/sweep_report.h"
-
-#include <algorithm>
-#include <cstdio>
-
-#include "tools/reports/html_page.h"
+// coverage_report: the sweeps' history read back for agents and people: the latest sweep's
+// coverage, the trend across sweeps, the blocker ranking and what changed since the sweep
+// before (docs/sweeps.md).
+#include "simulator/support/errors.h"
+#include "simulator/support/text_files.h"
+#include "tools/framework/operation_table.h"
+#include "tools/sweep/sweep_history.h"
+#include "tools/sweep/sweep_page.h"
+#include "tools/sweep/sweep_summary.h"
 
 namespace stickler {
 namespace {
 
 using nlohmann::json;
 
-// Beyond the document look: the diff's colours and the chart's lines.
-constexpr const char* kStyle = R"(
-.broken{color:#c62828}.fixed{color:#2e7d32}
-svg .covered{stroke:#5b7aa6;fill:none;stroke-width:2}svg .passing{stroke:#2e7d32;fill:none;stroke-width:2}
-svg .axis{stroke:#8a939e}
-)";
-
-std::string number(const json& value) {
-  return value.is_number() ? value.dump() : std::string("0");
-}
-
-std::string percent(int64_t part, int64_t whole) {
-  char text[16];
-  std::snprintf(text, sizeof text, "%.1f%%", whole == 0 ? 0.0 : 100.0 * part / whole);
-  return text;
-}
-
-bool works(const json& entry) {
-  return entry.value("verdict", "") == "pass" ||
-         (entry.value("covered", false) && entry.value("category", "") == "lowered only");
-}
-
-std::string header(const json& sweep) {
-  const json& summary = sweep["summary"];
-  const int64_t models = summary.value("models", int64_t{0});
-  return "<h1>Coverage sweep on " + escapeMarkup(sweep.value("profile", "")) +
-         "</h1>\n<p class=\"mono\">" + escapeMarkup(sweep.value("id", "")) + ", " +
-         escapeMarkup(sweep.value("started", "")) + " to " +
-         escapeMarkup(sweep.value("finished", "")) + "</p>\n<p id=\"totals\"><b>" +
-         number(summary["models"]) + "</b> models: <b>" + number(summary["covered"]) + "</b> (" +
-         percent(summary.value("covered", int64_t{0}), models) +
-         ") compile with the adapters they have, <b>" + number(summary["passing"]) + "</b> (" +
-         percent(summary.value("passing", int64_t{0}), models) + ") pass end to end. " +
-         std::to_string(sweep["catalog"].size()) + " adapters in the catalog.</p>\n";
-}
-
-// "2026-12-01T18:09:08Z" -> "12-01 18:09": sweeps of one day apart.
-std::string shortTime(const std::string& iso) {
-  if (iso.size() < 16) return iso;
-  return iso.substr(5, 5) + " " + iso.substr(11, 5);
-}
-
-// Models covered and passing across the sweeps, as two lines over the sweeps in order.
-std::string chart(const std::vector<SweepPoint>& points) {
-  std::string page = "<h2>Coverage over time</h2>\n";
-  if (points.empty()) return page + "<p>No sweep in history yet.</p>\n";
-  const double width = 760;
-  const double height = 220;
-  const double left = 50;
-  const double top = 10;
-  int64_t most = 1;
-  for (const SweepPoint& point : points) most = std::max(most, point.models);
-  const auto x = [&](size_t i) {
-    return left + (points.size() == 1 ? width / 2 : width * i / (points.size() - 1));
-  };
-  const auto y = [&](int64_t value) { return top + height - height * value / most; };
-  const auto line = [&](const char* cls, int64_t SweepPoint::*field) {
-    std::string coordinates;
-    for (size_t i = 0; i < points.size(); ++i) {
-      char pair[64];
-      std::snprintf(pair, sizeof pair, "%s%.1f,%.1f", i == 0 ? "" : " ", x(i), y(points[i].*field));
-      coordinates += pair;
-    }
-    std::string marks;
-    for (size_t i = 0; i < points.size(); ++i) {
-      char mark[160];
-      std::snprintf(mark, sizeof mark, "<circle class=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\"/>\n",
-                    cls, x(i), y(points[i].*field));
-      marks += mark;
-    }
-    return "<polyline class=\"" + std::string(cls) + "\" points=\"" + coordinates + "\"/>\n" +
-           marks;
-  };
-  char box[128];
-  std::snprintf(box, sizeof box,
-                "<svg id=\"coverage-chart\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\">\n",
-                left + width + 40, top + height + 40, left + width + 40);
-  page +=
-      "<p class=\"legend\"><span style=\"color:#5b7aa6\">&#9644; compile with adapters</span>"
-      "<span style=\"color:#2e7d32\">&#9644; pass end to end</span></p>\n";
-  page += box;
-  char axis[256];
-  std::snprintf(axis, sizeof axis,
-                "<line class=\"axis\" x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\"/>\n"
-                "<text x=\"4\" y=\"%.0f\">%lld</text><text x=\"4\" y=\"%.0f\">0</text>\n",
-                left, top + height, left + width, top + height, top + 10,
-                static_cast<long long>(most), top + height);
-  page += axis;
-  page += line("covered", &SweepPoint::covered);
-  page += line("passing", &SweepPoint::passing);
-  for (size_t i = 0; i < points.size(); ++i) {
-    char label[256];
-    std::snprintf(label, sizeof label,
-                  "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n", x(i),
-                  top + height + 18, escapeMarkup(shortTime(points[i].finished)).c_str());
-    page += label;
+json run(const json& input, OperationContext& context) {
+  const std::string path = SweepHistory::pathFor(context.workspaceRoot());
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    throw UserError("no sweep in this workspace yet (run `stickler sweep` or run_sweep)");
   }
-  page +=
-      "</svg>\n<table id=\"history\"><tr><th>sweep</th><th>finished</th><th>models</th>"
-      "<th>compile with adapters</th><th>pass</th></tr>\n";
-  for (auto point = points.rbegin(); point != points.rend(); ++point) {
-    page += "<tr><td class=\"mono\">" + escapeMarkup(point->id) + "</td><td>" +
-            escapeMarkup(point->finished) + "</td><td class=\"num\">" +
-            std::to_string(point->models) + "</td><td class=\"num\">" +
-            std::to_string(point->covered) + "</td><td class=\"num\">" +
-            std::to_string(point->passing) + "</td></tr>\n";
+  SweepHistory history(path);
+  const std::string profile = input.value("profile", "");
+  std::optional<json> sweep =
+      input.contains("sweep") ? history.load(input["sweep"]) : history.latest(profile);
+  if (!sweep) {
+    throw UserError(input.contains("sweep")
+                        ? "no sweep '" + input["sweep"].get<std::string>() + "' in history"
+                        : "no sweep on profile '" + profile + "' in history");
   }
-  return page + "</table>\n";
-}
-
-std::string diffSection(const json& sweep) {
-  std::string page = "<h2>Since the previous sweep</h2>\n";
-  if (!sweep.contains("diff")) return page + "<p>No previous sweep on this profile.</p>\n";
-  const json& diff = sweep["diff"];
-  page += "<p>Compared with <span class=\"mono\">" + escapeMarkup(diff.value("previous", "")) +
-          "</span>: " + std::to_string(diff["newly_broken"].size()) + " newly broken, " +
-          std::to_string(diff["newly_fixed"].size()) + " newly fixed, " +
-          std::to_string(diff["changed"].size()) + " changed, " +
-          std::to_string(diff["added"].size()) + " added, " +
-          std::to_string(diff["removed"].size()) + " removed.</p>\n";
-  for (const char* bucket : {"newly_broken", "newly_fixed", "changed"}) {
-    if (diff[bucket].empty()) continue;
-    std::string title = bucket;
-    std::replace(title.begin(), title.end(), '_', ' ');
-    page += "<h3>" + title + "</h3>\n<table id=\"" + std::string(bucket) +
-            "\"><tr><th>model</th><th>before</th><th>now</th><th>why</th></tr>\n";
-    const std::string cls = std::string(bucket) == "newly_broken"  ? " class=\"broken\""
-                            : std::string(bucket) == "newly_fixed" ? " class=\"fixed\""
-                                                                   : "";
-    for (const json& change : diff[bucket]) {
-      page += "<tr" + cls + "><td class=\"mono\">" +
-              escapeMarkup(change.value("name", change.value("model", ""))) + "</td><td>" +
-              escapeMarkup(change.value("before", "")) + "</td><td>" +
-              escapeMarkup(change.value("after", "")) + "</td><td>" +
-              escapeMarkup(change.value("why", "")) +
-              (change.value("archive_changed", false) ? " (the archive changed)" : "") +
-              "</td></tr>\n";
-    }
-    page += "</table>\n";
+  const std::vector<SweepPoint> points = history.points((*sweep)["profile"]);
+  json trend = json::array();
+  for (const SweepPoint& point : points) {
+    trend.push_back({{"id", point.id},
+                     {"finished", point.finished},
+                     {"models", point.models},
+                     {"covered", point.covered},
+                     {"passing", point.passing}});
   }
-  return page;
-}
-
-std::string familyTable(const json& summary) {
-  std::string page =
-      "<h2>Families</h2>\n<table id=\"families\"><tr><th>family</th><th>models</th>"
-      "<th>compile with adapters</th><th>pass</th></tr>\n";
-  for (const auto& [family, counts] : summary["by_family"].items()) {
-    page += "<tr><td>" + escapeMarkup(family) + "</td><td class=\"num\">" +
-            number(counts["models"]) + "</td><td class=\"num\">" + number(counts["covered"]) +
-            "</td><td class=\"num\">" + number(counts["passing"]) + "</td></tr>\n";
-  }
-  page +=
-      "</table>\n<h2>Categories</h2>\n<table id=\"categories\"><tr><th>category</th>"
-      "<th>models</th></tr>\n";
-  for (const auto& [kind, count] : summary["by_category"].items()) {
-    page += "<tr><td>" + escapeMarkup(kind) + "</td><td class=\"num\">" + number(count) +
-            "</td></tr>\n";
-  }
-  return page + "</table>\n";
-}
-
-std::string blockerTable(const json& summary) {
-  std::string page = "<h2>What blocks the most models</h2>\n";
-  if (summary["blockers"].empty()) return page + "<p>No model is blocked.</p>\n";
-  page += "<table id=\"blockers\"><tr><th>blocker</th><th>models</th><th>for example</th></tr>\n";
-  for (const json& blocker : summary["blockers"]) {
-    std::string examples;
-    for (const json& name : blocker["examples"]) {
-      examples += (examples.empty() ? "" : ", ") + escapeMarkup(name.get<std::string>());
-    }
-    page += "<tr><td class=\"mono\">" + escapeMarkup(blocker.value("blocker", "")) +
-            "</td><td class=\"num\">" + number(blocker["models"]) + "</td><td>" + examples +
-            "</td></tr>\n";
-  }
-  return page + "</table>\n";
-}
-
-std::string modelTable(const json& sweep) {
-  std::string page =
-      "<h2>Every model</h2>\n<table id=\"models\"><tr><th>model</th><th>family</th>"
-      "<th>category</th><th>adapters</th><th>detail</th><th>s</th></tr>\n";
-  for (const json& entry : sweep["models"]) {
-    std::string adapters;
-    if (entry.contains("adapters")) {
-      for (const json& name : entry["adapters"].value("applied", json::array())) {
-        adapters += (adapters.empty() ? "" : " ") + escapeMarkup(name.get<std::string>());
+  json report = {{"schema", "stickler.coverage"},    {"version", 1},
+                 {"sweep", (*sweep)["id"]},          {"profile", (*sweep)["profile"]},
+                 {"finished", (*sweep)["finished"]}, {"catalog", (*sweep)["catalog"]},
+                 {"summary", (*sweep)["summary"]},   {"trend", trend}};
+  if (sweep->contains("diff")) report["diff"] = (*sweep)["diff"];
+  if (input.contains("category")) {
+    const std::string wanted = input["category"];
+    const size_t limit = context.listLimit();
+    json models = json::array();
+    size_t matched = 0;
+    for (const json& entry : (*sweep)["models"]) {
+      if (categoryKind(entry.value("category", "")) != categoryKind(wanted) &&
+          entry.value("category", "") != wanted) {
+        continue;
       }
+      if (limit == 0 || models.size() < limit) models.push_back(entry);
+      ++matched;
     }
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.1f", entry.value("seconds", 0.0));
-    page += std::string("<tr") + (works(entry) ? "" : " class=\"broken\"") +
-            "><td class=\"mono\">" + escapeMarkup(entry.value("name", entry.value("model", ""))) +
-            "</td><td>" + escapeMarkup(entry.value("family", "")) + "</td><td>" +
-            escapeMarkup(entry.value("category", "")) + "</td><td class=\"mono\">" + adapters +
-            "</td><td>" + escapeMarkup(entry.value("detail", "")) + "</td><td class=\"num\">" +
-            seconds + "</td></tr>\n";
+    report["models"] = models;
+    report["models_matched"] = matched;
   }
-  return page + "</table>\n";
+  if (input.contains("html")) {
+    const std::string html = context.resolvePath(input["html"]);
+    writeFileAtomically(html, renderSweepHtml(*sweep, points));
+    report["html"] = html;
+  }
+  return report;
+}
+
+std::string render(const json& report) {
+  const json& summary = report["summary"];
+  std::string text = report["sweep"].get<std::string>() + " on " +
+                     report["profile"].get<std::string>() + ", finished " +
+                     report["finished"].get<std::string>() + ": " + summary["models"].dump() +
+                     " models, " + summary["covered"].dump() + " compile with adapters, " +
+                     summary["passing"].dump() + " pass\ntrend (oldest first):";
+  for (const json& point : report["trend"]) {
+    text += " " + point["covered"].dump() + "/" + point["passing"].dump();
+  }
+  text += "\n";
+  for (const json& blocker : summary["blockers"]) {
+    text += "  " + blocker["blocker"].get<std::string>() + ": " + blocker["models"].dump() +
+            " model(s)\n";
+  }
+  if (report.contains("models")) {
+    for (const json& entry : report["models"]) {
+      text += entry.value("name", entry.value("model", "")) + ": " + entry.value("category", "") +
+              " " + entry.value("detail", "") + "\n";
+    }
+  }
+  if (report.contains("html")) text += "written " + report["html"].get<std::string>() + "\n";
+  return text;
 }
 
 }  // namespace
 
-std::string renderSweepHtml(const json& sweep, const std::vector<SweepPoint>& points) {
-  std::string body = header(sweep);
-  body += chart(points);
-  body += diffSection(sweep);
-  body += familyTable(sweep["summary"]);
-  body += blockerTable(sweep["summary"]);
-  body += modelTable(sweep);
-  body += "<footer><p class=\"mono\">stickler.sweep version " + number(sweep["version"]) +
-          "; the document is sweep.json beside this page</p></footer>\n";
-  return renderHtmlPage({.title = "Stickler sweep " + sweep.value("id", ""),
-                         .style = std::string(kDocumentStyle) + kStyle,
-                         .body = body});
-}
-
-std::string renderSweepJunit(const json& sweep) {
-  size_t failures = 0;
-  std::string cases;
-  const std::string classname = escapeMarkup("stickler.sweep." + sweep.value("profile", ""));
-  for (const json& entry : sweep["models"]) {
-    cases += "    <testcase classname=\"" + classname + "\" name=\"" +
-             escapeMarkup(entry.value("name", entry.value("model", ""))) + "\" time=\"" +
-             std::to_string(entry.value("seconds", 0.0)) + "\"";
-    if (works(entry)) {
-      cases += "/>\n";
-      continue;
-    }
-    ++failures;
-    cases += ">\n      <failure type=\"" + escapeMarkup(entry.value("category", "")) +
-             "\" message=\"" + escapeMarkup(entry.value("detail", "")) + "\">" +
-             escapeMarkup(entry.value("model", "")) + "</failure>\n    </testcase>\n";
-  }
-  const std::string counts = " tests=\"" + std::to_string(sweep["models"].size()) +
-                             "\" failures=\"" + std::to_string(failures) + "\"";
-  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"stickler\"" + counts +
-         ">\n  <testsuite name=\"" + escapeMarkup("stickler sweep " + sweep.value("id", "")) +
-         "\"" + counts + " errors=\"0\" skipped=\"0\">\n" + cases +
-         "  </testsuite>\n</testsuites>\n";
+Operation makeCoverageReportOperation() {
+  Operation operation;
+  operation.name = "coverage_report";
+  operation.title = "Coverage from the sweeps' history";
+  operation.description =
+      "Read the workspace's sweep history: the latest sweep (or one by id) with how many models "
+      "compile with the adapters they have and pass end to end, per family and per category, "
+      "the blockers that block the most models, what broke or was fixed since the sweep "
+      "before and why, and the trend across sweeps. `category` lists the models of one "
+      "category (e.g. \"no adapter\", \"unsupported op aten::topk\"). Reads only.";
+  json schema = {{"type", "object"}, {"additionalProperties", false}};
+  schema["properties"]["sweep"] = {{"type", "string"},
+                                   {"description", "A sweep's id; the latest when absent."}};
+  schema["properties"]["profile"] = {
+      {"type", "string"},
+      {"description", "The latest sweep on this profile (a name as sweeps record it)."}};
+  schema["properties"]["category"] = {
+      {"type", "string"},
+      {"description", "List the sweep's models of this category or category kind."}};
+  schema["properties"]["html"] = {
+      {"type", "string"},
+      {"description", "Also write the sweep's HTML page (coverage chart, diff) to this path."}};
+  operation.input_schema = schema;
+  operation.output_schema = {{"type", "object"},
+                             {"properties",
+                              {{"schema", {{"const", "stickler.coverage"}}},
+                               {"summary", {{"type", "object"}}},
+                               {"trend", {{"type", "array"}}}}},
+                             {"required", {"schema", "summary", "trend"}}};
+  operation.annotations = {.read_only = true, .destructive = false, .idempotent = true};
+  operation.cli = {"sweep report", {}, {}};
+  operation.run = run;
+  operation.render_text = render;
+  return operation;
 }
 
 }  // namespace stickler

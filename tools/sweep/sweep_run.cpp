@@ -20,10 +20,10 @@
 #include "simulator/support/sha256.h"
 #include "simulator/support/text_files.h"
 #include "simulator/support/text_format.h"
-#include "tools/adapter_support.h"
+#include "tools/adapters/adapter_support.h"
 #include "tools/reports/report_retention.h"
 #include "tools/sweep/sweep_history.h"
-#include "tools/sweep/sweep_report.h"
+#include "tools/sweep/sweep_page.h"
 #include "tools/sweep/sweep_summary.h"
 
 namespace stickler {

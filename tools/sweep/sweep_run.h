@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/operation.h"
+#include "tools/framework/operation.h"
 #include "tools/reports/report_retention.h"
 #include "tools/sweep/sweep_models.h"
 #include "tools/sweep/sweep_probe.h"

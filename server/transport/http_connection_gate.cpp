@@ -1,0 +1,220 @@
+#include "server/transport/http_connection_gate.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace stickler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Set by closeConnectionAfterResponse() on the worker thread that runs the request.
+thread_local bool close_after_response = false;
+
+int millisecondsUntil(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::max<int64_t>(0, left.count()));
+}
+
+bool waitFor(int fd, short events, int timeout_ms) {
+  pollfd ready{fd, events, 0};
+  while (true) {
+    const int result = ::poll(&ready, 1, timeout_ms);
+    if (result > 0) return true;
+    if (result == 0 || errno != EINTR) return false;
+  }
+}
+
+std::string addressOf(const sockaddr_storage& address) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (address.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(address).sin_addr, text,
+                sizeof text);
+  } else if (address.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(address).sin6_addr, text,
+                sizeof text);
+  }
+  return text;
+}
+
+int portOf(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET) {
+    return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
+  }
+  if (address.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+  }
+  return 0;
+}
+
+// A connection as cpp-httplib's request processing reads and writes it, with what it has read
+// ahead kept here: the connection loop fills it while it waits for a request's headers.
+class ConnectionStream : public httplib::Stream {
+ public:
+  ConnectionStream(socket_t sock, int io_seconds) : sock_(sock), io_ms_(io_seconds * 1000) {}
+
+  // Reads until the buffered bytes hold the end of a request's headers (or as many bytes as a
+  // request's headers may take; cpp-httplib then refuses them). False when the client closed
+  // or `deadline` passed first.
+  bool waitForHeaders(Clock::time_point first_byte_deadline, int header_seconds) {
+    Clock::time_point deadline = first_byte_deadline;
+    bool started = pending() > 0;
+    if (started) deadline = Clock::now() + std::chrono::seconds(header_seconds);
+    while (true) {
+      const std::string_view buffered(buffer_.data() + offset_, pending());
+      if (buffered.find("\r\n\r\n") != std::string_view::npos ||
+          buffered.find("\n\n") != std::string_view::npos || pending() >= kMaxHeaderBytes) {
+        return true;
+      }
+      if (!waitFor(sock_, POLLIN, millisecondsUntil(deadline))) return false;
+      if (fill() <= 0) return false;
+      if (!started) {
+        started = true;
+        deadline = Clock::now() + std::chrono::seconds(header_seconds);
+      }
+    }
+  }
+  bool startedRequest() const { return pending() > 0; }
+  void setReadDeadline(Clock::time_point deadline) { read_deadline_ = deadline; }
+
+  bool is_readable() const override {
+    return pending() > 0 || waitFor(sock_, POLLIN, readTimeout());
+  }
+  bool is_writable() const override { return waitFor(sock_, POLLOUT, io_ms_); }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (pending() == 0) {
+      if (!waitFor(sock_, POLLIN, readTimeout())) return -1;
+      const ssize_t got = fill();
+      if (got <= 0) return got;
+    }
+    const size_t n = std::min(size, pending());
+    std::memcpy(ptr, buffer_.data() + offset_, n);
+    offset_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!is_writable()) return -1;
+    while (true) {
+      const ssize_t sent = ::send(sock_, ptr, size, MSG_NOSIGNAL);
+      if (sent >= 0 || errno != EINTR) return sent;
+    }
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    endpoint(::getpeername, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    endpoint(::getsockname, ip, port);
+  }
+  socket_t socket() const override { return sock_; }
+
+ private:
+  static constexpr size_t kMaxHeaderBytes = size_t{64} * 1024;
+
+  size_t pending() const { return buffer_.size() - offset_; }
+  void endpoint(int (*name)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (name(sock_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+      ip = addressOf(address);
+      port = portOf(address);
+    }
+  }
+  int readTimeout() const { return std::min(io_ms_, millisecondsUntil(read_deadline_)); }
+  // One recv into the buffer; what was read before is dropped once consumed.
+  ssize_t fill() {
+    if (offset_ == buffer_.size()) {
+      buffer_.clear();
+      offset_ = 0;
+    }
+    char chunk[16 * 1024];
+    while (true) {
+      const ssize_t got = ::recv(sock_, chunk, sizeof chunk, 0);
+      if (got > 0) buffer_.append(chunk, static_cast<size_t>(got));
+      if (got >= 0 || errno != EINTR) return got;
+    }
+  }
+
+  socket_t sock_;
+  int io_ms_;
+  Clock::time_point read_deadline_ = Clock::time_point::max();
+  std::string buffer_;
+  size_t offset_ = 0;
+};
+
+void answerAndClose(socket_t sock, const char* status, const std::string& message) {
+  const std::string body =
+      R"({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":")" + message + "\"}}";
+  const std::string response = std::string("HTTP/1.1 ") + status +
+                               "\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                               "Retry-After: 1\r\nContent-Length: " +
+                               std::to_string(body.size()) + "\r\n\r\n" + body;
+  (void)::send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+}  // namespace
+
+void closeConnectionAfterResponse() {
+  close_after_response = true;
+}
+
+bool GatedHttpServer::admit(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int& held = connections_[address];
+  if (held >= limits_.per_address) return false;
+  ++held;
+  return true;
+}
+
+void GatedHttpServer::release(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (--connections_[address] <= 0) connections_.erase(address);
+}
+
+bool GatedHttpServer::process_and_close_socket(socket_t sock) {
+  ConnectionStream stream(sock, limits_.io_seconds);
+  std::string address;
+  int port = 0;
+  stream.get_remote_ip_and_port(address, port);
+  bool served = false;
+  if (!admit(address)) {
+    answerAndClose(sock, "503 Service Unavailable",
+                   "too many connections from " + address + "; retry when one ends");
+  } else {
+    auto first_byte_deadline = Clock::now() + std::chrono::seconds(limits_.header_seconds);
+    bool closed = false;
+    for (int request = 0; request < limits_.requests_per_connection && !closed; ++request) {
+      if (!stream.waitForHeaders(first_byte_deadline, limits_.header_seconds)) {
+        if (stream.startedRequest()) {
+          answerAndClose(sock, "408 Request Timeout",
+                         "the request's headers did not arrive within " +
+                             std::to_string(limits_.header_seconds) + " s");
+        }
+        break;
+      }
+      stream.setReadDeadline(Clock::now() + std::chrono::seconds(limits_.body_seconds));
+      const bool last = request + 1 == limits_.requests_per_connection;
+      close_after_response = false;
+      if (!process_request(stream, last, closed, nullptr)) break;
+      served = true;
+      if (close_after_response) break;
+      first_byte_deadline = Clock::now() + std::chrono::seconds(limits_.idle_seconds);
+    }
+    release(address);
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  return served;
+}
+
+}  // namespace stickler

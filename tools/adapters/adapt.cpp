@@ -1,0 +1,156 @@
+// adapt: every catalog adapter meant for the model and profile, applied in turn, then the
+// model run end to end on the simulator: the one-command bring-up.
+#include "adapters/engine/adapted_archive.h"
+#include "adapters/engine/adapter_matching.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/graph/model_facts.h"
+#include "simulator/run/run_model.h"
+#include "tools/adapters/adapter_support.h"
+#include "tools/adapters/bring_up.h"
+#include "tools/framework/operation_table.h"
+#include "tools/model/run_report.h"
+#include "tools/framework/schema_fields.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+json run(const json& input, OperationContext& context) {
+  const std::string model_path = context.resolvePath(requireString(input, "model"));
+  const std::string profile_name = resolveProfile(requireString(input, "profile"), context);
+  const std::vector<std::string> input_flags = optionalStrings(input, "inputs");
+  const auto catalog = adapterCatalog(context);
+  json stacked;
+  json report;
+  std::vector<std::string> already_applied;
+  json session;
+  {
+    ModelAdapters adapters(context, model_path, input_flags);
+    AdapterStack& stack = adapters.stack();
+    already_applied = stack.names();
+    BringUpRequest request;
+    request.model = model_path;
+    request.input_flags = input_flags;
+    request.catalog = &catalog;
+    request.profile = profile_name;
+    request.run_seconds = input.at("timeout_seconds").get<double>();
+    // The device run goes beside the check of the whole stack; it runs again in the rare case
+    // that the check takes adapters off.
+    request.run_beside_check = true;
+    request.stack = &stack;
+    request.cache = adapters.cache();
+    request.before_run = [&] {
+      if (input.contains("save")) requireSavable(*stack.current());  // before the run, not after
+      adapters.publish();
+    };
+    const BringUpResult brought = bringUp(request, context.task());
+    report = runReport(*brought.run);
+    stacked = stackingToJson(brought.stacking, stack, context.listLimit());
+    const LoadedModel& original = *brought.original;
+    // What the end-to-end run says about each workspace adapter goes into its history.
+    for (const auto& application : stack.applied()) {
+      const CatalogEntry& entry = findCatalogEntry(catalog, application.adapter.metadata.name);
+      recordEvidence(context, entry.name, entry.origin,
+                     "End to end on " + brought.profile.name + ": " + report.value("verdict", "") +
+                         " for " + cardOf(original).name,
+                     {{"Evidence", "stickler adapt: verdict " + report.value("verdict", "") +
+                                       ", equivalence " + equivalenceText(application.equivalence)},
+                      {"Model", cardOf(original).name},
+                      {"Profile", brought.profile.name}});
+    }
+    if (input.contains("save")) {
+      const std::string out = context.resolvePath(requireString(input, "save"));
+      saveAdaptedArchive(*stack.current(), stack.names(), out);
+      report["saved"] = out;
+    }
+    session = sessionStackToJson(stack);
+  }
+  report["schema"] = "stickler.adapt_run";
+  // `applied` are this call's; the session may have had some already, which adapt never applies
+  // again: `stack` is what the run used.
+  report["adapters"] = {{"applied", stacked["applied"]},
+                        {"refused", stacked["refused"]},
+                        {"already_applied", already_applied},
+                        {"stack", session["adapters"]}};
+  report["session"] = session;
+  if (stacked.contains("whole_model")) report["adapters"]["whole_model"] = stacked["whole_model"];
+  return report;
+}
+
+std::string renderText(const json& report) {
+  std::string text;
+  if (!report["adapters"]["already_applied"].empty()) {
+    text += "already applied in this session:";
+    for (const auto& name : report["adapters"]["already_applied"]) {
+      text += " " + name.get<std::string>();
+    }
+    text += "\n";
+  }
+  text += "adapters applied:";
+  for (const auto& application : report["adapters"]["applied"]) {
+    text += " " + application["adapter"].get<std::string>();
+  }
+  if (report["adapters"]["applied"].empty()) text += " none";
+  text += "\n";
+  for (const auto& application : report["adapters"]["applied"]) {
+    if (!application.contains("equivalence")) continue;
+    text += "  " + application["adapter"].get<std::string>() + ": " +
+            equivalenceLine(application["equivalence"]) + "\n";
+  }
+  if (report["adapters"].contains("whole_model")) {
+    text +=
+        "  the whole adapted model: " + equivalenceLine(report["adapters"]["whole_model"]) + "\n";
+  }
+  for (const auto& refused : report["adapters"]["refused"]) {
+    text += "refused: " + refused["adapter"].get<std::string>() + " (" +
+            refused["reason"].get<std::string>() + ")\n";
+  }
+  text += operationNamed("run_model").render_text(report);
+  if (report.contains("saved")) text += "saved " + report["saved"].get<std::string>() + "\n";
+  return text;
+}
+
+}  // namespace
+
+Operation makeAdaptModelOperation() {
+  Operation operation;
+  operation.name = "adapt_model";
+  operation.title = "Adapt a model and run it";
+  operation.description =
+      "Apply every catalog adapter meant for the model and the device profile (each checked for "
+      "equivalence on the CPU, in float64 and float32, on the modules it changed; refused ones "
+      "are reported and skipped; then the whole adapted model once against the original), then run "
+      "the adapted model "
+      "end to end on the simulator for that profile and compare it with the CPU reference. The "
+      "result is run_model's, with the adapters applied; exit status as run_model's. With save, "
+      "the adapted model is written as an archive. Adapters the session's model already has are "
+      "never applied again (adapters.already_applied); adapters.stack is the whole stack the run "
+      "used. " +
+      std::string(kChangesTheSession);
+  json schema = {{"type", "object"}, {"required", {"model"}}, {"additionalProperties", false}};
+  schema["properties"]["model"] = modelField();
+  schema["properties"]["profile"] = profileField();
+  schema["properties"]["inputs"] = inputsField();
+  schema["properties"]["save"] = {
+      {"type", "string"}, {"description", "Write the adapted model to this archive (.pt)."}};
+  schema["properties"]["timeout_seconds"] = timeoutField();
+  operation.input_schema = schema;
+  operation.output_schema = {{"type", "object"},
+                             {"properties",
+                              {{"schema", {{"const", "stickler.adapt_run"}}},
+                               {"verdict", {{"type", "string"}}},
+                               {"adapters", {{"type", "object"}}},
+                               {"session", {{"type", "object"}}}}},
+                             {"required", {"schema", "verdict", "adapters", "session"}}};
+  operation.annotations = {false, false, false};
+  operation.cli = {"adapt", {"model"}, {{"inputs", "input"}, {"timeout_seconds", "timeout"}}};
+  operation.run = run;
+  operation.render_text = renderText;
+  operation.exit_status = [](const json& report) {
+    return static_cast<ExitStatus>(report.at("exit_status").get<int>());
+  };
+  return operation;
+}
+
+}  // namespace stickler

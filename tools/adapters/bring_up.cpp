@@ -1,0 +1,71 @@
+#include "tools/adapters/bring_up.h"
+
+#include "simulator/diagnose/causal_localization.h"
+#include "simulator/graph/model_cache.h"
+#include "simulator/graph/model_facts.h"
+#include "simulator/lowering/check_support.h"
+#include "tools/adapters/adapter_support.h"
+
+namespace stickler {
+namespace {
+
+bool isWeightless(const LoadedModel& model) {
+  const nlohmann::json& config = cardOf(model).config;
+  return config.is_object() && config.contains("weightless") && config["weightless"] == true;
+}
+
+}  // namespace
+
+BringUpResult bringUp(const BringUpRequest& request, const TaskControl& control) {
+  BringUpResult result;
+  if (request.stack != nullptr) {
+    result.stack = request.stack;
+  } else {
+    result.own_stack = std::make_shared<AdapterStack>(
+        request.original ? request.original : loadModelSeeded(request.model, request.seed));
+    result.stack = result.own_stack.get();
+  }
+  AdapterStack& stack = *result.stack;
+  result.original = stack.original();
+  result.profile = loadProfile(request.profile);
+  result.weightless = isWeightless(*result.original);
+  if (request.compile_reports) result.without = compileLoaded(*result.original, result.profile);
+  control.checkCancelled();
+
+  const auto run = [&] {
+    if (request.run_if && !request.run_if(result)) return;
+    if (request.before_run) request.before_run();
+    RunRequest run_request;
+    run_request.model = request.model;
+    run_request.inputs = request.input_flags;
+    if (request.cache == nullptr) run_request.loaded = stack.current();
+    run_request.backend = spyreSimBackend(request.profile);
+    run_request.timeout_seconds = request.run_seconds;
+    result.run = runModel(run_request, control, request.cache);
+  };
+  const std::vector<const CatalogEntry*> meant =
+      request.catalog ? adaptersMeantFor(*request.catalog, *result.original, &result.profile)
+                      : std::vector<const CatalogEntry*>{};
+  const StackingChecks checks =
+      result.weightless ? StackingChecks::kUnchecked : StackingChecks::kChecked;
+  if (request.run_beside_check) {
+    result.stacking = stackAdapters(stack, meant, result.profile, checks, run);
+    if (result.stacking.beside_outdated) run();
+    if (request.compile_reports) result.with = compileLoaded(*stack.current(), result.profile);
+  } else {
+    result.stacking = stackAdapters(stack, meant, result.profile, checks);
+    if (request.compile_reports) result.with = compileLoaded(*stack.current(), result.profile);
+    control.checkCancelled();
+    run();
+  }
+  if (request.localize && result.run && result.run->verdict == RunVerdict::kFail) {
+    LocalizeOptions localize;
+    localize.backend = spyreSimBackend(request.profile);
+    localize.timeout_seconds = request.run_seconds;
+    localize.control = control;
+    result.localization = localizeDivergence(*stack.current(), localize);
+  }
+  return result;
+}
+
+}  // namespace stickler

@@ -1,0 +1,160 @@
+// localize: the module whose execution on the device flips the end-to-end verdict, found by
+// bisecting hybrid runs and confirmed (simulator/diagnose/causal_localization.h).
+#include <algorithm>
+#include <cstdio>
+
+#include "simulator/device/device_profile.h"
+#include "simulator/diagnose/causal_localization.h"
+#include "simulator/graph/model_facts.h"
+#include "simulator/graph/module_table.h"
+#include "simulator/support/errors.h"
+#include "tools/adapters/adapter_support.h"
+#include "tools/diagnose/localize_report.h"
+#include "tools/framework/operation_table.h"
+#include "tools/reports/report_outputs.h"
+#include "tools/reports/report_text.h"
+#include "tools/framework/schema_fields.h"
+#include "tools/diagnose/threshold_options.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+
+json run(const json& input, OperationContext& context) {
+  const std::string model_path = context.resolvePath(requireString(input, "model"));
+  const std::string profile_name = resolveProfile(requireString(input, "profile"), context);
+  const DeviceProfile profile = loadProfile(profile_name);
+  const std::vector<std::string> input_flags = optionalStrings(input, "inputs");
+  const bool adapt = input.value("adapt", false);
+  checkReportOutputs(input, context);
+  json adapters = json::array();
+  const auto model =
+      modelToDiagnose(context, model_path, input_flags, adapt ? &profile : nullptr, &adapters);
+  LocalizeOptions options;
+  options.backend = spyreSimBackend(profile_name);
+  options.timeout_seconds = input.at("timeout_seconds").get<double>();
+  options.control = context.task();
+  options.passes = input.value("passes", false);
+  options.thresholds = thresholdSettings(input);
+  json report = localizeReport(localizeDivergence(*model, options));
+  if (adapt) report["adapters_applied"] = adapters;
+  publishReport(report, input, context);
+  return report;
+}
+
+std::string renderText(const json& report) {
+  std::string text = headlineText(report);
+  if (report.contains("adapters_applied") && !report["adapters_applied"].empty()) {
+    text += "\nadapters applied first:";
+    for (const auto& name : report["adapters_applied"]) text += " " + name.get<std::string>();
+    text += "\n";
+  }
+  if (report.contains("culprit")) {
+    const json& culprit = report["culprit"];
+    text += "\nculprit: " + culprit["module"].get<std::string>() + " (" +
+            culprit["module_class"].get<std::string>() + "), module " +
+            std::to_string(culprit["position"].get<int64_t>()) + " of " +
+            std::to_string(report["units"].get<int64_t>()) + " in execution order\n";
+  }
+  if (report.contains("culprit") && report["culprit"].contains("deviation") &&
+      !report["culprit"]["deviation"].is_null()) {
+    const json& deviation = report["culprit"]["deviation"];
+    const std::string error =
+        deviation["rel_l2"].is_number() ? metricText(deviation["rel_l2"]) : "non-finite";
+    text += "  its error: relative L2 " + error + " against a threshold of " +
+            metricText(deviation["threshold"]) + " (" + metricText(deviation["ratio_to_emulated"]) +
+            "x the emulated format's)\n";
+  }
+  if (report.contains("absorbed") && !report["absorbed"].empty()) {
+    text +=
+        "\nabsorbed downstream (over threshold, yet the model passes with them on the device):\n";
+    text += deviationLines(report["absorbed"]);
+  }
+  if (report.contains("pass_culprit")) {
+    const json& culprit = report["pass_culprit"];
+    text += "\npass application " + std::to_string(culprit["application"].get<int64_t>()) + " of " +
+            std::to_string(report["pass_applications"].get<int64_t>()) + ": " +
+            culprit["pass"].get<std::string>() + " of " + culprit["op"].get<std::string>() + " (" +
+            culprit["module"].get<std::string>() + ") into the kernel of " +
+            culprit["into_op"].get<std::string>() + " (" +
+            culprit["into_module"].get<std::string>() + ")\n";
+  }
+  if (report.contains("together")) {
+    text += "fails only together:";
+    for (const auto& module : report["together"]) {
+      text += " " + module["module"].get<std::string>();
+    }
+    text += "\n";
+  }
+  if (report.contains("runs") && !report["runs"].empty()) {
+    text += "\ndevice runs (" + std::to_string(report["device_runs"].get<int64_t>()) +
+            ", target at most " + std::to_string(report["device_run_target"].get<int64_t>()) +
+            "):\n";
+    for (const auto& trial : report["runs"]) {
+      std::string verdict = trial["verdict"];
+      verdict.resize(std::max<size_t>(verdict.size(), 9), ' ');  // aligned under "timed_out"
+      text += "  " + verdict + " " + trial["device"].get<std::string>() + "\n";
+    }
+  }
+  return text + reportFilesText(report);
+}
+
+}  // namespace
+
+Operation makeLocalizeDivergenceOperation() {
+  Operation operation;
+  operation.name = "localize_divergence";
+  operation.title = "Localize the module that makes a model fail";
+  operation.description =
+      "Find the module whose execution on the simulated device flips the end-to-end verdict: "
+      "two identical whole-model runs first (nondeterminism is never blamed on a layer), then "
+      "a binary search over the modules in execution order with hybrid runs (a prefix on the "
+      "device, the rest on the CPU reference), then confirmation (the module alone on the "
+      "device fails; everything but it on the device passes). Reports the culprit with its "
+      "class and operators, or the modules that fail only together, and every device run "
+      "(at most ceil(log2 M) + 4 for M modules and one culprit). With adapt, the catalog's "
+      "adapters for the model and profile are applied first, without changing the session. "
+      "The report is saved (report_id; get_report serves it as JSON, HTML or JUnit).";
+  json schema = {
+      {"type", "object"}, {"required", {"model", "profile"}}, {"additionalProperties", false}};
+  schema["properties"]["model"] = modelField();
+  schema["properties"]["profile"] = profileField();
+  schema["properties"]["inputs"] = inputsField();
+  schema["properties"]["adapt"] = adaptField();
+  schema["properties"]["passes"] = {
+      {"type", "boolean"},
+      {"default", false},
+      {"description",
+       "Bisect the lowering's pass applications (fusions) instead of the modules: the whole "
+       "model runs on the device with only the first N applications, like LLVM's "
+       "-opt-bisect-limit, and the first application that makes the model fail is named."}};
+  schema["properties"]["timeout_seconds"] = timeoutField();
+  addThresholdFields(schema["properties"]);
+  schema["properties"]["html"] = htmlReportField();
+  schema["properties"]["junit"] = junitReportField();
+  operation.input_schema = schema;
+  operation.output_schema = {{"type", "object"},
+                             {"properties",
+                              {{"schema", {{"const", "stickler.localize"}}},
+                               {"status",
+                                {{"enum",
+                                  {"localized", "localized_with_other_causes", "needs_several",
+                                   "passes", "nondeterministic", "blocked", "pass_localized",
+                                   "no_pass_applications", "fails_without_passes"}}}},
+                               {"summary", {{"type", "string"}}},
+                               {"culprit", {{"type", "object"}}},
+                               {"device_runs", {{"type", "integer"}}}}},
+                             {"required", {"schema", "status", "summary"}}};
+  operation.annotations = {.read_only = false, .destructive = false, .idempotent = true};
+  operation.cli = {"localize", {"model"}, {{"inputs", "input"}, {"timeout_seconds", "timeout"}}};
+  operation.run = run;
+  operation.render_text = renderText;
+  operation.exit_status = [](const json& report) {
+    return report["status"] == localizeStatusName(LocalizeStatus::kBlocked) ? ExitStatus::kBlocked
+                                                                            : ExitStatus::kOk;
+  };
+  return operation;
+}
+
+}  // namespace stickler

@@ -1,0 +1,232 @@
+#include "tools/diagnose/localize_report.h"
+
+#include <string>
+
+#include "simulator/graph/module_table.h"
+#include "tools/framework/next_step.h"
+#include "tools/reports/result_json.h"
+
+namespace stickler {
+
+using nlohmann::json;
+
+namespace {
+
+json numericsToJson(const NumericsReport& numerics) {
+  json modules = json::array();
+  for (const ModuleCallDeviation& call : numerics.modules) {
+    modules.push_back({{"module", call.module},
+                       {"module_class", call.module_class},
+                       {"max_abs", numberOrNull(call.max_abs)},
+                       {"mean_abs", numberOrNull(call.mean_abs)},
+                       {"cosine", numberOrNull(call.cosine)},
+                       {"rel_l2", numberOrNull(call.rel_l2)},
+                       {"sqnr_db", numberOrNull(call.sqnr_db)},
+                       {"non_finite", call.non_finite},
+                       {"emulated_rel_l2", call.emulated_rel_l2},
+                       {"threshold", call.threshold},
+                       {"ratio_to_emulated", numberOrNull(call.ratio_to_emulated)},
+                       {"over_threshold", call.over_threshold}});
+  }
+  const ThresholdBasis& basis = numerics.thresholds;
+  return {{"thresholds",
+           {{"metric", "rel_l2"},
+            {"reference", "cpu"},
+            {"emulated", basis.emulated},
+            {"input_sets", basis.input_sets},
+            {"percentile", basis.percentile},
+            {"margin", basis.margin},
+            {"floor", basis.floor},
+            {"cache_key", basis.cache_key},
+            {"from_cache", basis.from_cache}}},
+          {"modules", modules}};
+}
+
+json onsetsToJson(const std::vector<DeviationOnset>& onsets) {
+  json list = json::array();
+  for (const DeviationOnset& onset : onsets) {
+    list.push_back({{"module", onset.module},
+                    {"module_class", onset.module_class},
+                    {"rel_l2", numberOrNull(onset.rel_l2)},
+                    {"threshold", onset.threshold},
+                    {"ratio_to_emulated", numberOrNull(onset.ratio_to_emulated)},
+                    {"downstream_over_threshold", onset.downstream_over_threshold}});
+  }
+  return list;
+}
+
+json unitToJson(const LocalizationUnit& unit) {
+  return {{"module", unit.module},
+          {"module_class", unit.module_class},
+          {"position", unit.position},
+          {"ops", unit.ops}};
+}
+
+json deviationToJson(const std::optional<UnitDeviation>& deviation) {
+  if (!deviation) return nullptr;
+  return {{"rel_l2", numberOrNull(deviation->rel_l2)},
+          {"threshold", deviation->threshold},
+          {"ratio_to_emulated", numberOrNull(deviation->ratio_to_emulated)},
+          {"over_threshold", deviation->over_threshold}};
+}
+
+json runsToJson(const std::vector<DeviceTrial>& runs) {
+  json list = json::array();
+  for (const DeviceTrial& run : runs) {
+    json entry{{"device", run.device},
+               {"modules_on_device", run.modules_on_device},
+               {"verdict", runVerdictName(run.verdict)},
+               {"seconds", run.seconds}};
+    if (!run.message.empty()) entry["message"] = run.message;
+    list.push_back(std::move(entry));
+  }
+  return list;
+}
+
+std::string verb(const std::optional<RunVerdict>& verdict) {
+  return runVerdictVerb(verdict.value_or(RunVerdict::kFail));
+}
+
+std::string absorbedCount(const std::optional<std::vector<DeviationOnset>>& absorbed) {
+  return std::to_string(absorbed ? absorbed->size() : 0) +
+         " deviation(s) over threshold absorbed downstream";
+}
+
+std::string numericsSummary(const LocalizationResult& result) {
+  const std::string on = " end to end on " + result.backend;
+  if (result.status == LocalizeStatus::kPasses) {
+    return "the model passes" + on +
+           (result.absorbed && !result.absorbed->empty() ? "; " + absorbedCount(result.absorbed)
+                                                         : "; no module is over its threshold");
+  }
+  std::string summary = "the model " + verb(result.whole_model_verdict) + on;
+  if (result.first_non_finite) {
+    const FirstNonFinite& first = *result.first_non_finite;
+    summary +=
+        "; the first " + first.kind + " (where the reference is finite) comes from " + first.where;
+  }
+  if (result.deviations && !result.deviations->empty()) {
+    const DeviationOnset& onset = result.deviations->front();
+    return summary + "; the first module over its threshold is " + displayPath(onset.module) +
+           " (" + onset.module_class + ")";
+  }
+  return summary + "; no module is over its threshold before the end";
+}
+
+std::string summaryOf(const LocalizationResult& result) {
+  const std::string culprit = result.culprit ? result.culprit->module : "";
+  const std::string of_passes =
+      " of " + std::to_string(result.pass_applications.value_or(0)) + " pass applications";
+  switch (result.status) {
+    case LocalizeStatus::kBlocked:
+      return "the model does not compile on " + result.backend + " (" +
+             std::to_string(result.blockers) +
+             " blockers): " + (result.numerics_mode ? "the numerics mode" : "localization") +
+             " needs a model that compiles";
+    case LocalizeStatus::kNondeterministic:
+      return std::string("two identical whole-model runs disagree (") +
+             runVerdictName(result.whole_model_verdict.value_or(RunVerdict::kFail)) + ", " +
+             runVerdictName(result.second_verdict.value_or(RunVerdict::kFail)) +
+             "): the device is nondeterministic here, and no layer is blamed for it";
+    case LocalizeStatus::kPasses:
+      if (result.numerics_mode) return numericsSummary(result);
+      return "the model passes end to end on " + result.backend + ": nothing to localize" +
+             (result.absorbed && !result.absorbed->empty()
+                  ? " (" + absorbedCount(result.absorbed) + ")"
+                  : std::string());
+    case LocalizeStatus::kNeedsSeveral: {
+      const auto& together = result.together.value();
+      return culprit + " fails the model only together with the " +
+             std::to_string(together.size() - 1) + " module(s) before it, from " +
+             together.front().module + ": no single module is the cause";
+    }
+    case LocalizeStatus::kLocalizedWithOtherCauses:
+      return culprit + " fails the model alone on the device, but the model still " +
+             verb(result.rest_verdict) +
+             " without it: another module fails as well; run again with this one fixed or "
+             "adapted";
+    case LocalizeStatus::kLocalized:
+      return culprit + " (" + result.culprit->module_class +
+             ") flips the end-to-end verdict: alone on the device the model " +
+             verb(result.alone_verdict) + ", and with only it on the CPU the model passes";
+    case LocalizeStatus::kNoPassApplications:
+      return "the lowering applies no passes to this model on " + result.backend +
+             " (no fusion): no pass application can be the cause";
+    case LocalizeStatus::kFailsWithoutPasses:
+      return "the model fails with no pass applied, so no pass introduces the failure";
+    case LocalizeStatus::kPassLocalized: {
+      const PassCulprit& pass = result.pass_culprit.value();
+      return pass.pass + " application " + std::to_string(pass.application) + of_passes + " (" +
+             pass.op + " in " + pass.module + " into the kernel of " + pass.into_op + " in " +
+             pass.into_module +
+             ") introduces the failure: with the applications before it the model passes, with "
+             "it the model " +
+             verb(result.whole_model_verdict);
+    }
+    case LocalizeStatus::kFails:
+    case LocalizeStatus::kAborted:
+    case LocalizeStatus::kTimedOut:
+    case LocalizeStatus::kFailed:
+      return numericsSummary(result);
+  }
+  return "";
+}
+
+}  // namespace
+
+json localizeReport(const LocalizationResult& result) {
+  json report{{"schema", result.numerics_mode ? "stickler.diagnose" : "stickler.localize"},
+              {"version", 1},
+              {"model", modelIdentityToJson(result.model)},
+              {"backend", result.backend},
+              {"status", localizeStatusName(result.status)},
+              {"summary", summaryOf(result) + nextStepFor(result)},
+              {"runs", runsToJson(result.runs)},
+              {"device_runs", result.runs.size()}};
+  if (result.numerics_mode) report["mode"] = "numerics";
+  if (result.units) report["units"] = *result.units;
+  if (result.device_run_target) report["device_run_target"] = *result.device_run_target;
+  if (result.numerics) report["numerics"] = numericsToJson(*result.numerics);
+  if (result.deterministic) {
+    report["determinism"] = {{"runs", 2}, {"deterministic", *result.deterministic}};
+  }
+  if (result.whole_model_verdict) {
+    report["whole_model_verdict"] = runVerdictName(*result.whole_model_verdict);
+  }
+  if (result.absorbed) report["absorbed"] = onsetsToJson(*result.absorbed);
+  if (result.deviations) report["deviations"] = onsetsToJson(*result.deviations);
+  if (result.first_non_finite) {
+    const FirstNonFinite& first = *result.first_non_finite;
+    report["first_non_finite"] = {{"op", first.op},
+                                  {"module", first.module},
+                                  {"where", first.where},
+                                  {"kind", first.kind},
+                                  {"elements", first.elements}};
+  }
+  if (result.culprit) {
+    report["culprit"] = unitToJson(*result.culprit);
+    report["culprit"]["deviation"] = deviationToJson(result.culprit->deviation);
+  }
+  if (result.alone_verdict && result.rest_verdict) {
+    report["confirmation"] = {{"alone_on_device", runVerdictName(*result.alone_verdict)},
+                              {"everything_else_on_device", runVerdictName(*result.rest_verdict)},
+                              {"confirmed", result.status == LocalizeStatus::kLocalized}};
+  }
+  if (result.together) {
+    json together = json::array();
+    for (const LocalizationUnit& unit : *result.together) together.push_back(unitToJson(unit));
+    report["together"] = together;
+  }
+  if (result.pass_applications) report["pass_applications"] = *result.pass_applications;
+  if (const auto& pass = result.pass_culprit) {
+    report["pass_culprit"] = {{"application", pass->application},
+                              {"pass", pass->pass},
+                              {"op", pass->op},
+                              {"module", pass->module},
+                              {"into_op", pass->into_op},
+                              {"into_module", pass->into_module}};
+  }
+  return report;
+}
+
+}  // namespace stickler

@@ -1,0 +1,52 @@
+#include "tools/model/run_report.h"
+
+#include "tools/framework/exit_status.h"
+#include "tools/reports/result_json.h"
+
+namespace stickler {
+
+using nlohmann::json;
+
+namespace {
+
+json deviceRunToJson(const DeviceRunReport& run) {
+  json entry{{"status", run.status}, {"seconds", run.seconds}};
+  if (run.status == "completed") return entry;
+  entry["message"] = run.message;
+  if (!run.device_log.empty()) entry["device_log"] = run.device_log;
+  if (run.signal != 0) entry["signal"] = run.signal;
+  entry["nodes_run"] = run.nodes_run;
+  if (run.module) entry["module"] = *run.module;
+  if (run.module_class) entry["module_class"] = *run.module_class;
+  if (run.last_module_entered) entry["last_module_entered"] = *run.last_module_entered;
+  if (run.op) entry["op"] = *run.op;
+  if (run.source) entry["source"] = sourceLineToJson(run.source);
+  return entry;
+}
+
+}  // namespace
+
+json runReport(const RunResult& result) {
+  json backend{{"spec", result.backend}, {"format", formatName(result.format)}};
+  if (result.profile) backend["profile"] = profileSummary(*result.profile);
+  json report{
+      {"schema", "stickler.run"},
+      {"version", 1},
+      {"model", modelIdentityToJson(result.model)},
+      {"backend", backend},
+      {"compile", result.compile ? compileReportToJson(*result.compile) : json{{"status", "ok"}}},
+      {"verdict", runVerdictName(result.verdict)},
+      {"exit_status", exitCode(exitStatusOf(result.verdict))}};
+  addPlacement(report, result.placement, result.host_nodes);
+  if (result.run) report["run"] = deviceRunToJson(*result.run);
+  if (const auto& comparison = result.comparison) {
+    report["comparison"] = {{"reference", "cpu"},
+                            {"settings",
+                             {{"embedding_cosine", comparison->embedding_cosine},
+                              {"logit_tolerance", comparison->logit_tolerance}}},
+                            {"outputs", outputComparisonToJson(comparison->outputs)}};
+  }
+  return report;
+}
+
+}  // namespace stickler
