@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -24,8 +25,11 @@ std::string readTextFile(const std::string& path) {
 }
 
 void writeFileAtomically(const std::string& path, const std::string& text) {
-  // The process id keeps two processes writing the same file from sharing a temporary.
-  const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";
+  // The process id and a counter keep two processes, or two threads of one, writing the same
+  // file from sharing a temporary (the last rename wins, whole).
+  static std::atomic<unsigned long> writes{0};
+  const std::string temporary =
+      path + "." + std::to_string(::getpid()) + "." + std::to_string(writes.fetch_add(1)) + ".tmp";
   {
     std::ofstream out(temporary, std::ios::binary);
     out << text;

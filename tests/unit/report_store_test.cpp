@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -50,6 +52,27 @@ TEST_F(ReportStoreTest, ReportsMadeInTheSameSecondKeepTheirOwnIds) {
   size_t files = 0;
   for (const auto& entry : fs::directory_iterator(store_.directory())) files += entry.exists();
   EXPECT_EQ(files, 2u);
+}
+
+// Threads of one server save the same model's report in the same millisecond (a busy MCP
+// server): each keeps its own report, none fails on another's temporary file.
+TEST_F(ReportStoreTest, ThreadsSavingTheSameModelAtOnceEachKeepTheirReport) {
+  constexpr int kThreads = 8;
+  constexpr int kEach = 25;
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        for (int i = 0; i < kEach; ++i) store_.save(report("bert-tiny", std::to_string(t)));
+      } catch (const std::exception& error) {
+        failures[t] = error.what();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const auto& failure : failures) EXPECT_EQ(failure, "");
+  EXPECT_EQ(store_.ids().size(), static_cast<size_t>(kThreads * kEach));
 }
 
 TEST_F(ReportStoreTest, KindsAndNamesComeFromTheDocument) {

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include <unistd.h>
 
@@ -38,6 +40,32 @@ TEST_F(TextFilesTest, WrittenFilesReadBackWhole) {
   writeFileAtomically(path, "first\nsecond\n");
   EXPECT_EQ(readTextFileIfPresent(path), std::optional<std::string>("first\nsecond\n"));
   EXPECT_THROW(writeFileAtomically((dir_ / "no-such-dir" / "x").string(), "x"), UserError);
+}
+
+// Threads of one process writing the same file at once: each write lands whole, none fails on
+// another's temporary, and what is left is one of the texts written, not a mix.
+TEST_F(TextFilesTest, ThreadsWritingOneFileAtOnceEachLandWhole) {
+  const std::string path = (dir_ / "report.html").string();
+  constexpr int kThreads = 8;
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        for (int i = 0; i < 50; ++i) writeFileAtomically(path, std::string(4096, 'a' + t));
+      } catch (const std::exception& error) {
+        failures[t] = error.what();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const auto& failure : failures) EXPECT_EQ(failure, "");
+  const std::string text = readTextFile(path);
+  ASSERT_EQ(text.size(), 4096u);
+  EXPECT_EQ(text, std::string(4096, text.front()));
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(dir_)) files += entry.exists();
+  EXPECT_EQ(files, 1u);  // no temporary left behind
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -97,9 +98,13 @@ std::string ReportStore::save(const json& report) const {
   }
   const std::string base = sanitized(name) + "-" + reportKind(report) + "-" + utcStamp();
   // Written once to a temporary file, then linked into place under the first free id: link()
-  // fails when the id is taken, so reports made in the same millisecond keep theirs.
+  // fails when the id is taken, so reports made in the same millisecond keep theirs. The
+  // temporary's name is unique per process (pid) and per save within it (a counter): two threads
+  // saving the same model's report in the same millisecond must not share one.
+  static std::atomic<unsigned long> saves{0};
   const fs::path temporary =
-      fs::path(directory()) / ("." + base + "." + std::to_string(::getpid()) + ".tmp");
+      fs::path(directory()) / ("." + base + "." + std::to_string(::getpid()) + "." +
+                               std::to_string(saves.fetch_add(1)) + ".tmp");
   {
     std::ofstream out(temporary, std::ios::binary);
     out << report.dump(1) << "\n";
