@@ -1,5 +1,7 @@
 #include "adapters/engine/adapter_stack.h"
 
+#include <algorithm>
+
 #include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
 
@@ -70,6 +72,25 @@ AdapterStack& AdapterStacks::stackFor(const std::string& key,
   auto& slot = stacks_[key];
   if (!slot || slot->original() != original) slot = std::make_unique<AdapterStack>(original);
   return *slot;
+}
+
+std::optional<KeptAdaptation> AdapterStacks::adaptation(const std::string& key) {
+  std::lock_guard<std::mutex> lock(adaptations_mutex_);
+  for (auto it = adaptations_.begin(); it != adaptations_.end(); ++it) {
+    if (it->first != key) continue;
+    std::rotate(it, it + 1, adaptations_.end());  // the most recently used last
+    return adaptations_.back().second;
+  }
+  return std::nullopt;
+}
+
+void AdapterStacks::keepAdaptation(const std::string& key, KeptAdaptation adaptation) {
+  std::lock_guard<std::mutex> lock(adaptations_mutex_);
+  adaptations_.erase(std::remove_if(adaptations_.begin(), adaptations_.end(),
+                                    [&](const auto& entry) { return entry.first == key; }),
+                     adaptations_.end());
+  adaptations_.emplace_back(key, std::move(adaptation));
+  if (adaptations_.size() > kAdaptationsKept) adaptations_.erase(adaptations_.begin());
 }
 
 }  // namespace stickler

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,13 @@ class AdapterStack {
   std::vector<AdapterApplication> applied_;
 };
 
+// What stacking the catalog's adapters on a model for a profile gave: the adapted model and
+// the names pushed, in order.
+struct KeptAdaptation {
+  std::shared_ptr<const LoadedModel> model;
+  std::vector<std::string> applied;
+};
+
 // The stacks of one session (an MCP session; the CLI makes one per command), by model path
 // and input flags.
 class AdapterStacks {
@@ -50,9 +58,20 @@ class AdapterStacks {
                          const std::shared_ptr<const LoadedModel>& original);
   std::mutex& mutex() { return mutex_; }
 
+  // Stackings of the catalog a diagnosis made on a stack of its own (diagnose and localize with
+  // adapt), kept under a key that holds all they depend on (the model's recipe, the profile's
+  // content, the adapters' texts): an agent repeats them on the same model, and their
+  // equivalence checks take minutes at real sizes. The kAdaptationsKept most recently used are
+  // kept, since an adapted model may hold weights of its own. Safe to call without mutex().
+  std::optional<KeptAdaptation> adaptation(const std::string& key);
+  void keepAdaptation(const std::string& key, KeptAdaptation adaptation);
+  static constexpr size_t kAdaptationsKept = 2;
+
  private:
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<AdapterStack>> stacks_;
+  std::mutex adaptations_mutex_;
+  std::vector<std::pair<std::string, KeptAdaptation>> adaptations_;  // most recent last
 };
 
 }  // namespace stickler

@@ -8,6 +8,10 @@ ModelIdentity identityOf(const LoadedModel& model) {
   return model.identity();
 }
 
+std::string recipeKeyOf(const LoadedModel& model) {
+  return model.recipe.key();
+}
+
 const ModelCard& cardOf(const LoadedModel& model) {
   return model.card;
 }

@@ -18,6 +18,9 @@ const ModelCard& cardOf(const LoadedModel& model);
 const ModuleTable& modulesOf(const LoadedModel& model);
 // Modules an adapter placed on the host.
 const std::vector<std::string>& hostModulesOf(const LoadedModel& model);
+// What makes the model again (the archive's hash, its inputs, the adapters applied), as one
+// string: equal for equal recipes (model_recipe.h).
+std::string recipeKeyOf(const LoadedModel& model);
 // Parameters with tied weights counted once.
 int64_t uniqueParametersOf(const LoadedModel& model);
 

@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -62,13 +63,20 @@ std::optional<int> runWorkerIfAsked(int argc, char** argv) {
   WireDecoder decoder;
   WireMessage job;
   try {
-    while (readMessage(kWorkerChannelFd, decoder, job)) {
+    // After a short job (a model host's run of a small model, in a bisection) the next one
+    // usually follows within a millisecond: wait for it awake, as the caller waits for results.
+    double spin_seconds = 0;
+    while (readMessage(kWorkerChannelFd, decoder, job, spin_seconds)) {
+      const auto start = std::chrono::steady_clock::now();
       const JobHandler* handler = findJob(job.header.value("kind", ""));
       const WireMessage answer = reply(handler, job, *progress);
       // What the job buffered (files it wrote through stdio, its log) is out before the caller
       // reads the result.
       std::fflush(nullptr);
       writeMessage(kWorkerChannelFd, answer);
+      const double took =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      spin_seconds = took < kShortJobSeconds ? kShortJobSeconds : 0;
     }
   } catch (const WireError& e) {
     std::fprintf(stderr, "stickler worker: %s\n", e.what());

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -292,19 +293,34 @@ JobOutcome WorkerProcess::run(const WireMessage& job, double timeout_seconds,
 
   WireDecoder decoder;
   char buffer[1 << 16];
+  // A job this worker's last one says is short is waited for by polling the channel, yielding
+  // the core between tries, before sleeping in poll(2) (kShortJobSeconds). Bounded, so that a
+  // long job, or one that is not what its predecessor was, costs at most that much of a core.
+  const bool spin = last_job_seconds_ > 0 && last_job_seconds_ < kShortJobSeconds;
+  const auto spin_until = Clock::now() + std::chrono::duration<double>(kShortJobSeconds);
   while (true) {
     if (auto done = stopped()) return *done;
-    pollfd fds[2] = {{channel_, POLLIN, 0}, {stderr_ended_ ? -1 : stderr_, POLLIN, 0}};
-    if (::poll(fds, 2, waitMs()) < 0 && errno != EINTR) {
-      kill();
-      return finish(JobOutcome::Kind::kFailed, std::string("poll: ") + std::strerror(errno));
+    if (spin && Clock::now() < spin_until) {
+      const ssize_t got = ::recv(channel_, buffer, sizeof buffer, MSG_DONTWAIT);
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) {
+        ::sched_yield();
+        continue;
+      }
+      if (got <= 0) return died(reapDead());
+      decoder.feed(buffer, static_cast<size_t>(got));
+    } else {
+      pollfd fds[2] = {{channel_, POLLIN, 0}, {stderr_ended_ ? -1 : stderr_, POLLIN, 0}};
+      if (::poll(fds, 2, waitMs()) < 0 && errno != EINTR) {
+        kill();
+        return finish(JobOutcome::Kind::kFailed, std::string("poll: ") + std::strerror(errno));
+      }
+      if (fds[1].revents & (POLLIN | POLLHUP)) readStderr();
+      if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t got = ::recv(channel_, buffer, sizeof buffer, MSG_DONTWAIT);
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (got <= 0) return died(reapDead());
+      decoder.feed(buffer, static_cast<size_t>(got));
     }
-    if (fds[1].revents & (POLLIN | POLLHUP)) readStderr();
-    if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-    const ssize_t got = ::recv(channel_, buffer, sizeof buffer, MSG_DONTWAIT);
-    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got <= 0) return died(reapDead());
-    decoder.feed(buffer, static_cast<size_t>(got));
     std::optional<WireMessage> reply;
     try {
       reply = decoder.next();
@@ -313,6 +329,7 @@ JobOutcome WorkerProcess::run(const WireMessage& job, double timeout_seconds,
       return finish(JobOutcome::Kind::kFailed, e.what());
     }
     if (!reply) continue;
+    last_job_seconds_ = std::chrono::duration<double>(Clock::now() - start).count();
     if (reply->header.value("ok", false)) {
       outcome.result.header = reply->header.value("result", nlohmann::json::object());
       outcome.result.blobs = std::move(reply->blobs);

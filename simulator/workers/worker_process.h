@@ -22,6 +22,10 @@ inline constexpr const char* kWorkerModeArgument = "__worker";
 // The descriptors a worker finds its channel and its progress block on.
 inline constexpr int kWorkerChannelFd = 3;
 inline constexpr int kWorkerProgressFd = 4;
+// A job shorter than this is followed by waiting awake, not asleep, on both ends of the channel
+// for at most as long: the caller for its result, the worker for its next job. Waking from a
+// sleep costs tens of microseconds, a good part of a model host's run of a small model.
+inline constexpr double kShortJobSeconds = 0.001;
 
 class WorkerProcess {
  public:
@@ -57,6 +61,7 @@ class WorkerProcess {
   WorkerProgress* progress_ = nullptr;
   std::string stderr_text_;  // what the current job printed (its end, when long)
   size_t jobs_ = 0;
+  double last_job_seconds_ = 0;  // how long the last job took, to its result (0: none yet)
 };
 
 // `job` in a fresh worker that ends with it: a sandbox, a sweep's probe.

@@ -3,7 +3,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace stickler {
@@ -102,14 +105,30 @@ std::optional<WireMessage> WireDecoder::next() {
   return message;
 }
 
-bool readMessage(int fd, WireDecoder& decoder, WireMessage& message) {
+bool readMessage(int fd, WireDecoder& decoder, WireMessage& message, double spin_seconds) {
   char buffer[1 << 16];
+  const auto spin_until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(spin_seconds);
+  bool spinning = spin_seconds > 0;
   while (true) {
     if (auto complete = decoder.next()) {
       message = std::move(*complete);
       return true;
     }
-    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    ssize_t got;
+    if (spinning && std::chrono::steady_clock::now() < spin_until) {
+      got = ::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
+      if (got < 0 && errno == EAGAIN) {
+        ::sched_yield();
+        continue;
+      }
+      if (got < 0 && errno == ENOTSOCK) {
+        spinning = false;
+        continue;
+      }
+    } else {
+      got = ::read(fd, buffer, sizeof buffer);
+    }
     if (got > 0) {
       decoder.feed(buffer, static_cast<size_t>(got));
     } else if (got == 0) {

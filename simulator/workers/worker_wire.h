@@ -51,7 +51,10 @@ class WireDecoder {
 // Blocking I/O for the worker's side of its channel, `decoder` keeping what arrived beyond one
 // message. readMessage returns false at a clean end of input (the caller closed the channel);
 // both throw WireError otherwise.
-bool readMessage(int fd, WireDecoder& decoder, WireMessage& message);
+// With `spin_seconds`, the channel is polled (yielding the core between tries) that long before
+// the read sleeps: a worker that has just answered a short job catches the next one without the
+// cost of waking up.
+bool readMessage(int fd, WireDecoder& decoder, WireMessage& message, double spin_seconds = 0);
 void writeMessage(int fd, const WireMessage& message);
 
 }  // namespace stickler

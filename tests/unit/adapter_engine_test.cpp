@@ -22,12 +22,14 @@
 #include "simulator/backends/float64_graph.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/loaded_model.h"
+#include "simulator/graph/model_cache.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/lowering/check_support.h"
 #include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
+#include "tools/adapters/adapter_support.h"
 #include "tools/framework/operation_table.h"
 
 namespace stickler {
@@ -1073,6 +1075,62 @@ TEST(AdapterTools, CatalogHistoryGivesCommitsAndCurrentEvidence) {
   EXPECT_EQ(seen["evidence_since_last_change"], 1);
   EXPECT_THROW(runOperation(history, {{"adapter", "Not A Name"}}, context), UserError);
   std::filesystem::remove_all(root);
+}
+
+// An MCP session's context: models kept loaded, adapter stacks its own.
+class SessionContext : public WorkspaceContext {
+ public:
+  using WorkspaceContext::WorkspaceContext;
+  ModelCache* models() override { return &models_; }
+  AdapterStacks* adapterStacks() override { return &stacks_; }
+
+ private:
+  ModelCache models_;
+  AdapterStacks stacks_;
+};
+
+// What stacking the catalog on a model gave for a diagnosis (diagnose and localize with adapt)
+// is kept by the session: the same model, profile and adapters give the same adapted model
+// without stacking again; another profile stacks afresh, and so does a context that is no
+// session (the command line).
+TEST(AdapterTools, ASessionKeepsTheCatalogsStackingForWhatItDependsOn) {
+  const std::string root = freshWorkspace();
+  SessionContext session(root);
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const DeviceProfile clean = loadProfile("spyre-2026-clean");
+  const std::string model = zooPath("bert-tiny.pt");
+  json applied = json::array(), again = json::array(), other = json::array();
+  const auto first = modelToDiagnose(session, model, {}, &profile, &applied);
+  const auto second = modelToDiagnose(session, model, {}, &profile, &again);
+  ASSERT_FALSE(applied.empty()) << "bert-tiny needs adapters on spyre-2026";
+  EXPECT_EQ(first.get(), second.get());
+  EXPECT_EQ(applied, again);
+  const auto cleaned = modelToDiagnose(session, model, {}, &clean, &other);
+  EXPECT_NE(cleaned.get(), first.get());
+  EXPECT_EQ(modelToDiagnose(session, model, {}, &profile, &again).get(), first.get());
+
+  WorkspaceContext command_line(root);
+  json ignored = json::array();
+  const auto once = modelToDiagnose(command_line, model, {}, &profile, &ignored);
+  EXPECT_NE(once.get(), first.get());
+  EXPECT_NE(modelToDiagnose(command_line, model, {}, &profile, &ignored).get(), once.get());
+  std::filesystem::remove_all(root);
+}
+
+TEST(AdapterStacks, KeepsTheMostRecentlyUsedStackingsOnly) {
+  AdapterStacks stacks;
+  stacks.keepAdaptation("a", {nullptr, {"first"}});
+  stacks.keepAdaptation("b", {nullptr, {"second"}});
+  ASSERT_TRUE(stacks.adaptation("a"));  // now the most recently used
+  stacks.keepAdaptation("c", {nullptr, {"third"}});
+  static_assert(AdapterStacks::kAdaptationsKept == 2);
+  EXPECT_FALSE(stacks.adaptation("b"));
+  ASSERT_TRUE(stacks.adaptation("a"));
+  EXPECT_EQ(stacks.adaptation("a")->applied, std::vector<std::string>{"first"});
+  EXPECT_EQ(stacks.adaptation("c")->applied, std::vector<std::string>{"third"});
+  stacks.keepAdaptation("c", {nullptr, {"replaced"}});
+  EXPECT_EQ(stacks.adaptation("c")->applied, std::vector<std::string>{"replaced"});
+  EXPECT_TRUE(stacks.adaptation("a"));
 }
 
 json listedAdapter(OperationContext& context, const std::string& name) {

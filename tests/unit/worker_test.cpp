@@ -132,6 +132,37 @@ TEST(Worker, AnExceptionIsAFailureAndTheWorkerStaysUp) {
   EXPECT_EQ(next.result.header.value("echo", ""), "still here");
 }
 
+// After short jobs both ends wait for each other awake (kShortJobSeconds): what comes next,
+// back to back, is still read whole and told apart: large results, an abort, an exception, a
+// cancellation.
+TEST(Worker, BackToBackJobsAfterShortOnesAreEachTheirOwn) {
+  WorkerProcess worker("test");
+  for (int i = 0; i < 200; ++i) {
+    const JobOutcome echoed = worker.run(job("test.echo", {{"text", std::to_string(i)}}), 60);
+    ASSERT_EQ(echoed.kind, JobOutcome::Kind::kCompleted) << echoed.message;
+    ASSERT_EQ(echoed.result.header.value("echo", ""), std::to_string(i));
+  }
+  WireMessage large = job("test.echo", {{"text", "large"}});
+  large.blobs.push_back(std::string(3 << 20, 'y'));  // read in many pieces
+  const JobOutcome echoed = worker.run(large, 60);
+  ASSERT_EQ(echoed.kind, JobOutcome::Kind::kCompleted) << echoed.message;
+  ASSERT_EQ(echoed.result.blobs.size(), 1u);
+  EXPECT_EQ(echoed.result.blobs[0], std::string(3 << 20, 'y'));
+  worker.run(job("test.echo"), 60);
+  EXPECT_EQ(worker.run(job("test.throw"), 60).kind, JobOutcome::Kind::kFailed);
+  worker.run(job("test.echo"), 60);
+  std::atomic<bool> cancelled{true};
+  EXPECT_EQ(worker.run(job("test.sleep"), 60, &cancelled).kind, JobOutcome::Kind::kCancelled);
+  EXPECT_FALSE(worker.alive());
+
+  WorkerProcess second("test");
+  second.run(job("test.echo"), 60);
+  const JobOutcome aborted = second.run(job("test.abort"), 60);
+  EXPECT_EQ(aborted.kind, JobOutcome::Kind::kCrashed);
+  EXPECT_EQ(aborted.signal, SIGABRT);
+  EXPECT_EQ(aborted.progress.node, 42);
+}
+
 TEST(Worker, AnUnknownKindIsAFailure) {
   const JobOutcome outcome = runInFreshWorker("test", job("no.such.kind"), 60);
   EXPECT_EQ(outcome.kind, JobOutcome::Kind::kFailed);

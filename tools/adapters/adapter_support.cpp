@@ -8,10 +8,12 @@
 
 #include "adapters/catalog_repo/workspace_catalog.h"
 #include "adapters/engine/adapter_matching.h"
+#include "adapters/engine/adapter_stacking.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/model_facts.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
+#include "simulator/support/sha256.h"
 #include "simulator/support/task_control.h"
 #include "tools/framework/operation_table.h"
 
@@ -149,11 +151,32 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
     model = session.stack().current();
   }
   if (adapt_for == nullptr) return model;
-  AdapterStack stack(model);
   const auto catalog = adapterCatalog(context);
-  const StackingOutcome stacking =
-      stackAdapters(stack, adaptersMeantFor(catalog, *stack.original(), adapt_for), *adapt_for);
-  for (const std::string& name : stacking.pushedNames(stack)) applied->push_back(name);
+  const std::vector<const CatalogEntry*> meant = adaptersMeantFor(catalog, *model, adapt_for);
+  // All the stacking depends on: the model (its recipe names the archive's bytes and the
+  // session's adapters), the profile's content and each adapter's text and origin.
+  std::string key = recipeKeyOf(*model) + "\n" + adapt_for->content_sha256;
+  for (const CatalogEntry* entry : meant) {
+    key += "\n" + entry->name + " " + entry->origin + " " + entry->path + " " +
+           sha256Bytes(entry->text);
+  }
+  AdapterStacks* session = context.adapterStacks();
+  if (session != nullptr) {
+    if (auto kept = session->adaptation(key)) {
+      for (const std::string& name : kept->applied) applied->push_back(name);
+      return kept->model;
+    }
+  }
+  AdapterStack stack(model);
+  const StackingOutcome stacking = stackAdapters(stack, meant, *adapt_for);
+  const std::vector<std::string> pushed = stacking.pushedNames(stack);
+  for (const std::string& name : pushed) applied->push_back(name);
+  // An adapter refused for what its code did (an error, a sandbox limit, time) may do otherwise
+  // next time; refusals by an equivalence check, whose draws are seeded, would not.
+  const bool repeatable =
+      std::all_of(stacking.refused.begin(), stacking.refused.end(),
+                  [](const StackingRefusal& refusal) { return refusal.equivalence.has_value(); });
+  if (session != nullptr && repeatable) session->keepAdaptation(key, {stack.current(), pushed});
   return stack.current();
 }
 
