@@ -105,4 +105,25 @@ ArchiveSummary inspectArchive(const std::string& path) {
   return summary;
 }
 
+std::optional<std::string> readModelCardText(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || !startsLikeZip(path)) return std::nullopt;
+  try {
+    const std::string card_suffix = std::string("/extra/") + ModelCard::kArchivePath;
+    for (const ZipEntry& entry : readZipDirectory(path)) {
+      const bool is_card = entry.name.size() > card_suffix.size() &&
+                           entry.name.compare(entry.name.size() - card_suffix.size(),
+                                              card_suffix.size(), card_suffix) == 0;
+      if (is_card && entry.uncompressed > ModelCard::kMaxBytes) return std::nullopt;
+    }
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    const std::string card_record = std::string("extra/") + ModelCard::kArchivePath;
+    if (!reader.hasRecord(card_record)) return std::nullopt;
+    auto [data, size] = reader.getRecord(card_record);
+    return std::string(static_cast<const char*>(data.get()), size);
+  } catch (const std::exception&) {
+    return std::nullopt;  // c10::Error and UserError alike: not an archive to read a card from
+  }
+}
+
 }  // namespace stickler

@@ -19,4 +19,9 @@ struct ArchiveSummary {
 // a plain torch.save checkpoint, a format version newer than this LibTorch reads.
 ArchiveSummary inspectArchive(const std::string& path);
 
+// The model card of the archive at `path`, read from the zip's directory and that one entry
+// (nothing hashed, no weight read: cheap at any size); nullopt when the file is not a readable
+// archive or has no card.
+std::optional<std::string> readModelCardText(const std::string& path);
+
 }  // namespace stickler

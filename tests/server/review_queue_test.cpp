@@ -3,6 +3,8 @@
 // command line's, never the agent's tools.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -69,6 +71,12 @@ TEST_F(ReviewQueue, SubmitFollowAndResubmitAfterARequestForChanges) {
   EXPECT_EQ(status.at("events").back().at("comment"), "say in the docstring why the cube is exact");
   EXPECT_NE(status.at("next").get<std::string>().find("supersedes " + std::to_string(id)),
             std::string::npos);
+  // `stickler review show` prints the rationale once, not again as the submission's comment.
+  const std::string shown = operationNamed("review_status").render_text(status);
+  const std::string rationale = submit.at("rationale");
+  ASSERT_NE(shown.find(rationale), std::string::npos) << shown;
+  EXPECT_EQ(shown.find(rationale, shown.find(rationale) + 1), std::string::npos) << shown;
+  EXPECT_NE(shown.find("say in the docstring why the cube is exact"), std::string::npos) << shown;
 
   json again = submit;
   again["supersedes"] = id;
@@ -118,6 +126,20 @@ TEST_F(ReviewQueue, WhatCannotBeProposedIsAToolErrorAndRecordsNothing) {
     EXPECT_NE(result.dump().find(words), std::string::npos) << result.dump().substr(0, 300);
   }
   EXPECT_TRUE(call("list_reviews", json::object()).at("structuredContent").at("proposals").empty());
+}
+
+// A workspace where nothing was drafted has an empty queue: listing it is no error.
+TEST(ReviewQueueWithoutCatalog, ListsNothing) {
+  const std::filesystem::path root =
+      std::filesystem::path(::testing::TempDir()) / ("no-catalog-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(root);
+  RootedContext context(root.string());
+  const Operation& list = operationNamed("list_reviews");
+  const json listed = runOperation(list, json::object(), context);
+  EXPECT_TRUE(listed.at("proposals").empty());
+  EXPECT_EQ(list.render_text(listed), "no proposals in the review queue\n");
+  EXPECT_FALSE(std::filesystem::exists(root / "stickler-adapters"));  // nothing made
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

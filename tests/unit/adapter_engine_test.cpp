@@ -1034,6 +1034,62 @@ TEST(AdapterTools, DraftRevertAndEvidenceCommitsInTheWorkspaceCatalog) {
   std::filesystem::remove_all(root);
 }
 
+// A draft is tried on the workspace's archives its `models` names, and where it matches nothing
+// the result says so plainly, with the reason (it is committed all the same).
+TEST(AdapterTools, ADraftSaysWhereItMatchesNothing) {
+  namespace fs = std::filesystem;
+  const std::string root = freshWorkspace();
+  fs::create_directories(root + "/models/deeper");
+  fs::copy_file(zooPath("gpt2-tiny.pt"), root + "/models/gpt2-tiny.pt");
+  fs::copy_file(zooPath("llama-tiny.pt"), root + "/models/deeper/llama-tiny.pt");
+  fs::create_directories(root + "/stickler-repros");  // Stickler's own: not searched
+  fs::copy_file(zooPath("gpt2-tiny.pt"), root + "/stickler-repros/repro.pt");
+  std::ofstream(root + "/models/not-a-model.pt") << "junk";
+  WorkspaceContext context(root);
+  const Operation& draft = operationNamed("draft_adapter");
+
+  // Named for gpt2 only, and its pattern is in no model: one model tried, a plain warning.
+  std::string nothing = kCubeAsSquare;
+  nothing.replace(nothing.find("name = \"cube-as-square\""), 23, "name = \"pow-seven\"");
+  nothing.replace(nothing.find("models = [\"*\"]"), 14, "models = [\"gpt2*\"]");
+  nothing.replace(nothing.find("torch.pow(x, 3.0)"), 17, "torch.pow(x, 7.0)");
+  json result =
+      runOperation(draft, {{"name", "pow-seven"}, {"source", nothing}, {"reason", "r"}}, context);
+  EXPECT_TRUE(result["committed"].get<bool>());
+  ASSERT_EQ(result["matches"]["tried"].size(), 1u) << result.dump(1);
+  EXPECT_EQ(result["matches"]["tried"][0]["model"], "models/gpt2-tiny.pt");
+  EXPECT_FALSE(result["matches"]["tried"][0]["matched"].get<bool>());
+  ASSERT_EQ(result["warnings"].size(), 2u) << result.dump(1);
+  const std::string first = result["warnings"][0];
+  EXPECT_EQ(first.rfind("matches nothing in models/gpt2-tiny.pt: ", 0), 0u) << first;
+  EXPECT_GT(first.size(), std::string("matches nothing in models/gpt2-tiny.pt: ").size());
+  EXPECT_NE(result["warnings"][1].get<std::string>().find("matches none of the 1 model"),
+            std::string::npos);
+  EXPECT_NE(result["summary"].get<std::string>().find("Warning: matches nothing in"),
+            std::string::npos);
+  EXPECT_NE(draft.render_text(result).find("warning: matches nothing in models/gpt2-tiny.pt"),
+            std::string::npos);
+
+  // For every model, given the one it was written for: that one first, not tried twice; it
+  // matches GPT-2's cube (gelu_new) and nothing in Llama, which is said.
+  result = runOperation(draft,
+                        {{"name", "cube-as-square"},
+                         {"source", kCubeAsSquare},
+                         {"reason", "r"},
+                         {"model", root + "/models/gpt2-tiny.pt"}},
+                        context);
+  ASSERT_EQ(result["matches"]["tried"].size(), 2u) << result.dump(1);
+  EXPECT_TRUE(result["matches"]["tried"][0]["matched"].get<bool>());
+  EXPECT_GT(result["matches"]["tried"][0]["rewrites"].get<int64_t>(), 0);
+  EXPECT_EQ(result["matches"]["tried"][1]["model"], "models/deeper/llama-tiny.pt");
+  EXPECT_FALSE(result["matches"]["tried"][1]["matched"].get<bool>());
+  ASSERT_EQ(result["warnings"].size(), 1u) << result.dump(1);
+  EXPECT_EQ(result["warnings"][0].get<std::string>().rfind(
+                "matches nothing in models/deeper/llama-tiny.pt: ", 0),
+            0u);
+  std::filesystem::remove_all(root);
+}
+
 TEST(AdapterTools, CatalogHistoryGivesCommitsAndCurrentEvidence) {
   const std::string root = freshWorkspace();
   WorkspaceContext context(root);

@@ -1,5 +1,6 @@
 // draft_adapter: writes or updates an adapter in the workspace catalog, validated first, as a
 // commit on its draft branch with the reason.
+#include <algorithm>
 #include <filesystem>
 
 #include "adapters/catalog_repo/workspace_catalog.h"
@@ -8,6 +9,7 @@
 #include "simulator/device/device_profile.h"
 #include "simulator/support/errors.h"
 #include "tools/adapters/adapter_support.h"
+#include "tools/adapters/draft_matches.h"
 #include "tools/framework/operation_table.h"
 
 namespace stickler {
@@ -47,10 +49,19 @@ json draftReport(const std::string& name, const WorkspaceCatalog& catalog,
           {"change", kChanges[static_cast<int>(change.change)]}};
 }
 
+// The profile a draft is tried for: the one given, else the first the adapter lists.
+std::string draftProfileName(const json& input, const AdapterFile& file) {
+  std::string name = input.value("profile", "");
+  if (name.empty() && !file.metadata.profiles.empty()) name = file.metadata.profiles.front();
+  return name;
+}
+
 // With a model archive to try it on: the draft applied to the model (the session's, with what
 // the session applied), then again to its own output, which must change nothing. A draft that
-// is not idempotent is refused with what its second application changed.
-json idempotenceOn(const json& input, const AdapterFile& file, OperationContext& context) {
+// is not idempotent is refused with what its second application changed. `match` gets what the
+// first application found, as draftMatches() says it.
+json idempotenceOn(const json& input, const AdapterFile& file, OperationContext& context,
+                   std::string& resolved, json& match) {
   if (!input.contains("model")) {
     return {{"checked", false}, {"why", "no model given to try it on"}};
   }
@@ -65,22 +76,40 @@ json idempotenceOn(const json& input, const AdapterFile& file, OperationContext&
   if (!std::filesystem::is_regular_file(path, error)) {
     return {{"checked", false}, {"why", given + " is not a model archive in the workspace"}};
   }
-  std::string profile_name = input.value("profile", "");
-  if (profile_name.empty() && !file.metadata.profiles.empty()) {
-    profile_name = file.metadata.profiles.front();
-  }
-  const DeviceProfile profile = loadProfile(resolveProfile(profile_name, context));
+  resolved = path;
+  const DeviceProfile profile = loadProfile(resolveProfile(draftProfileName(input, file), context));
   ModelAdapters adapters(context, path, {});
   const AdapterApplication first =
       applyAdapter(file, adapters.stack().current(), profile, /*check_equivalence=*/false);
   if (!first.changed()) {
-    return {{"checked", false},
-            {"why", "it changes nothing in " + given + ": " + unchangedReason(first)}};
+    const std::string why = unchangedReason(first);
+    match = {{"model", given}, {"matched", false}, {"why", why}};
+    return {{"checked", false}, {"why", "it changes nothing in " + given + ": " + why}};
   }
+  match = {{"model", given}, {"matched", true}, {"rewrites", first.change.rewrites}};
   if (auto problem = idempotenceProblem(first, profile)) {
     throw UserError(file.path + ": " + *problem + "; nothing was written");
   }
   return {{"checked", true}, {"model", given}, {"profile", profile.name}};
+}
+
+// Where the draft matches: the model it was written for, then the workspace's archives its
+// `models` names; a warning for each it matches nothing in.
+json matchesOf(const json& input, const AdapterFile& file, OperationContext& context,
+               const std::string& resolved, json given_match) {
+  json tried = json::array();
+  if (!given_match.is_null()) tried.push_back(std::move(given_match));
+  json matches = {{"not_tried", 0}, {"too_large", json::array()}};
+  const std::string profile_name = draftProfileName(input, file);
+  if (!profile_name.empty()) {
+    const DeviceProfile profile = loadProfile(resolveProfile(profile_name, context));
+    json found = draftMatches(file, profile, resolved, context);
+    for (json& entry : found["tried"]) tried.push_back(std::move(entry));
+    matches["not_tried"] = found["not_tried"];
+    matches["too_large"] = found["too_large"];
+  }
+  matches["tried"] = tried;
+  return {{"matches", matches}, {"warnings", draftWarnings(tried)}};
 }
 
 json run(const json& input, OperationContext& context) {
@@ -121,22 +150,63 @@ json run(const json& input, OperationContext& context) {
   // Parsed and compiled as the engine will, so a draft in the catalog always loads.
   const AdapterFile file = parseAdapterFile(source, name + ".py");
   validateAdapter(file);
-  const json idempotence = idempotenceOn(input, file, context);
+  std::string resolved;
+  json given_match;
+  const json idempotence = idempotenceOn(input, file, context, resolved, given_match);
+  const json matches = matchesOf(input, file, context, resolved, std::move(given_match));
   WorkspaceCatalog catalog = openOrInitCatalog(context);
   change = catalog.draft(name, source, reason, evidenceTrailers(input));
   json report = draftReport(name, catalog, change);
   report["idempotence"] = idempotence;
+  report["matches"] = matches["matches"];
+  report["warnings"] = matches["warnings"];
+  const json& tried = report["matches"]["tried"];
+  std::string summary = name + ": " + report["change"].get<std::string>() + " on " + change.branch;
+  const auto matched = std::count_if(
+      tried.begin(), tried.end(), [](const json& entry) { return entry.value("matched", false); });
+  if (!tried.empty()) {
+    summary += "; matches " + std::to_string(matched) + " of the " + std::to_string(tried.size()) +
+               " model(s) tried";
+  }
+  for (const json& warning : report["warnings"]) {
+    summary += ". Warning: " + warning.get<std::string>();
+  }
+  report["summary"] = summary;
   return report;
 }
 
 std::string renderText(const json& report) {
+  std::string text;
   if (!report["committed"].get<bool>()) {
-    return report["name"].get<std::string>() + ": unchanged on " +
+    text = report["name"].get<std::string>() + ": unchanged on " +
            report["branch"].get<std::string>() + "\n";
+  } else {
+    text = report["name"].get<std::string>() + ": " + report["change"].get<std::string>() + " on " +
+           report["branch"].get<std::string>() + " (" +
+           report["commit"].get<std::string>().substr(0, 12) + ")\n";
   }
-  return report["name"].get<std::string>() + ": " + report["change"].get<std::string>() + " on " +
-         report["branch"].get<std::string>() + " (" +
-         report["commit"].get<std::string>().substr(0, 12) + ")\n";
+  if (report.contains("matches")) {
+    for (const json& entry : report["matches"]["tried"]) {
+      text += "  " + std::string(entry.value("matched", false) ? "matches " : "no match ") +
+              entry.value("model", "") +
+              (entry.contains("rewrites")
+                   ? " (" + std::to_string(entry["rewrites"].get<int64_t>()) + " rewrites)"
+                   : "") +
+              "\n";
+    }
+    if (report["matches"].value("not_tried", 0) > 0) {
+      text += "  (" + std::to_string(report["matches"]["not_tried"].get<int64_t>()) +
+              " more models its `models` names were not tried)\n";
+    }
+    for (const json& model : report["matches"].value("too_large", json::array())) {
+      text += "  not tried: " + model.get<std::string>() +
+              " (too large to load while drafting; match_adapters tries it)\n";
+    }
+  }
+  for (const json& warning : report.value("warnings", json::array())) {
+    text += "warning: " + warning.get<std::string>() + "\n";
+  }
+  return text;
 }
 
 }  // namespace
@@ -154,7 +224,11 @@ Operation makeDraftAdapterOperation() {
       "evidence as commit trailers; drafting the same text again commits nothing. The draft is "
       "then what list_adapters, match_adapters and apply_adapter use. Given a model archive, the "
       "draft is applied to it and again to its own output: a draft whose second application "
-      "changes anything (not idempotent) is refused with that change. With revert instead of a "
+      "changes anything (not idempotent) is refused with that change. The draft is also tried on "
+      "the workspace's model archives its `models` names (at most 8): `matches` lists each with "
+      "whether it matched, and `warnings` says plainly where it matches nothing and why "
+      "(\"matches nothing in <model>: <reason>\"); the draft is committed all the same. "
+      "With revert instead of a "
       "source, the draft's last change is undone by a revert commit; with delete the draft is "
       "taken away; with rename_to it moves to a new name. catalog_history gives a draft's "
       "commits and evidence without git. See "
@@ -179,7 +253,10 @@ Operation makeDraftAdapterOperation() {
                              {"properties",
                               {{"schema", {{"const", "stickler.draft"}}},
                                {"committed", {{"type", "boolean"}}},
-                               {"commit", {{"type", "string"}}}}},
+                               {"commit", {{"type", "string"}}},
+                               {"summary", {{"type", "string"}}},
+                               {"matches", {{"type", "object"}}},
+                               {"warnings", {{"type", "array"}, {"items", {{"type", "string"}}}}}}},
                              {"required", {"schema", "committed", "commit"}}};
   operation.annotations = {false, false, false};
   operation.cli = {"draft", {"name"}, {}};

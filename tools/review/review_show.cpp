@@ -1,5 +1,8 @@
 // review_status and list_reviews: where proposals stand in the review queue, and what the
 // reviewers said.
+#include <filesystem>
+
+#include "tools/adapters/adapter_support.h"
 #include "tools/framework/operation_table.h"
 #include "tools/review/review_support.h"
 
@@ -31,8 +34,10 @@ std::string renderStatus(const json& output) {
   for (const auto& event : output["events"]) {
     text += "  " + event["time"].get<std::string>() + "  " + event["actor"].get<std::string>() +
             "  " + event["action"].get<std::string>();
-    if (!event["comment"].get<std::string>().empty()) {
-      text += ": " + event["comment"].get<std::string>();
+    const std::string& comment = event["comment"].get_ref<const std::string&>();
+    // A submission's comment is the rationale, printed once above.
+    if (!comment.empty() && comment != output["rationale"].get_ref<const std::string&>()) {
+      text += ": " + comment;
     }
     text += "\n";
   }
@@ -47,6 +52,10 @@ json runList(const json& input, OperationContext& context) {
   std::optional<ProposalState> state;
   if (input.contains("state")) state = stateNamed(input["state"].get<std::string>());
   json proposals = json::array();
+  // No catalog yet, so nothing was ever submitted: the queue is empty, not an error.
+  if (!std::filesystem::exists(std::filesystem::path(workspaceCatalogDir(context)) / ".git")) {
+    return {{"schema", "stickler.proposals"}, {"version", 1}, {"proposals", proposals}};
+  }
   for (const Proposal& proposal : openReviewStore(context).list(state)) {
     json entry = proposalToJson(proposal);
     entry.erase("events");
