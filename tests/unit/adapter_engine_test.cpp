@@ -561,6 +561,25 @@ TEST(AdapterEngine, AHeadSizeThatCannotHoldTheHeadIsRefused) {
   }
 }
 
+// A module the glob names whose heads already fill sticks has nothing to pad: the adapter does
+// not apply there, whatever the module's output projection is called (Whisper's out_proj seen
+// by an adapter written for o_proj). Where the heads do need padding, a missing projection is
+// still an error that names it.
+TEST(AdapterEngine, HeadPaddingWithNothingToPadIsNotApplicableNotRefused) {
+  const AdapterFile file = transformAdapter(
+      R"(pad_attention_heads(module="*.attention", q="self.query", k="self.key", v="self.value", o="no_such.dense", rotary=""))");
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const auto aligned = applyAdapter(file, load("bert-tiny"), profile);  // 2 heads of 32
+  EXPECT_FALSE(aligned.changed());
+  EXPECT_FALSE(unchangedReason(aligned).empty());
+  try {
+    applyAdapter(file, load("bert-h96"), profile);  // 3 heads of 32
+    FAIL() << "bert-h96's heads need padding, and the adapter names no output projection";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no o.weight"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AdapterEngine, ModulesRunOnTheHostWithoutAGraphChange) {
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   const auto model = load("bamba-tiny");

@@ -84,13 +84,19 @@ class HeadPadder {
     // A module with an o but no q (ViT's "output.dense" seen by a BERT-style adapter) is not
     // attention of this form.
     if (!weights.tensors.count("q.weight")) return;
-    for (const char* role : {"k.weight", "v.weight", "o.weight", "rotary"}) {
-      if (!weights.tensors.count(role) && (rope || std::string(role) != "rotary")) {
-        throw UserError("pad_attention_heads: " + module + " has no " + role +
-                        " (check the q, k, v, o and rotary arguments)");
+    // Whether the heads need padding is told from q (and the rotary table) alone; the other
+    // roles are required only then: a module whose heads already fit has nothing to do here,
+    // whatever its output projection is called (not applicable, not refused).
+    const auto requireRoles = [&](std::initializer_list<const char*> roles) {
+      for (const char* role : roles) {
+        if (!weights.tensors.count(role)) {
+          throw UserError("pad_attention_heads: " + module + " has no " + role +
+                          " (check the q, k, v, o and rotary arguments)");
+        }
       }
-    }
-    // The q, k and v projections, found before their weights are replaced.
+    };
+    if (rope) requireRoles({"rotary"});
+    // The q, k and v projections, found before their weights are replaced (q's first).
     std::vector<Node*> projections;
     for (const char* role : {"q.weight", "k.weight", "v.weight"}) {
       for (const Value* read : weights.reads[role]) {
@@ -127,6 +133,7 @@ class HeadPadder {
                                   " heads (" + std::to_string(stick_) + " values each)"));
     }
     if (padded == head_dim) return;
+    requireRoles({"k.weight", "v.weight", "o.weight"});
     for (auto& [role, tensor] : weights.tensors) {
       at::Tensor replacement;
       const bool query_or_key =
