@@ -299,7 +299,13 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
     }
   }
   model->graph = inlineWithModulePaths(model->module);
-  if (archive.module_paths) restoreModulePaths(*model->graph, *archive.module_paths);
+  if (archive.module_paths) {
+    try {
+      restoreModulePaths(*model->graph, *archive.module_paths);
+    } catch (const UserError& e) {
+      throw UserError(path + ": " + e.what());
+    }
+  }
   resolveAutoKinds(*model);
 
   model->captured_inputs = capturedInputs(model->card, archive, path);

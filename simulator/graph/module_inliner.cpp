@@ -1,12 +1,15 @@
 #include "simulator/graph/module_inliner.h"
 
+#include <algorithm>
 #include <optional>
+#include <unordered_map>
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <nlohmann/json.hpp>
 
 #include "simulator/graph/graph_nodes.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/sequence_alignment.h"
 
 namespace stickler {
 namespace {
@@ -143,38 +146,81 @@ std::string modulePathOf(const Node& node) {
 
 void restoreModulePaths(Graph& graph, const std::string& record_json) {
   const auto record = nlohmann::json::parse(record_json, nullptr, /*allow_exceptions=*/false);
-  if (!record.is_object() || record.value("version", 0) != 1 || !record.contains("scopes") ||
-      !record.contains("nodes")) {
-    return;
+  if (!record.is_object() || !record.contains("scopes") || !record.contains("nodes") ||
+      !record["scopes"].is_array() || !record["nodes"].is_array()) {
+    throw UserError("its record of module paths is malformed");
   }
+  if (record.value("version", 0) != 1) {
+    throw UserError("its record of module paths has version " + record["version"].dump() +
+                    ", which this Stickler does not read (1)");
+  }
+  std::vector<ScopePtr> scopes;
+  std::vector<int> recorded_kinds;
+  std::vector<int64_t> recorded_scopes;
+  std::unordered_map<std::string, int> kind_ids;
+  const auto kindId = [&](const std::string& kind) {
+    return kind_ids.emplace(kind, static_cast<int>(kind_ids.size())).first->second;
+  };
   try {
-    std::vector<ScopePtr> scopes;
     for (const auto& entry : record.at("scopes")) {
       const int64_t parent = entry.at(1).get<int64_t>();
-      if (parent < -1 || parent >= static_cast<int64_t>(scopes.size())) return;
+      if (parent < -1 || parent >= static_cast<int64_t>(scopes.size())) {
+        throw UserError("its record of module paths names a scope before its parent");
+      }
       const ScopePtr base =
           parent < 0 ? graph.current_scope() : scopes[static_cast<size_t>(parent)];
       scopes.push_back(base->push(c10::Symbol::scope(entry.at(0).get<std::string>())));
     }
-    std::vector<Node*> nodes;
-    for (const Node* node : allNodes(graph)) {
-      if (node->kind() != prim::Constant) nodes.push_back(const_cast<Node*>(node));
-    }
-    const auto& recorded = record.at("nodes");
-    if (recorded.size() != nodes.size()) return;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const int64_t scope = recorded[i].at(1).get<int64_t>();
-      if (recorded[i].at(0).get<std::string>() != nodes[i]->kind().toQualString() || scope < -1 ||
-          scope >= static_cast<int64_t>(scopes.size())) {
-        return;
+    for (const auto& entry : record.at("nodes")) {
+      const int64_t scope = entry.at(1).get<int64_t>();
+      if (scope < -1 || scope >= static_cast<int64_t>(scopes.size())) {
+        throw UserError("its record of module paths names a scope it does not have");
       }
-    }
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const int64_t scope = recorded[i].at(1).get<int64_t>();
-      if (scope >= 0) nodes[i]->setScope(scopes[static_cast<size_t>(scope)]);
+      recorded_kinds.push_back(kindId(entry.at(0).get<std::string>()));
+      recorded_scopes.push_back(scope);
     }
   } catch (const nlohmann::json::exception&) {
-    // A record of another shape: the graph keeps the paths it has.
+    throw UserError("its record of module paths is malformed");
+  }
+  std::vector<Node*> nodes;
+  std::vector<int> kinds;
+  for (const Node* node : allNodes(graph)) {
+    if (node->kind() == prim::Constant) continue;
+    nodes.push_back(const_cast<Node*>(node));
+    kinds.push_back(kindId(node->kind().toQualString()));
+  }
+  // A load drops nodes (a tuple built and unpacked at once; operators on constants, folded):
+  // many recorded nodes may be missing. It hardly adds any: a graph node the record does not
+  // have is a sign the two are not the same graph.
+  const size_t tolerated = std::max<size_t>(4, kinds.size() / 20);
+  const size_t budget = recorded_kinds.size() / 2 + tolerated;
+  const auto aligned = commonSubsequence(recorded_kinds, kinds, budget);
+  if (!aligned || kinds.size() - aligned->size() > tolerated) {
+    throw UserError(
+        "its record of module paths does not fit its graph (" +
+        std::to_string(recorded_kinds.size()) + " operators recorded, " +
+        std::to_string(kinds.size()) + " in the graph, " +
+        (aligned ? std::to_string(kinds.size() - aligned->size()) + " of them" : "too many") +
+        " not in the record): it was changed after it was saved; save the adapted "
+        "model again");
+  }
+  // Aligned nodes take their recorded module; the rest, the next aligned node's (the nodes a
+  // load adds feed the node after them), or the last one's at the end.
+  std::vector<std::optional<int64_t>> scope_of(nodes.size());
+  for (const auto& [at_record, at_graph] : *aligned)
+    scope_of[at_graph] = recorded_scopes[at_record];
+  std::optional<int64_t> next;
+  for (size_t i = nodes.size(); i-- > 0;) {
+    if (scope_of[i])
+      next = scope_of[i];
+    else
+      scope_of[i] = next;
+  }
+  std::optional<int64_t> last;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (scope_of[i]) last = scope_of[i];
+    const int64_t scope = scope_of[i] ? *scope_of[i] : last.value_or(-1);
+    if (scope >= 0) nodes[i]->setScope(scopes[static_cast<size_t>(scope)]);
   }
 }
 

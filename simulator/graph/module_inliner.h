@@ -22,8 +22,12 @@ std::string modulePathOf(const torch::jit::Node& node);
 
 // Gives the nodes of a saved adapted forward (a flat graph) the module calls recorded when it
 // was saved (ModelCard::kModulePathsPath: the non-constant nodes in order, each with its scope in
-// a tree of scopes). Only when the graph's operators are the recorded ones, in order: a record
-// that does not fit changes nothing, as a wrong path would mislead every report.
+// a tree of scopes). Saving and loading do not give back every node (a tuple built and unpacked
+// at once is gone), so the recorded operators are aligned with the graph's (a longest common
+// subsequence); a node the load added takes the module of the next node aligned. Throws
+// UserError when the record is malformed or does not fit the graph (more than a twentieth of
+// the graph's nodes not in it): a model whose nodes all sat at the root would be judged
+// differently.
 void restoreModulePaths(torch::jit::Graph& graph, const std::string& record_json);
 
 }  // namespace stickler

@@ -1,7 +1,9 @@
 // The adapter engine on the zoo: rewrites and transforms, the equivalence check, the stack,
 // saving an adapted archive, matching, and the workspace catalog through the tools.
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include "adapters/engine/adapter_catalog.h"
 #include "adapters/engine/adapter_matching.h"
 #include "adapters/engine/adapter_stack.h"
+#include "adapters/engine/adapter_stacking.h"
 #include "adapters/engine/equivalence/agreement.h"
 #include "adapters/engine/equivalence/equivalence.h"
 #include "adapters/engine/graph_rewrite.h"
@@ -937,6 +940,93 @@ TEST(AdapterEngine, AnAdaptedArchiveLoadsAndComputesTheSame) {
   std::remove(out.c_str());
 }
 
+// Every zoo model adapted for spyre-2026 by the catalog and saved keeps its operators' module
+// paths when loaded again, although a save and load drops some nodes (a tuple built and
+// unpacked at once): none of its operators falls to the root.
+TEST(AdapterEngine, EverySavedAdaptedZooModelKeepsItsModulePaths) {
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
+  const auto operatorPaths = [](const torch::jit::Graph& graph) {
+    std::multiset<std::string> paths;
+    for (const auto* node : allNodes(graph)) {
+      if (node->kind() != torch::jit::prim::Constant && node->kind() != torch::jit::prim::GetAttr) {
+        paths.insert(std::string(node->kind().toQualString()) + " " + modulePathOf(*node));
+      }
+    }
+    return paths;
+  };
+  int saved_models = 0, changed_graphs = 0;
+  for (const std::string& name : testing::zooModelNames()) {
+    AdapterStack stack(load(name));
+    stackAdapters(stack, adaptersMeantFor(catalog, *stack.original(), &profile), profile,
+                  StackingChecks::kUnchecked);
+    const auto adapted = stack.current();
+    const std::string out = testing::uniqueTempPath(name + "-adapted.pt");
+    try {
+      saveAdaptedArchive(*adapted, stack.names(), out);
+    } catch (const UserError&) {
+      continue;  // placed on the host: refused with the reason (tested above)
+    }
+    ++saved_models;
+    const auto saved = loadModel(out);
+    std::remove(out.c_str());
+    // What the adapted model computes: its graph without the nodes an adapter left unused
+    // (rotary frequencies a folded table replaced), which saving drops.
+    const auto live = adapted->graph->copy();
+    torch::jit::EliminateDeadCode(live);
+    const auto before = operatorPaths(*live);
+    const auto after = operatorPaths(*saved->graph);
+    changed_graphs += before.size() != after.size();
+    // What the load gives back is what was saved, module for module.
+    EXPECT_TRUE(std::includes(before.begin(), before.end(), after.begin(), after.end())) << name;
+    // The modules that compute (weight reads aside: a weight an adapter changed is a constant
+    // of the saved forward, so a module that only reads one is gone).
+    const auto modulesOf = [](const std::multiset<std::string>& paths) {
+      std::set<std::string> modules;
+      for (const std::string& path : paths) modules.insert(path.substr(path.find(' ') + 1));
+      return modules;
+    };
+    const auto modules_before = modulesOf(before), modules_after = modulesOf(after);
+    std::vector<std::string> lost, gained;
+    std::set_difference(modules_before.begin(), modules_before.end(), modules_after.begin(),
+                        modules_after.end(), std::back_inserter(lost));
+    std::set_difference(modules_after.begin(), modules_after.end(), modules_before.begin(),
+                        modules_before.end(), std::back_inserter(gained));
+    // A module may go whose operators all computed on constants (a folded rotary table's
+    // casts), which the load folds in turn; none appears, and no operator moves to the root.
+    EXPECT_TRUE(gained.empty()) << name << ": gained " << nlohmann::json(gained).dump();
+    EXPECT_LE(lost.size() * 5, modules_before.size())
+        << name << ": lost " << nlohmann::json(lost).dump();
+    const auto atRoot = [](const std::multiset<std::string>& paths) {
+      return std::count_if(paths.begin(), paths.end(),
+                           [](const std::string& path) { return path.back() == ' '; });
+    };
+    EXPECT_LE(atRoot(after), atRoot(before)) << name;
+  }
+  EXPECT_GE(saved_models, 10);
+  EXPECT_GT(changed_graphs, 0);  // the round trip did drop nodes somewhere: the case this is for
+}
+
+// A record of module paths that cannot be the graph's is an error that names the archive, not
+// a model whose nodes all sit at the root.
+TEST(AdapterEngine, AModulePathRecordThatDoesNotFitIsAnError) {
+  const auto model = load("gpt2-tiny");
+  auto graph = model->graph->copy();
+  EXPECT_THROW(restoreModulePaths(*graph, "not json"), UserError);
+  EXPECT_THROW(restoreModulePaths(*graph, R"({"version": 2, "scopes": [], "nodes": []})"),
+               UserError);
+  nlohmann::json other = {{"version", 1},
+                          {"scopes", nlohmann::json::array({nlohmann::json::array({"h", -1})})},
+                          {"nodes", nlohmann::json::array()}};
+  for (int i = 0; i < 200; ++i) other["nodes"].push_back(nlohmann::json::array({"aten::cos", 0}));
+  try {
+    restoreModulePaths(*graph, other.dump());
+    FAIL() << "a record of 200 cosines fitted gpt2-tiny";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not fit its graph"), std::string::npos) << e.what();
+  }
+}
+
 // One file with a number out of range is listed with its error; it does not take the catalog's
 // listing down with it.
 TEST(AdapterEngine, AnOutOfRangeNumberIsTheCatalogEntrysError) {
@@ -1206,6 +1296,41 @@ TEST(AdapterStacks, KeepsTheMostRecentlyUsedStackingsOnly) {
   stacks.keepAdaptation("c", {nullptr, {"replaced"}});
   EXPECT_EQ(stacks.adaptation("c")->applied, std::vector<std::string>{"replaced"});
   EXPECT_TRUE(stacks.adaptation("a"));
+}
+
+// Localization on a saved adapted archive finds the culprit it finds on the model adapted in
+// memory: the profile's fault, scoped to a module, strikes the saved model's nodes too.
+TEST(AdapterTools, LocalizeOnASavedAdaptedArchiveNamesTheSameCulprit) {
+  const std::string root = freshWorkspace();
+  const std::string culprit = "model.layers.1.mlp.down_proj";
+  const std::string profile = root + "/wrong-scale.json";
+  std::ofstream(profile)
+      << nlohmann::json{{"version", 1},
+                        {"extends", "spyre-2026"},
+                        {"name", "wrong-scale-down-proj"},
+                        {"description", "One module's outputs come out three times too large."},
+                        {"faults",
+                         {{{"id", "wrong-scale"},
+                           {"match", {{"module", culprit}}},
+                           {"effect", {{"kind", "wrong_scale"}, {"factor", 3.0}}}}}}}
+             .dump();
+  WorkspaceContext context(root);
+  const std::string saved = root + "/llama-adapted.pt";
+  const json adapted = runOperation(
+      operationNamed("adapt_model"),
+      {{"model", zooPath("llama-tiny.pt")}, {"profile", "spyre-2026"}, {"save", saved}}, context);
+  ASSERT_TRUE(std::filesystem::exists(saved)) << adapted.dump().substr(0, 400);
+  const Operation& localize = operationNamed("localize_divergence");
+  const json in_memory = runOperation(
+      localize, {{"model", zooPath("llama-tiny.pt")}, {"profile", profile}, {"adapt", true}},
+      context);
+  const json from_archive =
+      runOperation(localize, {{"model", saved}, {"profile", profile}}, context);
+  ASSERT_EQ(in_memory.value("status", ""), "localized") << in_memory.dump().substr(0, 400);
+  EXPECT_EQ(in_memory["culprit"]["module"], culprit);
+  ASSERT_EQ(from_archive.value("status", ""), "localized") << from_archive.dump().substr(0, 400);
+  EXPECT_EQ(from_archive["culprit"]["module"], in_memory["culprit"]["module"]);
+  std::filesystem::remove_all(root);
 }
 
 json listedAdapter(OperationContext& context, const std::string& name) {
