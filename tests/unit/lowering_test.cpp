@@ -124,6 +124,32 @@ TEST(LoweringRules, StickAlignmentFindsTheKnownGaps) {
 const char* kCard =
     R"({"inputs": [{"name": "x", "shape": [4, 128], "dtype": "float32", "kind": "float"}]})";
 
+// A slice at half a head is named for what it is: rotate_half (its second half negated) asks
+// for padded heads; the cut of a partial rotary (GPT-J: rotary_dim 32 of head 64) does not.
+TEST(LoweringRules, AHalfHeadSliceSaysWhetherItIsRotateHalfOrAPartialRotaryCut) {
+  const char* card =
+      R"({"inputs": [{"name": "x", "shape": [4, 64], "dtype": "float32", "kind": "float"}]})";
+  const auto rotate_half = lowerFile(
+      testing::writeScriptedModel(
+          "RotateHalf",
+          "def forward(self, x):\n    return torch.cat([-x[:, 32:], x[:, :32]], -1) * 2.0\n", card),
+      "spyre-2026");
+  const Blocker* half = findRule(rotate_half.result, "rope-head-dim");
+  ASSERT_NE(half, nullptr);
+  EXPECT_EQ(half->message.rfind("rotate_half splits head_dim 64 at 32", 0), 0u) << half->message;
+  EXPECT_NE(half->message.find("pad the attention heads"), std::string::npos);
+  const auto cut = lowerFile(
+      testing::writeScriptedModel(
+          "PartialRotary",
+          "def forward(self, x):\n    return torch.cat([x[:, :32] * 2.0, x[:, 32:]], -1)\n", card),
+      "spyre-2026");
+  const Blocker* pass = findRule(cut.result, "rope-head-dim");
+  ASSERT_NE(pass, nullptr);
+  EXPECT_EQ(pass->message.rfind("a rotary/pass-through cut splits head_dim 64 at 32", 0), 0u)
+      << pass->message;
+  EXPECT_EQ(pass->message.find("pad the attention heads"), std::string::npos) << pass->message;
+}
+
 TEST(LoweringRules, LayoutConstraintsOfSingleOperators) {
   const auto flip = lowerFile(
       testing::writeScriptedModel(

@@ -109,13 +109,29 @@ void checkStickOffsets(const LoweringContext& context, const Node& node,
     if (start < 0) start = std::max<int64_t>(start + size, 0);  // x[..., -1:]
     if (start >= size) continue;
     if (start % stick == 0) continue;
-    // rotate_half (RoPE) splits head_dim in halves: the second half starts mid-stick.
+    // A slice at half of a head: rotate_half (RoPE) negating its second half, or the cut
+    // between the rotary part and the pass-through rest of a partial rotary (GPT-J's
+    // rotary_dim 32 of head 64). Either starts a piece mid-stick; what clears it differs.
     if (op == "aten::slice" && start * 2 == size) {
+      const bool rotate_half =
+          std::any_of(node.output()->uses().begin(), node.output()->uses().end(),
+                      [](const torch::jit::Use& use) {
+                        return use.user->kind() == c10::Symbol::fromQualString("aten::neg");
+                      });
+      const std::string at = std::to_string(size) + " at " + std::to_string(start);
       blockers.push_back(blocker(
           node, "rope-head-dim",
-          "rotate_half splits head_dim " + std::to_string(size) + " at " + std::to_string(start) +
-              ": RoPE as a matmul needs head_dim/2 >= " + std::to_string(stick) +
-              " (one stick); pad the attention heads (e.g. 64 -> 128)"));
+          rotate_half
+              ? "rotate_half splits head_dim " + at + ": RoPE as a matmul needs head_dim/2 >= " +
+                    std::to_string(stick) + " (one stick); pad the attention heads (e.g. 64 -> 128)"
+              : "a rotary/pass-through cut splits head_dim " + at +
+                    " (a partial rotary: the first " + std::to_string(start) +
+                    " values rotate, the rest pass through): the pass-through part starts "
+                    "inside a stick. Padding whole heads does not move the cut; pad the rotary "
+                    "part to whole sticks (" +
+                    std::to_string(start) + " -> " + std::to_string(stick) +
+                    " values, the padding rotating by zero) or keep the two parts in separate "
+                    "tensors, each starting on a stick boundary"));
     } else {
       blockers.push_back(blocker(
           node, "stick-misaligned-offset",
