@@ -104,7 +104,10 @@ void checkReturnsReachable(const torch::jit::Graph& pattern, const AdapterFile& 
     if (i > 0 && !reached.count(producer)) {
       throw UserError(where + "the pattern's value " + std::to_string(i) +
                       " is not computed on the way to its first: the matcher starts from the "
-                      "first value returned, so return first the one computed last");
+                      "first value returned, so return first the one computed last. Values on "
+                      "independent paths (one split used by the query and the key) are not one "
+                      "pattern: write it for one of them, with what they share as parameters, "
+                      "and it matches each (docs/adapter-format.md, \"One path\")");
     }
   }
 }
