@@ -9,6 +9,7 @@
 
 #include "simulator/backends/float64_graph.h"
 #include "simulator/graph/example_inputs.h"
+#include "simulator/graph/graph_nodes.h"
 #include "simulator/graph/model_card.h"
 #include "simulator/workers/worker_main.h"
 
@@ -32,7 +33,7 @@ bool shapeDependsOnData(const Node& node) {
       "aten::unique_dim",
       "aten::repeat_interleave",
       "aten::argwhere",
-      "aten::index",
+      "aten::index",  // with a boolean mask; integer indices are judged by FixedShapes
       "aten::bincount",
   };
   // where(condition) is nonzero as a tuple; where(condition, x, y) is elementwise.
@@ -56,7 +57,8 @@ class FixedShapes {
     auto known = memo_.find(producer);
     if (known != memo_.end()) return known->second;
     memo_[producer] = false;  // a cycle cannot occur in a graph; this only guards recursion
-    bool result = !shapeDependsOnData(*producer) && !insideControlFlow(*producer);
+    bool result = (!shapeDependsOnData(*producer) || indexesByIntegers(*producer)) &&
+                  !insideControlFlow(*producer);
     if (result && producer->kind() != torch::jit::prim::Constant &&
         producer->kind() != torch::jit::prim::GetAttr) {
       const Node* original = edit_.originalOf(producer);
@@ -71,6 +73,54 @@ class FixedShapes {
   }
 
  private:
+  // aten::index whose indices are all integer tensors (or None): its result's shape is the
+  // indices' shapes broadcast, whatever their values (a table read at position_ids); only a
+  // boolean mask makes the shape depend on the data. An index whose dtype is not known counts
+  // as a mask.
+  bool indexesByIntegers(const Node& node) const {
+    if (node.kind() != c10::Symbol::fromQualString("aten::index") || node.inputs().size() < 2) {
+      return false;
+    }
+    const Node* list = node.input(1)->node();
+    if (list->kind() != torch::jit::prim::ListConstruct) return false;
+    for (const Value* index : list->inputs()) {
+      if (index->type()->kind() == c10::TypeKind::NoneType) continue;
+      const std::optional<std::string> dtype = dtypeOf(index);
+      if (!dtype ||
+          (*dtype != "int64" && *dtype != "int32" && *dtype != "int16" && *dtype != "int8")) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The dtype `value` had in the example run: of the card's input it is, or as recorded at
+  // the node that made it.
+  std::optional<std::string> dtypeOf(const Value* value) const {
+    const Node* producer = value->node();
+    if (producer->kind() == torch::jit::prim::Constant) {
+      const auto constant = torch::jit::toIValue(value);
+      if (constant && constant->isNone()) return std::nullopt;
+      if (constant && constant->isTensor()) return dtypeName(constant->toTensor().scalar_type());
+      return std::nullopt;
+    }
+    if (producer->kind() == torch::jit::prim::Param) {
+      const auto& inputs = edit_.model().card.inputs;
+      const size_t position = value->offset();  // input 0 is the module itself
+      if (position == 0 || position > inputs.size()) return std::nullopt;
+      return dtypeName(inputs[position - 1].dtype);
+    }
+    const Node* original = edit_.originalOf(producer);
+    if (original == nullptr) return std::nullopt;
+    const auto record = edit_.model().records.find(original);
+    if (record == edit_.model().records.end() || value->offset() >= record->second.outputs.size()) {
+      return std::nullopt;
+    }
+    const ValueDesc& described = record->second.outputs[value->offset()];
+    if (described.kind != "Tensor") return std::nullopt;
+    return described.dtype;
+  }
+
   const GraphEdit& edit_;
   std::unordered_map<const Node*, bool> memo_;
 };

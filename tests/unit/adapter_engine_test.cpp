@@ -437,6 +437,41 @@ def replacement(x: Tensor):
       std::string::npos);
 }
 
+// A size read downstream of a table looked up at integer indices (embed_positions[position_ids])
+// is fixed by the card: the lookup's shape is the indices' shape, whatever their values. Behind a
+// boolean mask the shape is the data's, and nothing folds.
+TEST(AdapterEngine, SizesFoldAcrossAnIntegerIndexButNotABooleanMask) {
+  const AdapterFile doubling = rewriteFor("scale-by-width", R"(def pattern(x: Tensor):
+    return torch.mul(x, 2.0)
+
+
+def replacement(x: Tensor):
+    return x * (float(x.size(-1)) / 32.0)
+)");
+  const char* card = R"({"inputs": [
+      {"name": "x", "shape": [32, 64], "dtype": "float32", "kind": "float"},
+      {"name": "ids", "shape": [1, 16], "dtype": "int64", "kind": "token_ids", "vocab_size": 32}]})";
+  const std::shared_ptr<const LoadedModel> looked_up = loadModel(testing::writeScriptedModel(
+      "IndexThenScale", "def forward(self, x, ids):\n    return torch.mul(x[ids], 2.0)\n", card));
+  const auto folded = applyAdapter(doubling, looked_up, loadProfile("spyre-2026"));
+  ASSERT_TRUE(folded.accepted()) << unchangedReason(folded) << folded.equivalence.problem();
+  EXPECT_GT(folded.change.folded, 0);
+  EXPECT_TRUE(folded.change.fixes_shapes);
+  EXPECT_EQ(countOps(*folded.after, "aten::size"), 0);
+
+  const std::shared_ptr<const LoadedModel> masked = loadModel(testing::writeScriptedModel(
+      "MaskThenScale", "def forward(self, x, ids):\n    return torch.mul(x[x > 0.0], 2.0)\n",
+      card));
+  // Its size is the count of positive values: the rewrite is not the same mathematics there
+  // (the equivalence check says so), and its size is read on every run, not folded.
+  const auto kept = applyAdapter(doubling, masked, loadProfile("spyre-2026"),
+                                 /*check_equivalence=*/false);
+  ASSERT_TRUE(kept.changed()) << unchangedReason(kept);
+  EXPECT_EQ(kept.change.folded, 0);
+  EXPECT_FALSE(kept.change.fixes_shapes);
+  EXPECT_GT(countOps(*kept.after, "aten::size"), 0);
+}
+
 TEST(AdapterEngine, APatternMatchesInsideControlFlowWhereItsConstantsArePooledOutside) {
   // TorchScript pools constants at the top of the graph: the 2 of a pow inside an if lives
   // outside the if's block, and a match may not span blocks.
