@@ -1272,6 +1272,20 @@ TEST(AdapterTools, ADraftSaysWhereItMatchesNothing) {
   EXPECT_EQ(result["warnings"][0].get<std::string>().rfind(
                 "matches nothing in models/deeper/llama-tiny.pt: ", 0),
             0u);
+
+  // A profile that does not load keeps it from being tried, not from being written.
+  std::string later = kCubeAsSquare;
+  later.replace(later.find("name = \"cube-as-square\""), 23, "name = \"for-later\"");
+  later.replace(later.find("profiles = [\"spyre-2025-clean\"]"), 31, "profiles = [\"spyre-2099\"]");
+  result =
+      runOperation(draft, {{"name", "for-later"}, {"source", later}, {"reason", "r"}}, context);
+  EXPECT_TRUE(result["committed"].get<bool>());
+  EXPECT_TRUE(result["matches"]["tried"].empty());
+  ASSERT_EQ(result["warnings"].size(), 1u) << result.dump(1);
+  EXPECT_EQ(
+      result["warnings"][0].get<std::string>().rfind("not tried on the workspace's models: ", 0),
+      0u)
+      << result["warnings"][0];
   std::filesystem::remove_all(root);
 }
 

@@ -2,6 +2,7 @@
 // commit on its draft branch with the reason.
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "adapters/catalog_repo/workspace_catalog.h"
 #include "adapters/engine/adapter_application.h"
@@ -100,16 +101,27 @@ json matchesOf(const json& input, const AdapterFile& file, OperationContext& con
   json tried = json::array();
   if (!given_match.is_null()) tried.push_back(std::move(given_match));
   json matches = {{"not_tried", 0}, {"too_large", json::array()}};
+  json warnings = json::array();
   const std::string profile_name = draftProfileName(input, file);
   if (!profile_name.empty()) {
-    const DeviceProfile profile = loadProfile(resolveProfile(profile_name, context));
-    json found = draftMatches(file, profile, resolved, context);
-    for (json& entry : found["tried"]) tried.push_back(std::move(entry));
-    matches["not_tried"] = found["not_tried"];
-    matches["too_large"] = found["too_large"];
+    // A profile it names that does not load (one of a later stack, say) keeps the draft from
+    // being tried, not from being written.
+    std::optional<DeviceProfile> profile;
+    try {
+      profile = loadProfile(resolveProfile(profile_name, context));
+    } catch (const UserError& e) {
+      warnings.push_back("not tried on the workspace's models: " + std::string(e.what()));
+    }
+    if (profile) {
+      json found = draftMatches(file, *profile, resolved, context);
+      for (json& entry : found["tried"]) tried.push_back(std::move(entry));
+      matches["not_tried"] = found["not_tried"];
+      matches["too_large"] = found["too_large"];
+    }
   }
   matches["tried"] = tried;
-  return {{"matches", matches}, {"warnings", draftWarnings(tried)}};
+  for (json& warning : draftWarnings(tried)) warnings.push_back(std::move(warning));
+  return {{"matches", matches}, {"warnings", warnings}};
 }
 
 json run(const json& input, OperationContext& context) {
