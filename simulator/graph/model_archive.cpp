@@ -26,6 +26,19 @@ bool startsLikeZip(const std::string& path) {
   return in.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
 }
 
+// The zip entry of the archive's model card, if it has one (whatever folder the archive's
+// records are under).
+const ZipEntry* cardEntry(const std::vector<ZipEntry>& entries) {
+  const std::string suffix = std::string("/extra/") + ModelCard::kArchivePath;
+  for (const ZipEntry& entry : entries) {
+    if (entry.name.size() > suffix.size() &&
+        entry.name.compare(entry.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 ArchiveSummary inspectArchive(const std::string& path) {
@@ -46,15 +59,10 @@ ArchiveSummary inspectArchive(const std::string& path) {
   // What each entry says it holds, before LibTorch inflates any of it into memory.
   const std::vector<ZipEntry> entries = readZipDirectory(path);
   checkZipSizes(entries, path);
-  const std::string card_suffix = std::string("/extra/") + ModelCard::kArchivePath;
-  for (const ZipEntry& entry : entries) {
-    if (entry.name.size() > card_suffix.size() &&
-        entry.name.compare(entry.name.size() - card_suffix.size(), card_suffix.size(),
-                           card_suffix) == 0 &&
-        entry.uncompressed > ModelCard::kMaxBytes) {
-      throw UserError(path + ": the model card is " + std::to_string(entry.uncompressed) +
-                      " bytes; a card is at most " + std::to_string(ModelCard::kMaxBytes));
-    }
+  if (const ZipEntry* card = cardEntry(entries);
+      card && card->uncompressed > ModelCard::kMaxBytes) {
+    throw UserError(path + ": the model card is " + std::to_string(card->uncompressed) +
+                    " bytes; a card is at most " + std::to_string(ModelCard::kMaxBytes));
   }
 
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> reader;
@@ -109,13 +117,9 @@ std::optional<std::string> readModelCardText(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec) || !startsLikeZip(path)) return std::nullopt;
   try {
-    const std::string card_suffix = std::string("/extra/") + ModelCard::kArchivePath;
-    for (const ZipEntry& entry : readZipDirectory(path)) {
-      const bool is_card = entry.name.size() > card_suffix.size() &&
-                           entry.name.compare(entry.name.size() - card_suffix.size(),
-                                              card_suffix.size(), card_suffix) == 0;
-      if (is_card && entry.uncompressed > ModelCard::kMaxBytes) return std::nullopt;
-    }
+    const std::vector<ZipEntry> entries = readZipDirectory(path);
+    const ZipEntry* card = cardEntry(entries);
+    if (card == nullptr || card->uncompressed > ModelCard::kMaxBytes) return std::nullopt;
     caffe2::serialize::PyTorchStreamReader reader(path);
     const std::string card_record = std::string("extra/") + ModelCard::kArchivePath;
     if (!reader.hasRecord(card_record)) return std::nullopt;

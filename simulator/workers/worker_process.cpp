@@ -300,15 +300,8 @@ JobOutcome WorkerProcess::run(const WireMessage& job, double timeout_seconds,
   const auto spin_until = Clock::now() + std::chrono::duration<double>(kShortJobSeconds);
   while (true) {
     if (auto done = stopped()) return *done;
-    if (spin && Clock::now() < spin_until) {
-      const ssize_t got = ::recv(channel_, buffer, sizeof buffer, MSG_DONTWAIT);
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) {
-        ::sched_yield();
-        continue;
-      }
-      if (got <= 0) return died(reapDead());
-      decoder.feed(buffer, static_cast<size_t>(got));
-    } else {
+    const bool spinning = spin && Clock::now() < spin_until;
+    if (!spinning) {
       pollfd fds[2] = {{channel_, POLLIN, 0}, {stderr_ended_ ? -1 : stderr_, POLLIN, 0}};
       if (::poll(fds, 2, waitMs()) < 0 && errno != EINTR) {
         kill();
@@ -316,11 +309,14 @@ JobOutcome WorkerProcess::run(const WireMessage& job, double timeout_seconds,
       }
       if (fds[1].revents & (POLLIN | POLLHUP)) readStderr();
       if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const ssize_t got = ::recv(channel_, buffer, sizeof buffer, MSG_DONTWAIT);
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (got <= 0) return died(reapDead());
-      decoder.feed(buffer, static_cast<size_t>(got));
     }
+    const ssize_t got = ::recv(channel_, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) {
+      if (spinning) ::sched_yield();
+      continue;
+    }
+    if (got <= 0) return died(reapDead());
+    decoder.feed(buffer, static_cast<size_t>(got));
     std::optional<WireMessage> reply;
     try {
       reply = decoder.next();

@@ -8,11 +8,11 @@
 
 namespace stickler::testing {
 
-std::string wrongScaleProfile(const std::string& module) {
-  const std::string path = ::testing::TempDir() + "fault-" + module + ".json";
+std::string wrongScaleProfile(const std::string& module, const std::string& extends) {
+  const std::string path = ::testing::TempDir() + "fault-" + extends + "-" + module + ".json";
   const nlohmann::json profile = {
       {"version", 1},
-      {"extends", "spyre-2025-clean"},
+      {"extends", extends},
       {"name", "test-wrong-scale"},
       {"description", "Test profile: one module's outputs come out three times too large."},
       {"faults",

@@ -30,6 +30,7 @@
 #include "simulator/lowering/check_support.h"
 #include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
+#include "tests/cli/fault_profiles.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
 #include "tools/adapters/adapter_support.h"
@@ -1393,17 +1394,7 @@ TEST(AdapterStacks, KeepsTheMostRecentlyUsedStackingsOnly) {
 TEST(AdapterTools, LocalizeOnASavedAdaptedArchiveNamesTheSameCulprit) {
   const std::string root = freshWorkspace();
   const std::string culprit = "model.layers.1.mlp.down_proj";
-  const std::string profile = root + "/wrong-scale.json";
-  std::ofstream(profile)
-      << nlohmann::json{{"version", 1},
-                        {"extends", "spyre-2026"},
-                        {"name", "wrong-scale-down-proj"},
-                        {"description", "One module's outputs come out three times too large."},
-                        {"faults",
-                         {{{"id", "wrong-scale"},
-                           {"match", {{"module", culprit}}},
-                           {"effect", {{"kind", "wrong_scale"}, {"factor", 3.0}}}}}}}
-             .dump();
+  const std::string profile = testing::wrongScaleProfile(culprit, "spyre-2026");
   WorkspaceContext context(root);
   const std::string saved = root + "/llama-adapted.pt";
   const json adapted = runOperation(
