@@ -11,6 +11,7 @@
 #include "simulator/graph/example_inputs.h"
 #include "simulator/graph/graph_nodes.h"
 #include "simulator/graph/model_card.h"
+#include "simulator/graph/module_inliner.h"
 #include "simulator/workers/worker_main.h"
 
 namespace stickler {
@@ -31,13 +32,17 @@ bool shapeDependsOnData(const Node& node) {
       "aten::_unique2",
       "aten::unique_consecutive",
       "aten::unique_dim",
-      "aten::repeat_interleave",
+      "aten::repeat_interleave",  // with a tensor of repeats; an int gives a fixed shape
       "aten::argwhere",
       "aten::index",  // with a boolean mask; integer indices are judged by FixedShapes
       "aten::bincount",
   };
   // where(condition) is nonzero as a tuple; where(condition, x, y) is elementwise.
   if (node.kind() == c10::Symbol::fromQualString("aten::where")) return node.inputs().size() == 1;
+  if (node.kind() == c10::Symbol::fromQualString("aten::repeat_interleave")) {
+    return node.inputs().size() < 2 ||
+           node.input(1)->type()->kind() != c10::TypeKind::IntType;  // GPT-J's sin, 2 apiece
+  }
   return kDataShaped.count(node.kind().toQualString()) > 0;
 }
 
@@ -70,6 +75,28 @@ class FixedShapes {
     }
     memo_[producer] = result;
     return result;
+  }
+
+  // Why a size of `value` is not fixed, for a person: the first operator upstream that makes it
+  // depend on the data or on control flow; "" when it is fixed.
+  std::string whyNot(const Value* value) {
+    if (fixed(value)) return "";
+    const Node* producer = value->node();
+    const std::string where = std::string(producer->kind().toQualString()) + " in " +
+                              (modulePathOf(*producer).empty() ? std::string("the model's forward")
+                                                               : modulePathOf(*producer));
+    if (insideControlFlow(*producer)) return where + " runs inside a prim::If or prim::Loop";
+    if (shapeDependsOnData(*producer) && !indexesByIntegers(*producer)) {
+      return where + " gives a shape that depends on the data" +
+             (producer->kind() == c10::Symbol::fromQualString("aten::index")
+                  ? " (a boolean mask, or indices whose dtype is not known)"
+                  : "");
+    }
+    for (const Value* input : producer->inputs()) {
+      std::string reason = whyNot(input);
+      if (!reason.empty()) return reason;
+    }
+    return where + " ran more than once (or never) on the example inputs";
   }
 
  private:
@@ -155,7 +182,8 @@ struct Evaluated {
 
 // Evaluates every operator of `nodes` (in order) whose inputs are known; changes nothing.
 std::vector<std::optional<Evaluated>> evaluateFixed(const GraphEdit& edit,
-                                                    const std::vector<Node*>& nodes) {
+                                                    const std::vector<Node*>& nodes,
+                                                    std::vector<std::string>& not_folded) {
   // Values of weights must not carry autograd history into constants.
   const torch::NoGradGuard no_grad;
   FixedShapes shapes(edit);
@@ -202,6 +230,17 @@ std::vector<std::optional<Evaluated>> evaluateFixed(const GraphEdit& edit,
         continue;
       }
       auto desc = (reads_dtype || reads_shape) && i == 0 ? edit.describe(input) : std::nullopt;
+      if (desc && desc->kind == "Tensor" && reads_shape && !shapes.fixed(input)) {
+        const std::string module = modulePathOf(*node);
+        const std::string reason =
+            kind + " in " + (module.empty() ? std::string("the model's forward") : module) +
+            " reads a shape the model card does not fix: " + shapes.whyNot(input) +
+            "; what it computes runs on every forward";
+        if (std::find(not_folded.begin(), not_folded.end(), reason) == not_folded.end() &&
+            not_folded.size() < kNotFoldedShown) {
+          not_folded.push_back(reason);
+        }
+      }
       if (desc && desc->kind == "Tensor" && (reads_dtype || shapes.fixed(input))) {
         // A stand-in with the shape and dtype and no storage: nothing else is read.
         const auto dtype = dtypeFromName(desc->dtype);
@@ -259,7 +298,8 @@ FoldResult foldFixedValues(GraphEdit& edit, const std::vector<Node*>& nodes) {
   FoldResult result;
   if (!anyFoldable(nodes)) return result;
   setWorkerPhase("computing the replacement's constants");
-  const std::vector<std::optional<Evaluated>> evaluated = evaluateFixed(edit, nodes);
+  const std::vector<std::optional<Evaluated>> evaluated =
+      evaluateFixed(edit, nodes, result.not_folded);
   std::unordered_map<const Value*, std::pair<c10::IValue, c10::IValue>> known;
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (!evaluated[n]) continue;

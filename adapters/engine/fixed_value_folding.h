@@ -17,7 +17,12 @@ struct FoldResult {
   // shapes of the model card, the shapes Spyre compiles the model for, and no others.
   bool fixed_shapes = false;
   std::unordered_set<const torch::jit::Node*> destroyed;  // of `nodes`, those folded away
+  // Sizes of model tensors a replacement read that the card does not fix, each with the
+  // operator upstream that makes it so (at most kNotFoldedShown, distinct).
+  std::vector<std::string> not_folded;
 };
+
+constexpr size_t kNotFoldedShown = 3;
 
 // Evaluates the operators of `nodes` (in topological order: what replacements inserted) whose
 // inputs are known: constants, weights, values folded before, and sizes of model tensors whose

@@ -22,6 +22,10 @@ struct GraphChange {
   // Operators a rewrite's replacement inserted and that were evaluated once instead
   // (fixed_value_folding.h): they are in neither `added` nor the graph.
   int folded = 0;
+  // Sizes a replacement read that could not be folded, and why ("aten::size in model.layers.1
+  // reads a shape the model card does not fix: aten::nonzero in ... gives a shape that depends
+  // on the data; ...").
+  std::vector<std::string> not_folded;
 
   bool empty() const { return rewrites == 0; }
 };

@@ -70,6 +70,7 @@ void GraphEdit::noteAdded(const Node* node) {
 
 void GraphEdit::destroy(Node* node) {
   change_.removed.push_back({node->kind().toQualString(), modulePathOf(*node)});
+  destroyed_.insert(node);
   node->destroy();
 }
 

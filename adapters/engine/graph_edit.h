@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <torch/script.h>
 
@@ -40,6 +41,8 @@ class GraphEdit {
   void noteAdded(const torch::jit::Node* node);
   // Destroys `node` (its outputs must be unused) and records it as removed.
   void destroy(torch::jit::Node* node);
+  // Whether `node` was destroyed by destroy() (a node created since at its address included).
+  bool wasDestroyed(const torch::jit::Node* node) const { return destroyed_.count(node) > 0; }
   // Destroys `node` when nothing reads it and it has no side effects, then its producers the
   // same way: the constants and attribute reads an edit left dangling.
   void destroyIfUnused(torch::jit::Node* node);
@@ -53,6 +56,7 @@ class GraphEdit {
   std::shared_ptr<torch::jit::Graph> graph_;
   std::unordered_map<const torch::jit::Node*, const torch::jit::Node*> original_;  // copy -> model
   std::unordered_map<const torch::jit::Node*, torch::jit::Node*> copies_;          // model -> copy
+  std::unordered_set<const torch::jit::Node*> destroyed_;
   GraphChange change_;
   std::vector<std::string> host_modules_;
 };

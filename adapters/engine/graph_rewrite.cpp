@@ -9,6 +9,7 @@
 #include "adapters/engine/adapter_sandbox.h"
 #include "adapters/engine/fixed_value_folding.h"
 #include "adapters/engine/no_match_explanation.h"
+#include "adapters/engine/traced_no_ops.h"
 #include "simulator/graph/example_inputs.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
@@ -136,10 +137,10 @@ std::vector<std::optional<std::vector<c10::IValue>>> conditionArguments(
 }
 
 // Values that the replacement will read and that the pattern reads too: the matched inputs.
-std::vector<Value*> matchedInputs(const torch::jit::Graph& pattern,
-                                  const torch::jit::Match& match) {
+std::vector<Value*> matchedInputs(const MatchablePattern& form, const torch::jit::Match& match) {
   std::vector<Value*> inputs;
-  for (const Value* input : pattern.inputs()) {
+  for (size_t i = 0; i < form.parameters; ++i) {
+    const Value* input = form.graph->inputs()[i];
     auto found = match.values_map.find(input);
     inputs.push_back(found == match.values_map.end() ? nullptr : found->second);
   }
@@ -148,10 +149,10 @@ std::vector<Value*> matchedInputs(const torch::jit::Graph& pattern,
 
 // Whether a value the pattern returns besides its first is read before the pattern's last
 // operator: the replacement is inserted there, so that read would come before its value.
-bool returnedValueReadEarly(const CompiledRewrite& rewrite, const torch::jit::Match& match) {
+bool returnedValueReadEarly(const torch::jit::Graph& pattern, const torch::jit::Match& match) {
   const Node* anchor = match.anchor;
-  for (size_t i = 1; i < rewrite.pattern->outputs().size(); ++i) {
-    for (const auto& use : match.values_map.at(rewrite.pattern->outputs()[i])->uses()) {
+  for (size_t i = 1; i < pattern.outputs().size(); ++i) {
+    for (const auto& use : match.values_map.at(pattern.outputs()[i])->uses()) {
       const Node* user = use.user;
       while (user->owningBlock() != anchor->owningBlock() && user->owningBlock()->owningNode()) {
         user = user->owningBlock()->owningNode();
@@ -163,6 +164,25 @@ bool returnedValueReadEarly(const CompiledRewrite& rewrite, const torch::jit::Ma
   return false;
 }
 
+// A match and the form of the pattern it is a match of.
+struct FoundMatch {
+  torch::jit::Match match;
+  const MatchablePattern* form;
+};
+
+// Every form's matches that pass its checks, in the order of the forms: a later form's match of
+// nodes an earlier one took is then never rewritten.
+std::vector<FoundMatch> findMatches(const CompiledRewrite& rewrite, const GraphEdit& edit,
+                                    torch::jit::Graph& graph) {
+  std::vector<FoundMatch> found;
+  for (const MatchablePattern& form : rewrite.forms) {
+    for (auto& match : torch::jit::findPatternMatches(*form.graph, graph)) {
+      if (checksHold(form, match, edit)) found.push_back({std::move(match), &form});
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
@@ -171,15 +191,17 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
   RewriteCount count;
   torch::jit::Graph& graph = edit.graph();
   giveEachUseItsOwnConstant(graph);
-  const auto matches = torch::jit::findPatternMatches(*rewrite.pattern, graph);
+  // Matched as if the model's no-ops were not there; those a rewrite did not take come back.
+  NoOpBypass bypass(edit);
+  const std::vector<FoundMatch> matches = findMatches(rewrite, edit, graph);
   if (matches.empty()) {
-    for (const PartialMatch& partial : closestPartialMatches(*rewrite.pattern, graph)) {
+    for (const PartialMatch& partial : closestPartialMatches(*rewrite.forms.front().graph, graph)) {
       count.closest.push_back(partialMatchText(partial));
     }
     return count;
   }
   std::vector<std::vector<Value*>> inputs_of;
-  for (const auto& match : matches) inputs_of.push_back(matchedInputs(*rewrite.pattern, match));
+  for (const auto& found : matches) inputs_of.push_back(matchedInputs(*found.form, found.match));
   // Decided for every match before anything changes, in a sandbox worker: a condition is code
   // that runs on every model the adapter is tried on.
   std::vector<std::optional<std::vector<c10::IValue>>> arguments;
@@ -191,7 +213,8 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
   size_t index = 0;
   std::unordered_set<const Node*> taken;  // a node is rewritten by one match at most
   std::vector<Node*> inserted;            // every replacement's nodes, in order
-  for (const auto& match : matches) {
+  for (const auto& [match, form] : matches) {
+    const torch::jit::Graph& pattern = *form->graph;
     const ConditionVerdict& verdict = verdicts[index];
     const std::vector<Value*>& inputs = inputs_of[index++];
     // Constants may be shared by several matches (pooled within a module); operators not.
@@ -201,7 +224,7 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
         [&](const auto& pair) { return isOperator(pair.second) && taken.count(pair.second); });
     if (overlaps) continue;
     if (std::find(inputs.begin(), inputs.end(), nullptr) != inputs.end()) continue;
-    if (returnedValueReadEarly(rewrite, match)) continue;
+    if (returnedValueReadEarly(pattern, match)) continue;
     if (verdict.kind == ConditionVerdict::Kind::kFailed) {
       throw UserError(adapter_path + ": condition failed on a match: " + verdict.message);
     }
@@ -228,7 +251,7 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
     // Each value the pattern returns (a topk's values and indices) is replaced by the
     // replacement's value in the same place.
     for (size_t i = 0; i < outputs.size(); ++i) {
-      Value* matched_output = match.values_map.at(rewrite.pattern->outputs().at(i));
+      Value* matched_output = match.values_map.at(pattern.outputs().at(i));
       outputs[i]->setType(matched_output->type());
       matched_output->replaceAllUsesWith(outputs[i]);
     }
@@ -264,10 +287,13 @@ RewriteCount applyRewrite(const CompiledRewrite& rewrite, GraphEdit& edit,
     }
     ++edit.change().rewrites;
   }
+  bypass.restore();
   // Then what the replacements compute from constants, weights and fixed sizes, once (in one
   // worker for code no one has reviewed).
   const FoldResult fold = foldFixedValues(edit, inserted);
   edit.change().folded += fold.folded;
+  auto& not_folded = edit.change().not_folded;
+  not_folded.insert(not_folded.end(), fold.not_folded.begin(), fold.not_folded.end());
   if (fold.fixed_shapes) edit.change().fixes_shapes = true;
   for (Node* node : inserted) {
     if (fold.destroyed.count(node)) continue;

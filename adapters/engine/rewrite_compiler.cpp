@@ -132,14 +132,17 @@ CompiledRewrite compileRewrite(const AdapterFile& file) {
   }
   compiled.pattern = graphOf(*compiled.unit, "pattern");
   returnTupleElements(*compiled.pattern);
+  removeStaticNoOps(*compiled.pattern);
   giveEachUseItsOwnConstant(*compiled.pattern);
   compiled.replacement = graphOf(*compiled.unit, "replacement");
   returnTupleElements(*compiled.replacement);
+  removeStaticNoOps(*compiled.replacement);  // `x[:, :, :16]` inserts one slice, not three
   if (compiled.pattern->nodes().begin() == compiled.pattern->nodes().end()) {
     throw UserError(file.path + ":" + std::to_string(file.pattern->position.line) +
                     ":1: the pattern has no operation to match");
   }
   checkReturnsReachable(*compiled.pattern, file);
+  compiled.forms = matchableForms(*compiled.pattern);
   if (compiled.pattern->outputs().size() != compiled.replacement->outputs().size()) {
     throw UserError(
         file.path + ":" + std::to_string(file.replacement->position.line) +

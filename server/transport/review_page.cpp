@@ -13,6 +13,7 @@
 #include "tools/framework/operation_table.h"
 #include "tools/reports/html_page.h"
 #include "tools/reports/html_report.h"
+#include "tools/reports/markdown_html.h"
 #include "tools/reports/report_store.h"
 #include "tools/review/review_approval.h"
 #include "tools/review/review_support.h"
@@ -41,6 +42,10 @@ pre.diff{background:#fff;border:1px solid #dde2e6;padding:8px;overflow:auto;font
 .pass{color:#176f2c;font-weight:bold}.fail{color:#b31d28;font-weight:bold}
 form.action{display:inline-block;margin:4px 12px 4px 0;vertical-align:top}
 textarea{width:360px;height:60px}
+#events pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0}
+.markdown{background:#fff;border:1px solid #dde2e6;padding:4px 12px;overflow-wrap:anywhere}
+.markdown pre{white-space:pre-wrap;background:#f6f8fa;padding:8px}
+.markdown code{font:13px monospace;background:#f6f8fa}
 )";
 
 // Every page of the queue: the bar back to the queue on top, the page's own content below.
@@ -330,8 +335,8 @@ std::string renderProposal(const std::string& root, int64_t id, const std::strin
     const std::string next = std::to_string(*proposal.superseded_by);
     body += ", superseded by <a href=\"/review/" + next + "\">proposal " + next + "</a>";
   }
-  body += "</p><h2>Rationale</h2><pre id=\"rationale\">" + escapeMarkup(proposal.rationale) +
-          "</pre><h2>Claims</h2><ul id=\"claims\">";
+  body += "</p><h2>Rationale</h2><div id=\"rationale\" class=\"markdown\">" +
+          markdownToHtml(proposal.rationale) + "</div><h2>Claims</h2><ul id=\"claims\">";
   for (const auto& claim : proposal.claims) {
     body += "<li>" + escapeMarkup(claim.model) + " on " + escapeMarkup(claim.profile) + "</li>";
   }

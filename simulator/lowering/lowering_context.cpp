@@ -129,19 +129,20 @@ std::vector<const Node*> atenConsumers(const Value* value, bool* returned) {
 }
 
 std::optional<WeightOperand> weightOperand(const LoweringContext& context, const Node& node) {
+  // Whatever produced it: a module weight, a constant an adapter folded, or a matrix computed
+  // on the fly are laid out alike (docs/simulator-assumptions.md, "Weight alignment").
   const std::string op = context.opName(node);
   auto shapeOf = [&](size_t index) -> const std::vector<int64_t>* {
     const ValueDesc* desc = context.inputDesc(node, index);
     return desc && desc->kind == "Tensor" && desc->shape.size() == 2 ? &desc->shape : nullptr;
   };
-  if (op == "aten::linear" && context.isWeight(node.input(1))) {
+  if (op == "aten::linear") {
     if (const auto* shape = shapeOf(1))
       return WeightOperand{node.input(1), (*shape)[0], (*shape)[1]};
-  } else if (op == "aten::addmm" && context.isWeight(node.input(2))) {
+  } else if (op == "aten::addmm") {
     if (const auto* shape = shapeOf(2))
       return WeightOperand{node.input(2), (*shape)[1], (*shape)[0]};
-  } else if ((op == "aten::mm" || op == "aten::matmul") && node.inputs().size() >= 2 &&
-             context.isWeight(node.input(1))) {
+  } else if ((op == "aten::mm" || op == "aten::matmul") && node.inputs().size() >= 2) {
     if (const auto* shape = shapeOf(1))
       return WeightOperand{node.input(1), (*shape)[1], (*shape)[0]};
   }

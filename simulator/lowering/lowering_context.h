@@ -48,8 +48,9 @@ class LoweringContext {
   std::unordered_set<const torch::jit::Value*> shape_values_;
 };
 
-// The weight operand of a matmul-like node (linear, addmm, mm, matmul with a module weight),
-// with its sizes as [out, in].
+// The matrix operand of a matmul-like node (linear's weight, the B of addmm, mm or matmul when
+// it is two-dimensional), whether a module weight, a folded constant or a computed value, with
+// its sizes as [out, in].
 struct WeightOperand {
   const torch::jit::Value* value = nullptr;
   int64_t out_features = 0;

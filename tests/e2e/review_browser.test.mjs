@@ -28,6 +28,13 @@ function mainCommit() {
   return execFileSync("git", ["-C", path.join(workspace, "stickler-adapters"), "rev-parse", "main"], { encoding: "utf8" }).trim();
 }
 
+// Markdown as agents write it: emphasis, a long line and a long word (the page must not scroll
+// sideways), and what must not come through: raw HTML and a javascript: link.
+const rationale = "gelu_new cubes with **pow**, which the 2025 stack cannot lower.\n\n" +
+  "The rewrite: ".concat("x * x * x instead of pow(x, 3) ".repeat(30)) + "\n\n" +
+  "`" + "gelu_new.pow".repeat(40) + "`\n\n" +
+  "<script>window.injected = true</script>\n\n[click](javascript:window.injected=true)";
+
 before(async () => {
   workspace = fs.mkdtempSync(path.join(os.tmpdir(), "stickler-review-browser-"));
   const model = path.join(zoo, "gpt2-tiny.pt");
@@ -36,7 +43,7 @@ before(async () => {
   stickler("draft", "pow-cube-as-mul", "--source", `${shipped}\n# reworded for the review page\n`, "--reason", "Reword");
   const diagnosis = JSON.parse(stickler("diagnose", model, "--profile", "spyre-2025-clean", "--mode", "compile", "--adapt", "--json"));
   stickler("review", "submit", "--adapter", "pow-cube-as-mul", "--model", model, "--profile", "spyre-2025-clean",
-    "--rationale", "gelu_new cubes with pow, which the 2025 stack cannot lower", "--evidence", diagnosis.report_id);
+    "--rationale", rationale, "--evidence", diagnosis.report_id);
   // Proposal 2: the same draft claimed on a profile where gpt2's attention aborts.
   fs.writeFileSync(path.join(workspace, "abort-softmax.json"), JSON.stringify({
     version: 1, extends: "spyre-2025-clean", name: "test-abort-softmax",
@@ -102,6 +109,14 @@ test("list, open, read the diff and evidence, approve, and main advances", async
   await page.click('#queue tr[data-id="1"] a');
   assert.match(await page.locator("h1").textContent(), /Proposal 1: pow-cube-as-mul/);
   assert.match(await page.locator("#rationale").textContent(), /cannot lower/);
+  // The rationale is Markdown, rendered: emphasis is emphasis, nothing scrolls sideways, raw HTML
+  // is left out and the javascript: link leads nowhere.
+  assert.equal(await page.locator("#rationale strong").textContent(), "pow");
+  assert.equal(await page.locator("#rationale script").count(), 0);
+  assert.equal(await page.evaluate(() => window.injected), undefined);
+  assert.equal(await page.locator("#rationale a").getAttribute("href"), "");
+  assert.ok(await page.locator("#rationale").evaluate((element) => element.scrollWidth <= element.clientWidth),
+    "the rationale wraps");
   // The diff: the added line, highlighted (a comment span inside an added line).
   const added = page.locator("#diff .add");
   assert.ok(await added.count() >= 1);

@@ -31,6 +31,7 @@
 #include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
 #include "tests/cli/fault_profiles.h"
+#include "tests/unit/adapter_test_support.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
 #include "tools/adapters/adapter_support.h"
@@ -40,6 +41,8 @@ namespace stickler {
 namespace {
 
 using nlohmann::json;
+using testing::countOps;
+using testing::rewriteFor;
 using testing::zooPath;
 
 std::shared_ptr<const LoadedModel> load(const std::string& name) {
@@ -57,12 +60,6 @@ AdapterFile transformAdapter(const std::string& transform, int max_ulps = 0) {
       "profiles = [\"spyre-2026\"]\nremove_when = \"r\"\nmax_ulps = " +
           std::to_string(max_ulps) + "\ntransform = " + transform + "\n",
       "test-transform.py");
-}
-
-int countOps(const LoadedModel& model, const std::string& op) {
-  int count = 0;
-  for (const auto* node : allNodes(*model.graph)) count += node->kind().toQualString() == op;
-  return count;
 }
 
 std::vector<std::string> opSequence(const LoadedModel& model) {
@@ -281,14 +278,6 @@ TEST(AdapterEngine, ANoMatchNamesTheClosestPartialMatchesAndWhereTheyDiverged) {
 
 // A rewrite for spyre-2026 named `name`, with the given functions (pattern, condition,
 // replacement), as agents write them.
-AdapterFile rewriteFor(const std::string& name, const std::string& functions) {
-  return parseAdapterFile("name = \"" + name +
-                              "\"\ngap = \"g\"\nwhy = \"w\"\nmodels = [\"*\"]\n"
-                              "profiles = [\"spyre-2026\"]\nremove_when = \"r\"\n\n\n" +
-                              functions,
-                          name + ".py");
-}
-
 int64_t cpuFallbacks(const LoadedModel& model, const DeviceProfile& profile) {
   return static_cast<int64_t>(compileLoaded(model, profile).fallbacks.size());
 }
@@ -471,6 +460,55 @@ def replacement(x: Tensor):
   EXPECT_EQ(kept.change.folded, 0);
   EXPECT_FALSE(kept.change.fixes_shapes);
   EXPECT_GT(countOps(*kept.after, "aten::size"), 0);
+  // And it says why, naming the operator upstream that makes the shape the data's.
+  ASSERT_EQ(kept.change.not_folded.size(), 1u);
+  EXPECT_NE(kept.change.not_folded[0].find("aten::size in the model's forward reads a shape the "
+                                           "model card does not fix: aten::index"),
+            std::string::npos)
+      << kept.change.not_folded[0];
+  EXPECT_NE(kept.change.not_folded[0].find("boolean mask"), std::string::npos);
+  EXPECT_TRUE(folded.change.not_folded.empty());
+
+  // repeat_interleave by an int (GPT-J's sin and cos, 2 apiece) has a fixed shape; by a tensor
+  // of repeats, the data's.
+  const auto repeated = applyAdapter(
+      doubling,
+      loadModel(testing::writeScriptedModel(
+          "RepeatThenScale",
+          "def forward(self, x, ids):\n    return torch.mul(torch.repeat_interleave(x, 2, 0), "
+          "2.0)\n",
+          card)),
+      loadProfile("spyre-2026"), /*check_equivalence=*/false);
+  EXPECT_GT(repeated.change.folded, 0);
+  EXPECT_TRUE(repeated.change.not_folded.empty());
+}
+
+// A matrix a replacement builds from sizes folds into a constant, and the layout rule judges it
+// as it judges the same matrix computed on every run (lowering_test has that side): by its
+// output size, whatever produced it.
+TEST(AdapterEngine, AFoldedMatrixIsJudgedAsTheSameMatrixComputedAtRunTime) {
+  const AdapterFile scale = rewriteFor("scale-as-matmul", R"(def pattern(x: Tensor):
+    return torch.mul(x, 2.0)
+
+
+def replacement(x: Tensor):
+    return torch.matmul(x, torch.eye(x.size(-1)) * 2.0)
+)");
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  for (const int64_t width : {48, 64}) {
+    const std::string size = std::to_string(width);
+    const std::shared_ptr<const LoadedModel> model = loadModel(testing::writeScriptedModel(
+        "ScaleWidth" + size, "def forward(self, x):\n    return torch.mul(x, 2.0) + 1.0\n",
+        R"({"inputs": [{"name": "x", "shape": [4, )" + size +
+            R"(], "dtype": "float32", "kind": "float"}]})"));
+    const auto folded = applyAdapter(scale, model, profile);
+    ASSERT_TRUE(folded.accepted()) << unchangedReason(folded) << folded.equivalence.problem();
+    EXPECT_GT(folded.change.folded, 0);
+    EXPECT_EQ(countOps(*folded.after, "aten::eye"), 0);
+    EXPECT_EQ(blockersWithRule(*folded.after, profile, "weight-stick-alignment"),
+              width == 64 ? 0 : 1)
+        << size;
+  }
 }
 
 TEST(AdapterEngine, APatternMatchesInsideControlFlowWhereItsConstantsArePooledOutside) {

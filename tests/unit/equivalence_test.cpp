@@ -22,6 +22,7 @@
 #include "simulator/graph/model_card.h"
 #include "simulator/support/blas_library.h"
 #include "simulator/support/errors.h"
+#include "tests/unit/adapter_test_support.h"
 #include "tests/unit/zoo.h"
 #include "tools/adapters/adapter_json.h"
 #include "tools/adapters/adapter_support.h"
@@ -29,6 +30,7 @@
 namespace stickler {
 namespace {
 
+using testing::rewriteFor;
 using testing::zooPath;
 
 // ---- The criteria, on tensors made here ----
@@ -130,14 +132,6 @@ TEST(Equivalence, ShapesIntegersAndNonFiniteValuesMustMatch) {
 
 // ---- Adapters on zoo models ----
 
-AdapterFile rewrite(const std::string& name, const std::string& functions) {
-  return parseAdapterFile("name = \"" + name +
-                              "\"\ngap = \"g\"\nwhy = \"w\"\nmodels = [\"*\"]\nprofiles = "
-                              "[\"spyre-2026\"]\nremove_when = \"r\"\n\n" +
-                              functions,
-                          name + ".py");
-}
-
 AdapterApplication apply(const AdapterFile& adapter, const std::string& model) {
   return applyAdapter(adapter, loadModel(zooPath(model + ".pt")), loadProfile("spyre-2026"));
 }
@@ -155,7 +149,7 @@ void expectDifferentMath(const AdapterApplication& application) {
 }
 
 TEST(EquivalenceAdapters, AScaleOfOnePlusOneMillionthIsRefused) {
-  const auto application = apply(rewrite("rsqrt-a-millionth-more", R"(
+  const auto application = apply(rewriteFor("rsqrt-a-millionth-more", R"(
 def pattern(x: Tensor):
     return torch.rsqrt(x)
 
@@ -179,7 +173,7 @@ def replacement(x: Tensor):
 }
 
 TEST(EquivalenceAdapters, TheTanhGeluInPlaceOfTheErfGeluIsRefused) {
-  expectDifferentMath(apply(rewrite("gelu-tanh-for-erf", R"(
+  expectDifferentMath(apply(rewriteFor("gelu-tanh-for-erf", R"(
 def pattern(x: Tensor):
     return torch.gelu(x)
 
@@ -208,7 +202,7 @@ std::string bertWithBiases() {
 }
 
 TEST(EquivalenceAdapters, DroppingABiasIsRefused) {
-  const AdapterFile drop = rewrite("drop-linear-bias", R"(
+  const AdapterFile drop = rewriteFor("drop-linear-bias", R"(
 def pattern(x: Tensor, w: Tensor, b: Tensor):
     return torch.linear(x, w, b)
 
@@ -223,7 +217,7 @@ def replacement(x: Tensor, w: Tensor, b: Tensor):
 }
 
 TEST(EquivalenceAdapters, MovingAScaleAcrossAMatmulIsTheSameMathematics) {
-  const auto application = apply(rewrite("scale-queries-first", R"(
+  const auto application = apply(rewriteFor("scale-queries-first", R"(
 def pattern(q: Tensor, k: Tensor, scale: float):
     return torch.matmul(q, k.transpose(2, 3)) * scale
 
@@ -240,7 +234,7 @@ def replacement(q: Tensor, k: Tensor, scale: float):
 
 TEST(EquivalenceAdapters, TheSameMathematicsThatOverflowsFloat32IsRefusedAsWorse) {
   // x * x as (x * 2^100)^2 * 2^-200: exact in float64, overflow and underflow in float32.
-  const auto application = apply(rewrite("square-scaled-out-of-range", R"(
+  const auto application = apply(rewriteFor("square-scaled-out-of-range", R"(
 def pattern(x: Tensor):
     return x.pow(2)
 

@@ -2,6 +2,7 @@
 #include "simulator/lowering/lowering.h"
 
 #include <gtest/gtest.h>
+#include <torch/script.h>
 
 #include <fstream>
 #include <set>
@@ -148,6 +149,38 @@ TEST(LoweringRules, AHalfHeadSliceSaysWhetherItIsRotateHalfOrAPartialRotaryCut) 
   EXPECT_EQ(pass->message.rfind("a rotary/pass-through cut splits head_dim 64 at 32", 0), 0u)
       << pass->message;
   EXPECT_EQ(pass->message.find("pad the attention heads"), std::string::npos) << pass->message;
+}
+
+// A matrix operand is judged by its layout, not by where it came from: a module weight, one
+// computed from it and one built at run time alike. Its output size must fill whole sticks; its
+// contraction is zero-padded (16 rows of a [16, 64] matrix are fine).
+TEST(LoweringRules, AMatrixOperandIsJudgedAlikeWhereverItComesFrom) {
+  const char* card =
+      R"({"inputs": [{"name": "x", "shape": [4, 16], "dtype": "float32", "kind": "float"}]})";
+  for (const int64_t out : {48, 64}) {
+    const std::string size = std::to_string(out);
+    int variant = 0;
+    for (const std::string& matrix :
+         {std::string("self.w"), std::string("self.w * 2.0"), "torch.ones([16, " + size + "])"}) {
+      torch::jit::Module module("Matrix" + size);
+      module.register_parameter("w", torch::randn({16, out}), false);
+      module.define("def forward(self, x):\n    return torch.matmul(x, " + matrix + ")\n");
+      const std::string path =
+          testing::uniqueTempPath("matrix-" + size + "-" + std::to_string(variant++) + ".pt");
+      module.save(path, torch::jit::ExtraFilesMap{{"stickler/model.json", card}});
+      const auto lowered = lowerFile(path, "spyre-2026");
+      const Blocker* alignment = findRule(lowered.result, "weight-stick-alignment");
+      if (out == 64) {
+        EXPECT_EQ(alignment, nullptr) << matrix << ": " << alignment->message;
+        continue;
+      }
+      ASSERT_NE(alignment, nullptr) << matrix;
+      EXPECT_NE(alignment->message.find("[48 out, 16 in]: its output size 48 is not a multiple"),
+                std::string::npos)
+          << alignment->message;
+      EXPECT_EQ(alignment->message.find("input size"), std::string::npos) << alignment->message;
+    }
+  }
 }
 
 TEST(LoweringRules, LayoutConstraintsOfSingleOperators) {

@@ -43,6 +43,7 @@ nlohmann::json graphChangeToJson(const GraphChange& change, size_t limit) {
           {"placed_on_host", change.placed_on_host},
           {"nodes_on_host", countedNodes(change.nodes_on_host, limit)},
           {"folded", change.folded},
+          {"not_folded", change.not_folded},
           {"fixes_shapes", change.fixes_shapes}};
 }
 

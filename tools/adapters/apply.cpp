@@ -129,6 +129,9 @@ std::string renderText(const json& report) {
       if (change.value("fixes_shapes", false)) text += " (for the model card's input shapes)";
     }
     text += "\n";
+    for (const auto& reason : change.value("not_folded", json::array())) {
+      text += "  not folded: " + reason.get<std::string>() + "\n";
+    }
   }
   if (application.contains("equivalence")) {
     text += "  equivalence on the CPU: " + equivalenceLine(application["equivalence"]) + "\n";

@@ -87,7 +87,7 @@ json idempotenceOn(const json& input, const AdapterFile& file, OperationContext&
     match = {{"model", given}, {"matched", false}, {"why", why}};
     return {{"checked", false}, {"why", "it changes nothing in " + given + ": " + why}};
   }
-  match = {{"model", given}, {"matched", true}, {"rewrites", first.change.rewrites}};
+  match = matchedEntry(given, first);
   if (auto problem = idempotenceProblem(first, profile)) {
     throw UserError(file.path + ": " + *problem + "; nothing was written");
   }

@@ -73,10 +73,10 @@ json draftMatches(const AdapterFile& file, const DeviceProfile& profile, const s
       ModelAdapters adapters(context, archive.string(), {});
       const AdapterApplication application =
           applyAdapter(file, adapters.stack().current(), profile, /*check_equivalence=*/false);
-      entry["matched"] = application.changed();
       if (application.changed()) {
-        entry["rewrites"] = application.change.rewrites;
+        entry = matchedEntry(shown, application);
       } else {
+        entry["matched"] = false;
         entry["why"] = unchangedReason(application);
       }
     } catch (const UserError& e) {
@@ -88,12 +88,22 @@ json draftMatches(const AdapterFile& file, const DeviceProfile& profile, const s
   return {{"tried", tried}, {"not_tried", not_tried}, {"too_large", too_large}};
 }
 
+json matchedEntry(const std::string& model, const AdapterApplication& application) {
+  json entry = {{"model", model}, {"matched", true}, {"rewrites", application.change.rewrites}};
+  if (!application.change.not_folded.empty()) entry["not_folded"] = application.change.not_folded;
+  return entry;
+}
+
 json draftWarnings(const json& tried) {
   json warnings = json::array();
   size_t matched = 0;
   for (const json& entry : tried) {
     if (entry.value("matched", false)) {
       ++matched;
+      for (const json& reason : entry.value("not_folded", json::array())) {
+        warnings.push_back("in " + entry.value("model", "") +
+                           ", a size was not folded: " + reason.get<std::string>());
+      }
     } else {
       warnings.push_back("matches nothing in " + entry.value("model", "") + ": " +
                          entry.value("why", ""));

@@ -10,6 +10,7 @@
 
 namespace stickler {
 
+struct AdapterApplication;
 struct AdapterFile;
 struct DeviceProfile;
 class OperationContext;
@@ -24,15 +25,21 @@ inline constexpr int kDraftSearchDepth = 3;
 // few seconds; match_adapters tries it on such a model when asked).
 inline constexpr uintmax_t kDraftTryBytes = uintmax_t{1} << 30;
 
-// {"tried": [{"model", "matched", "rewrites" | "why"}], "not_tried": n, "too_large": [model]}:
+// {"tried": [{"model", "matched", "rewrites" (, "not_folded") | "why"}], "not_tried": n,
+// "too_large": [model]}:
 // the archives under the workspace root whose card's family or name the draft's `models` names,
 // but `skip` (a resolved path the caller tries itself), each as the session has it (with the
 // adapters applied there).
 nlohmann::json draftMatches(const AdapterFile& file, const DeviceProfile& profile,
                             const std::string& skip, OperationContext& context);
 
-// "matches nothing in <model>: <why>" for each model tried that it did not match, and one line
-// more when it matched none of them.
+// A tried model's entry for an application that changed it: the rewrites, and the sizes its
+// replacement read that could not be folded (why each).
+nlohmann::json matchedEntry(const std::string& model, const AdapterApplication& application);
+
+// "matches nothing in <model>: <why>" for each model tried that it did not match, one line more
+// when it matched none of them, and "in <model>, a size was not folded: <why>" for each such
+// size where it matched.
 nlohmann::json draftWarnings(const nlohmann::json& tried);
 
 }  // namespace stickler

@@ -38,26 +38,25 @@ void checkZeroLength(const LoweringContext& context, const Node& node,
 
 void checkWeightStickAlignment(const LoweringContext& context, const Node& node,
                                std::vector<Blocker>& blockers) {
+  // Only the output size: the contraction (the input size) is zero-padded to whole sticks by
+  // the compiler, as for every matmul's B (docs/simulator-assumptions.md, "Weight alignment").
   const auto weight = weightOperand(context, node);
   if (!weight) return;
   const int64_t stick = context.stick();
-  std::vector<std::string> problems;
-  if (weight->out_features % stick != 0) {
-    problems.push_back("its output size " + std::to_string(weight->out_features));
-  }
-  if (weight->in_features % stick != 0) {
-    problems.push_back("its input size " + std::to_string(weight->in_features));
-  }
-  if (problems.empty()) return;
+  if (weight->out_features % stick == 0) return;
   std::string name = context.weightName(weight->value);
-  if (name.empty()) name = "the weight";
-  std::string message = name + " [" + std::to_string(weight->out_features) + " out, " +
-                        std::to_string(weight->in_features) + " in]: " + problems[0];
-  if (problems.size() > 1) message += " and " + problems[1];
-  message += (problems.size() > 1 ? " are not multiples of " : " is not a multiple of ") +
-             std::to_string(stick) + " (one " + std::to_string(context.profile.device.stick_bytes) +
-             "-byte stick); hidden, intermediate and vocabulary sizes must fill whole sticks";
-  blockers.push_back(blocker(node, "weight-stick-alignment", message));
+  if (name.empty()) {
+    name = weight->value->node()->kind() == torch::jit::prim::Constant ? "the constant matrix"
+                                                                       : "the computed matrix";
+  }
+  blockers.push_back(blocker(
+      node, "weight-stick-alignment",
+      name + " [" + std::to_string(weight->out_features) + " out, " +
+          std::to_string(weight->in_features) + " in]: its output size " +
+          std::to_string(weight->out_features) + " is not a multiple of " + std::to_string(stick) +
+          " (one " + std::to_string(context.profile.device.stick_bytes) +
+          "-byte stick); hidden, intermediate and vocabulary sizes, each some matrix's output "
+          "size, must fill whole sticks"));
 }
 
 void checkStickOffsets(const LoweringContext& context, const Node& node,
