@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <mutex>
+#include <unordered_map>
 
 #include "simulator/faults/fault_rule.h"
 #include "simulator/support/errors.h"
@@ -17,15 +19,49 @@ std::string shippedCatalogDir() {
                             "shipped adapter catalog");
 }
 
+namespace {
+
+struct ParsedText {
+  std::optional<AdapterFile> file;
+  std::string error;
+};
+
+// Parsing a file (tree-sitter, then its checks) costs far more than reading it, and every tool
+// call that stacks adapters reads the whole catalog: a text's parse is kept while the process
+// lives, keyed by path and text, so an edited file is parsed again.
+ParsedText parsedOnce(const std::string& text, const std::string& path) {
+  constexpr size_t kParsesKept = 512;
+  static std::mutex mutex;
+  static std::unordered_map<std::string, ParsedText> parsed;
+  std::string key = path;
+  key += '\0';
+  key += text;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto found = parsed.find(key);
+    if (found != parsed.end()) return found->second;
+  }
+  ParsedText result;
+  try {
+    result.file = parseAdapterFile(text, path);
+  } catch (const UserError& e) {
+    result.error = e.what();
+  }
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (parsed.size() >= kParsesKept) parsed.clear();
+  parsed.emplace(std::move(key), result);
+  return result;
+}
+
+}  // namespace
+
 CatalogEntry catalogEntryFromText(const std::string& name, const std::string& text,
                                   const std::string& path, const std::string& origin) {
   CatalogEntry entry{name, origin, path, text, std::nullopt, ""};
-  try {
-    entry.file = parseAdapterFile(text, path);
-    entry.file->reviewed = origin == "shipped" || origin == "workspace";
-  } catch (const UserError& e) {
-    entry.error = e.what();
-  }
+  ParsedText parsed = parsedOnce(text, path);
+  entry.file = std::move(parsed.file);
+  entry.error = std::move(parsed.error);
+  if (entry.file) entry.file->reviewed = origin == "shipped" || origin == "workspace";
   return entry;
 }
 

@@ -3,6 +3,7 @@
 #include "simulator/backends/device_backends.h"
 
 #include <chrono>
+#include <mutex>
 #include <optional>
 
 #include "simulator/backends/device_execution.h"
@@ -14,16 +15,19 @@ namespace {
 
 class DeviceCompiled : public CompiledModel {
  public:
-  DeviceCompiled(const LoadedModel& model, LoweringResult lowering, const DeviceProfile& profile,
-                 NumberFormat format, bool narrow_integers, std::optional<DeviceRunSpec> hosted)
-      : model_(model), hosted_(std::move(hosted)) {
+  DeviceCompiled(const LoadedModel& model, LoweringResult lowering,
+                 std::shared_ptr<const DeviceProfile> profile, NumberFormat format,
+                 bool narrow_integers, std::optional<DeviceRunSpec> hosted)
+      : model_(model),
+        hosted_(std::move(hosted)),
+        profile_(std::move(profile)),
+        format_(format),
+        narrow_integers_(narrow_integers) {
     lowering_ = std::move(lowering);
-    if (ok())
-      plan_ = std::make_unique<DevicePlan>(model, lowering_, profile, format, narrow_integers);
   }
 
   BackendRun run(const std::vector<c10::IValue>& inputs, const RunOptions& options) const override {
-    if (!plan_) throw std::logic_error("run() on a model that did not compile");
+    if (!ok()) throw std::logic_error("run() on a model that did not compile");
     if (hosted_ && !options.in_process && options.host_progress == nullptr) {
       if (options.observer != nullptr) {
         throw std::logic_error("an observer cannot follow a run to its model host");
@@ -46,7 +50,7 @@ class DeviceCompiled : public CompiledModel {
     BackendRun run;
     // In a model host the device may abort, as the device's process would; elsewhere an abort
     // fault throws (a benchmark's run in its own process).
-    DeviceExecution device(*plan_, observer, options.host_progress,
+    DeviceExecution device(plan(), observer, options.host_progress,
                            /*may_abort=*/options.host_progress != nullptr);
     device.setModuleCalls(&model_.interpreter->moduleCalls());
     const auto start = std::chrono::steady_clock::now();
@@ -56,18 +60,33 @@ class DeviceCompiled : public CompiledModel {
     return run;
   }
 
+  // Made at the first run here: a run that goes to the model's host needs only the lowering
+  // (localization compiles a placement per trial, and its host makes its own plan).
+  const DevicePlan& plan() const {
+    std::call_once(plan_made_, [this] {
+      plan_ = std::make_unique<DevicePlan>(model_, lowering_, *profile_, format_, narrow_integers_);
+    });
+    return *plan_;
+  }
+
   const LoadedModel& model_;
-  std::optional<DeviceRunSpec> hosted_;  // set: runs go to the model's host
-  std::unique_ptr<DevicePlan> plan_;
+  std::optional<DeviceRunSpec> hosted_;           // set: runs go to the model's host
+  std::shared_ptr<const DeviceProfile> profile_;  // the plan's faults point into it
+  NumberFormat format_;
+  bool narrow_integers_;
+  mutable std::once_flag plan_made_;
+  mutable std::unique_ptr<DevicePlan> plan_;
 };
 
 class EmulatedBackend : public Backend {
  public:
   explicit EmulatedBackend(BackendSpec spec) : spec_(std::move(spec)) {
     // Every operator is a device kernel of its own; no layout rules, no faults.
-    profile_.name = spec_.text;
-    profile_.format = spec_.format;
-    profile_.default_support = OpSupport::kNative;
+    auto profile = std::make_shared<DeviceProfile>();
+    profile->name = spec_.text;
+    profile->format = spec_.format;
+    profile->default_support = OpSupport::kNative;
+    profile_ = std::move(profile);
   }
   const BackendSpec& spec() const override { return spec_; }
   NumberFormat format() const override { return spec_.format; }
@@ -76,23 +95,24 @@ class EmulatedBackend : public Backend {
     LoweringOptions options;
     options.check_layout = false;
     options.apply_profile_ops = false;
-    return std::make_unique<DeviceCompiled>(model, lower(model, profile_, placement, options),
+    return std::make_unique<DeviceCompiled>(model, lower(model, *profile_, placement, options),
                                             profile_, spec_.format, /*narrow_integers=*/false,
                                             std::nullopt);
   }
 
  private:
   BackendSpec spec_;
-  DeviceProfile profile_;
+  std::shared_ptr<const DeviceProfile> profile_;
 };
 
 class SpyreSimBackend : public Backend {
  public:
   explicit SpyreSimBackend(BackendSpec spec)
-      : spec_(std::move(spec)), profile_(loadProfile(spec_.profile)) {}
+      : spec_(std::move(spec)),
+        profile_(std::make_shared<const DeviceProfile>(loadProfile(spec_.profile))) {}
   const BackendSpec& spec() const override { return spec_; }
-  NumberFormat format() const override { return profile_.format; }
-  const DeviceProfile* profile() const override { return &profile_; }
+  NumberFormat format() const override { return profile_->format; }
+  const DeviceProfile* profile() const override { return profile_.get(); }
   std::unique_ptr<CompiledModel> compile(const LoadedModel& model,
                                          const Placement& placement) const override {
     return compileWithPassLimit(model, placement, -1);
@@ -102,14 +122,14 @@ class SpyreSimBackend : public Backend {
                                                       int64_t pass_limit) const override {
     LoweringOptions options;
     options.pass_limit = pass_limit;
-    return std::make_unique<DeviceCompiled>(model, lower(model, profile_, placement, options),
-                                            profile_, profile_.format, profile_.narrow_integers,
+    return std::make_unique<DeviceCompiled>(model, lower(model, *profile_, placement, options),
+                                            profile_, profile_->format, profile_->narrow_integers,
                                             DeviceRunSpec{spec_.text, placement, pass_limit});
   }
 
  private:
   BackendSpec spec_;
-  DeviceProfile profile_;
+  std::shared_ptr<const DeviceProfile> profile_;
 };
 
 }  // namespace

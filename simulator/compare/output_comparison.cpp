@@ -12,19 +12,40 @@ std::optional<double> finiteOrNone(double value) {
   return std::isfinite(value) ? std::optional<double>(value) : std::nullopt;
 }
 
+// One pass in C++ over both outputs in float64, in order: a dozen whole-tensor operators, each
+// a pass and a read back, cost more than the comparison itself on a small model's outputs, and a
+// serial sum is the same on every machine.
 OutputMetrics commonMetrics(const at::Tensor& reference, const at::Tensor& device) {
-  const at::Tensor r = reference.to(c10::kDouble).reshape({-1});
-  const at::Tensor d = device.to(c10::kDouble).reshape({-1});
-  const at::Tensor finite = at::isfinite(d);
-  const at::Tensor diff = (d - r).abs();
-  const double ref_norm = r.norm().item<double>();
-  const double dev_norm = d.norm().item<double>();
-  const double dot = (r * d).sum().item<double>();
+  const at::Tensor r = reference.to(c10::kDouble).contiguous().reshape({-1});
+  const at::Tensor d = device.to(c10::kDouble).contiguous().reshape({-1});
+  const double* ref = r.data_ptr<double>();
+  const double* dev = d.data_ptr<double>();
+  const int64_t count = r.numel();
+  double ref_squares = 0, dev_squares = 0, dot = 0, error_squares = 0, error_sum = 0;
+  double error_max = 0;
+  bool error_nan = false;
+  int64_t non_finite = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    if (!std::isfinite(dev[i])) ++non_finite;
+    const double error = std::fabs(dev[i] - ref[i]);
+    if (std::isnan(error)) {
+      error_nan = true;
+    } else {
+      error_max = std::max(error_max, error);
+    }
+    error_sum += error;
+    error_squares += error * error;
+    ref_squares += ref[i] * ref[i];
+    dev_squares += dev[i] * dev[i];
+    dot += ref[i] * dev[i];
+  }
+  const double ref_norm = std::sqrt(ref_squares);
+  const double dev_norm = std::sqrt(dev_squares);
   OutputMetrics metrics;
-  metrics.non_finite = d.numel() - finite.sum().item<int64_t>();
-  metrics.max_abs_error = finiteOrNone(diff.max().item<double>());
-  metrics.mean_abs_error = finiteOrNone(diff.mean().item<double>());
-  metrics.relative_l2 = finiteOrNone(ref_norm > 0 ? (d - r).norm().item<double>() / ref_norm : 0.0);
+  metrics.non_finite = non_finite;
+  metrics.max_abs_error = error_nan || count == 0 ? std::nullopt : finiteOrNone(error_max);
+  metrics.mean_abs_error = finiteOrNone(error_sum / static_cast<double>(count));
+  metrics.relative_l2 = finiteOrNone(ref_norm > 0 ? std::sqrt(error_squares) / ref_norm : 0.0);
   metrics.cosine = finiteOrNone(ref_norm > 0 && dev_norm > 0 ? dot / (ref_norm * dev_norm)
                                                              : (ref_norm == dev_norm ? 1.0 : 0.0));
   return metrics;
@@ -32,29 +53,32 @@ OutputMetrics commonMetrics(const at::Tensor& reference, const at::Tensor& devic
 
 LogitAgreement logitMetrics(const at::Tensor& reference, const at::Tensor& device, double tolerance,
                             bool* pass) {
+  // Whole-tensor operations, then one pass over the rows in C++: a row at a time in ATen costs
+  // several small operators per position, which dominated a localization trial's comparison.
   const int64_t vocab = reference.size(-1);
-  const at::Tensor r = reference.to(c10::kDouble).reshape({-1, vocab});
-  const at::Tensor d = device.to(c10::kDouble).reshape({-1, vocab});
-  const int64_t k = std::min<int64_t>(5, vocab);
-  const auto [ref_top, ref_index] = r.topk(std::min<int64_t>(2, vocab), -1);
-  const at::Tensor dev_top1 = d.argmax(-1);
-  const at::Tensor top5 = std::get<1>(r.topk(k, -1));
+  const at::Tensor r = reference.to(c10::kDouble).reshape({-1, vocab}).contiguous();
+  const at::Tensor d = device.to(c10::kDouble).reshape({-1, vocab}).contiguous();
+  const auto [top_values, top_indices] = r.topk(std::min<int64_t>(5, vocab), -1);
+  const at::Tensor worst = (d.gather(1, top_indices) - r.gather(1, top_indices)).abs().amax(-1);
   const at::Tensor scale = r.abs().amax(-1).clamp_min(1e-30);
+  const at::Tensor dev_top1 = d.argmax(-1);
+  const auto values = top_values.accessor<double, 2>();
+  const auto indices = top_indices.accessor<int64_t, 2>();
+  const auto worst_of = worst.accessor<double, 1>();
+  const auto scale_of = scale.accessor<double, 1>();
+  const auto dev_top1_of = dev_top1.accessor<int64_t, 1>();
   LogitAgreement agreement;
   agreement.positions = r.size(0);
   agreement.tolerance = tolerance;
   double worst_top5 = 0.0;
   for (int64_t row = 0; row < r.size(0); ++row) {
-    const double row_scale = scale[row].item<double>();
-    const at::Tensor err =
-        (d[row].index_select(0, top5[row]) - r[row].index_select(0, top5[row])).abs();
-    worst_top5 = std::max(worst_top5, err.max().item<double>() / row_scale);
-    if (dev_top1[row].item<int64_t>() == ref_index[row][0].item<int64_t>()) {
+    const double row_scale = scale_of[row];
+    worst_top5 = std::max(worst_top5, worst_of[row] / row_scale);
+    if (dev_top1_of[row] == indices[row][0]) {
       ++agreement.top1_agree;
       continue;
     }
-    const double margin =
-        vocab > 1 ? ref_top[row][0].item<double>() - ref_top[row][1].item<double>() : 0.0;
+    const double margin = vocab > 1 ? values[row][0] - values[row][1] : 0.0;
     (margin <= tolerance * row_scale ? agreement.top1_ambiguous : agreement.top1_disagree)++;
   }
   if (!std::isfinite(worst_top5)) worst_top5 = std::numeric_limits<double>::infinity();

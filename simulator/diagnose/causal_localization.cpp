@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <map>
 
 #include "simulator/backends/backend.h"
+#include "simulator/backends/model_host_client.h"
 #include "simulator/compare/output_comparison.h"
 #include "simulator/diagnose/causal_search.h"
 #include "simulator/diagnose/module_deviation.h"
@@ -248,15 +250,27 @@ class Localizer {
     placement.host_modules = model_.host_modules;
     Trial result;
     double seconds = 0.0;
+    RunOptions run_options;
+    run_options.timeout_seconds = options_.timeout_seconds;
+    run_options.cancelled = options_.control.cancelled;
+    run_options.lockstep_errors_path = lockstep_errors_path;
+    // A simulated device runs in the model's host, which lowers the placement itself: the run
+    // starts at once, and this process lowers it meanwhile only to tell a blocked placement
+    // (whose run then fails in the host) from a run.
+    std::future<BackendRun> hosted;
+    if (backend_->spec().kind == BackendSpec::Kind::kSpyreSim) {
+      hosted = std::async(std::launch::async, [&] {
+        return runOnModelHost(model_, DeviceRunSpec{backend_->spec().text, placement, pass_limit},
+                              model_.example_inputs, run_options);
+      });
+    }
     const auto compiled = backend_->compileWithPassLimit(model_, placement, pass_limit);
     if (!compiled->ok()) {
+      if (hosted.valid()) hosted.wait();
       result.verdict = RunVerdict::kBlocked;
     } else {
-      RunOptions run_options;
-      run_options.timeout_seconds = options_.timeout_seconds;
-      run_options.cancelled = options_.control.cancelled;
-      run_options.lockstep_errors_path = lockstep_errors_path;
-      const BackendRun run = compiled->run(model_.example_inputs, run_options);
+      const BackendRun run =
+          hosted.valid() ? hosted.get() : compiled->run(model_.example_inputs, run_options);
       seconds = run.seconds;
       options_.control.checkCancelled();
       if (run.status == BackendRun::Status::kCompleted) {

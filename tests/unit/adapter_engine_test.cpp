@@ -1153,6 +1153,28 @@ TEST(AdapterEngine, AnOutOfRangeNumberIsTheCatalogEntrysError) {
   EXPECT_EQ(entry.error, "x.py:7:12: '1e999' is not a finite number Stickler can read");
 }
 
+// A file's parse is kept while its text is the same: an edited file is parsed again, and what
+// depends on where it comes from (reviewed or not) is not taken from the kept parse.
+TEST(AdapterEngine, ACatalogFileEditedInPlaceIsParsedAgain) {
+  auto text = [](int max_ulps) {
+    return "name = \"x\"\ngap = \"g\"\nwhy = \"w\"\nmodels = [\"*\"]\n"
+           "profiles = [\"spyre-2026\"]\nremove_when = \"r\"\nmax_ulps = " +
+           std::to_string(max_ulps) + "\ntransform = pad_to_sticks(module=\"lm_head\")\n";
+  };
+  const CatalogEntry first = catalogEntryFromText("x", text(4), "x.py", "workspace");
+  ASSERT_TRUE(first.file.has_value()) << first.error;
+  EXPECT_EQ(first.file->metadata.max_ulps, 4);
+  EXPECT_TRUE(first.file->reviewed);
+  const CatalogEntry edited = catalogEntryFromText("x", text(8), "x.py", "workspace");
+  EXPECT_EQ(edited.file->metadata.max_ulps, 8);
+  const CatalogEntry draft = catalogEntryFromText("x", text(4), "x.py", "draft");
+  EXPECT_EQ(draft.file->metadata.max_ulps, 4);
+  EXPECT_FALSE(draft.file->reviewed);
+  const CatalogEntry broken = catalogEntryFromText("x", text(4) + "(", "x.py", "workspace");
+  EXPECT_FALSE(broken.file.has_value());
+  EXPECT_FALSE(broken.error.empty());
+}
+
 TEST(AdapterEngine, MatchingNamesTheBlockersEachAdapterClears) {
   const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
   const auto matches = matchAdapters(catalog, load("gpt2-tiny"), loadProfile("spyre-2025-clean"));

@@ -1,0 +1,90 @@
+// The verdict on a run's outputs against the reference's, and the figures it reports: what a
+// localization trial, `run` and the gate all decide by.
+#include "simulator/compare/output_comparison.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+
+#include "simulator/graph/model_card.h"
+
+namespace stickler {
+namespace {
+
+ModelCard cardWith(OutputKind kind) {
+  ModelCard card;
+  card.outputs.push_back({"out", kind});
+  return card;
+}
+
+OutputReport compared(const at::Tensor& reference, const at::Tensor& device, OutputKind kind) {
+  const OutputComparison comparison = compareOutputs({reference}, {device}, cardWith(kind),
+                                                     NumberFormat::kFloat16, VerdictSettings{});
+  EXPECT_EQ(comparison.outputs.size(), 1u);
+  return comparison.outputs.at(0);
+}
+
+TEST(OutputComparison, TheFiguresAreTheDifferencesOwn) {
+  const at::Tensor reference = torch::tensor({3.0F, 4.0F, 0.0F, -1.0F});
+  const at::Tensor device = torch::tensor({3.0F, 4.5F, 0.0F, -2.0F});
+  const OutputReport report = compared(reference, device, OutputKind::kHiddenStates);
+  ASSERT_TRUE(report.metrics.has_value());
+  const OutputMetrics& metrics = *report.metrics;
+  EXPECT_EQ(metrics.non_finite, 0);
+  EXPECT_DOUBLE_EQ(*metrics.max_abs_error, 1.0);
+  EXPECT_DOUBLE_EQ(*metrics.mean_abs_error, 1.5 / 4);
+  // |d - r| = (0, 0.5, 0, 1): sqrt(1.25) over |r| = sqrt(26).
+  EXPECT_NEAR(*metrics.relative_l2, std::sqrt(1.25) / std::sqrt(26.0), 1e-12);
+  // r.d = 9 + 18 + 0 + 2 = 29 over sqrt(26) sqrt(9 + 20.25 + 4).
+  EXPECT_NEAR(*metrics.cosine, 29.0 / (std::sqrt(26.0) * std::sqrt(33.25)), 1e-12);
+  EXPECT_EQ(report.verdict, OutputVerdict::kFail);  // cosine 0.98 < 0.999
+
+  const OutputReport same = compared(reference, reference.clone(), OutputKind::kHiddenStates);
+  EXPECT_EQ(*same.metrics->max_abs_error, 0.0);
+  EXPECT_NEAR(*same.metrics->cosine, 1.0, 1e-15);
+  EXPECT_EQ(same.verdict, OutputVerdict::kPass);
+}
+
+TEST(OutputComparison, NonFiniteValuesOnTheDeviceFailAndLeaveNoFigure) {
+  const at::Tensor reference = torch::tensor({1.0F, 2.0F, 3.0F});
+  const at::Tensor device = torch::tensor({1.0F, std::numeric_limits<float>::quiet_NaN(), 3.0F});
+  const OutputReport report = compared(reference, device, OutputKind::kHiddenStates);
+  EXPECT_EQ(report.metrics->non_finite, 1);
+  EXPECT_FALSE(report.metrics->max_abs_error.has_value());
+  EXPECT_FALSE(report.metrics->mean_abs_error.has_value());
+  EXPECT_EQ(report.verdict, OutputVerdict::kFail);
+  EXPECT_EQ(report.reason, "non-finite values on the device");
+
+  const at::Tensor infinite = torch::tensor({1.0F, std::numeric_limits<float>::infinity(), 3.0F});
+  EXPECT_EQ(compared(reference, infinite, OutputKind::kHiddenStates).metrics->non_finite, 1);
+}
+
+TEST(OutputComparison, LogitsAreJudgedByTopOneAndTheReferencesOwnMargin) {
+  // Row 0: a clear top-1 the device keeps. Row 1: a clear top-1 the device loses. Row 2: the
+  // reference's top two within the tolerance of each other, swapped on the device: ambiguous.
+  const at::Tensor reference =
+      torch::tensor({{5.0F, 1.0F, 0.0F}, {0.0F, 4.0F, 1.0F}, {2.0F, 2.0F - 1e-6F, 0.0F}});
+  const at::Tensor device =
+      torch::tensor({{5.0F, 1.0F, 0.0F}, {0.0F, 1.0F, 4.0F}, {2.0F - 1e-6F, 2.0F, 0.0F}});
+  const OutputReport report = compared(reference, device, OutputKind::kLogits);
+  ASSERT_TRUE(report.logits.has_value());
+  EXPECT_EQ(report.logits->positions, 3);
+  EXPECT_EQ(report.logits->top1_agree, 1);
+  EXPECT_EQ(report.logits->top1_disagree, 1);
+  EXPECT_EQ(report.logits->top1_ambiguous, 1);
+  // Row 1's worst top-5 error, 3, over its largest magnitude, 4.
+  EXPECT_NEAR(*report.logits->top5_relative_error, 0.75, 1e-6);
+  EXPECT_EQ(report.verdict, OutputVerdict::kFail);
+  EXPECT_EQ(report.reason, "top-1 differs at positions where the reference is clear");
+
+  const at::Tensor ambiguous_only = reference.index({torch::indexing::Slice(2, 3)});
+  const at::Tensor swapped = device.index({torch::indexing::Slice(2, 3)});
+  const OutputReport passes = compared(ambiguous_only, swapped, OutputKind::kLogits);
+  EXPECT_EQ(passes.logits->top1_ambiguous, 1);
+  EXPECT_EQ(passes.verdict, OutputVerdict::kPass);
+}
+
+}  // namespace
+}  // namespace stickler
