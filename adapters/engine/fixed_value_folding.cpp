@@ -202,7 +202,6 @@ std::vector<std::optional<Evaluated>> evaluateFixed(const GraphEdit& edit,
     }
     return std::make_pair(*constant, toFloat64Value(*constant));
   };
-  const auto float32 = static_cast<int64_t>(c10::kFloat);
   std::vector<std::optional<Evaluated>> evaluated(nodes.size());
   for (size_t n = 0; n < nodes.size(); ++n) {
     const Node* node = nodes[n];
@@ -223,7 +222,9 @@ std::vector<std::optional<Evaluated>> evaluateFixed(const GraphEdit& edit,
         stack.push_back(value->first);
         const bool names_dtype = schema != nullptr && i < schema->arguments().size() &&
                                  schema->arguments()[i].name() == "dtype";
-        const bool says_float32 = value->second.isInt() && value->second.toInt() == float32;
+        const bool says_float32 =
+            value->second.isInt() &&
+            widensToFloat64(static_cast<c10::ScalarType>(value->second.toInt()));
         stack64.push_back(names_dtype && says_float32
                               ? c10::IValue(static_cast<int64_t>(c10::kDouble))
                               : value->second);
@@ -248,7 +249,7 @@ std::vector<std::optional<Evaluated>> evaluateFixed(const GraphEdit& edit,
         const auto meta = at::TensorOptions().device(at::kMeta);
         stack.push_back(at::empty(desc->shape, meta.dtype(type)));
         stack64.push_back(
-            at::empty(desc->shape, meta.dtype(type == c10::kFloat ? c10::kDouble : type)));
+            at::empty(desc->shape, meta.dtype(widensToFloat64(type) ? c10::kDouble : type)));
         result.read_a_shape = reads_shape;
         continue;
       }
@@ -330,7 +331,7 @@ FoldResult foldFixedValues(GraphEdit& edit, const std::vector<Node*>& nodes) {
       Node* constant_node = (*constant)->node();
       constant_node->setSourceRange(node->sourceRange());
       constant_node->setScope(node->scope());
-      if (value.isTensor() && value.toTensor().scalar_type() == c10::kFloat && twin.isTensor() &&
+      if (value.isTensor() && widensToFloat64(value.toTensor().scalar_type()) && twin.isTensor() &&
           twin.toTensor().is_floating_point()) {
         attachFloat64Twin(*constant_node, twin.toTensor());
       }

@@ -31,10 +31,13 @@ at::Tensor float64TwinOf(const Node& constant) {
   return constant.t(twinAttribute());
 }
 
+bool widensToFloat64(c10::ScalarType type) {
+  return type == c10::kFloat || type == c10::kBFloat16 || type == c10::kHalf;
+}
+
 std::shared_ptr<torch::jit::Graph> toFloat64Graph(const torch::jit::Graph& source,
                                                   bool widen_constants) {
   auto graph = const_cast<torch::jit::Graph&>(source).copy();  // copy() is not const in 1.13
-  const auto float32 = static_cast<int64_t>(c10::ScalarType::Float);
   const auto float64 = static_cast<int64_t>(c10::ScalarType::Double);
   std::function<void(Block*)> visit = [&](Block* block) {
     for (auto it = block->nodes().begin(); it != block->nodes().end();) {
@@ -42,7 +45,7 @@ std::shared_ptr<torch::jit::Graph> toFloat64Graph(const torch::jit::Graph& sourc
       for (Block* inner : node->blocks()) visit(inner);
       if (node->kind() == prim::Constant) {
         auto value = torch::jit::toIValue(node->output());
-        if (value && value->isTensor() && value->toTensor().scalar_type() == c10::kFloat &&
+        if (value && value->isTensor() && widensToFloat64(value->toTensor().scalar_type()) &&
             (widen_constants || hasFloat64Twin(*node))) {
           torch::jit::WithInsertPoint guard(node);
           const at::Tensor widened =
@@ -59,7 +62,10 @@ std::shared_ptr<torch::jit::Graph> toFloat64Graph(const torch::jit::Graph& sourc
       for (size_t i = 0; i < node->inputs().size() && i < schema->arguments().size(); ++i) {
         if (schema->arguments()[i].name() != "dtype") continue;
         auto dtype = torch::jit::toIValue(node->input(i));
-        if (!dtype || !dtype->isInt() || dtype->toInt() != float32) continue;
+        if (!dtype || !dtype->isInt() ||
+            !widensToFloat64(static_cast<c10::ScalarType>(dtype->toInt()))) {
+          continue;
+        }
         torch::jit::WithInsertPoint guard(node);
         node->replaceInput(i, graph->insertConstant(float64));
       }

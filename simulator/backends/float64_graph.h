@@ -6,10 +6,15 @@
 
 namespace stickler {
 
-// The graph with every float32 it names made float64: dtype arguments that say float32, and
-// float32 tensor constants (their float64 twins where they have one). Scopes (module paths) are
-// kept. With `widen_constants` false, constants without a twin stay float32, for a caller that
-// widens them as they are read (WidenAsRead) rather than holding a float64 copy of every weight.
+// The floating dtypes a float64 run widens: float32, and the 16-bit formats checkpoints are
+// served in (bfloat16, float16).
+bool widensToFloat64(c10::ScalarType type);
+
+// The graph with every float32, bfloat16 and float16 it names made float64: dtype arguments that
+// say one of them, and tensor constants of them (their float64 twins where they have one). Scopes
+// (module paths) are kept. With `widen_constants` false, constants without a twin stay as they
+// are, for a caller that widens them as they are read (WidenAsRead) rather than holding a float64
+// copy of every weight.
 std::shared_ptr<torch::jit::Graph> toFloat64Graph(const torch::jit::Graph& graph,
                                                   bool widen_constants = true);
 

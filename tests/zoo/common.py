@@ -44,7 +44,8 @@ def float_input(name, shape, low=-1.0, high=1.0):
     return {"name": name, "shape": list(shape), "dtype": "float32", "kind": "float", "range": [low, high]}
 
 
-_DTYPES = {"int64": torch.int64, "int32": torch.int32, "float32": torch.float32, "bool": torch.bool}
+_DTYPES = {"int64": torch.int64, "int32": torch.int32, "float32": torch.float32, "bfloat16": torch.bfloat16,
+           "float16": torch.float16, "bool": torch.bool}
 
 
 def example_inputs(inputs, seed=0):

@@ -35,6 +35,9 @@ def main():
     parser.add_argument("--only", nargs="*", help="generate only these models")
     parser.add_argument("--outliers", action="store_true",
                         help="give every model trained-like weights: a few hidden channels with large outliers")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                        help="save the weights and the float inputs in this dtype, as checkpoints are "
+                             "served (traced in it, as Transformers traces a model loaded in it)")
     parser.add_argument("--list", action="store_true", help="list the models and exit")
     args = parser.parse_args()
 
@@ -58,6 +61,12 @@ def main():
         outlier_channels = add_outliers(model, hidden_size, seed_for(name)) if outliers else []
         if outlier_channels:
             card["config"]["outlier_channels"] = outlier_channels
+        if args.dtype != "float32":
+            model.to(getattr(torch, args.dtype))
+            for spec in card["inputs"]:
+                if spec["dtype"] == "float32":
+                    spec["dtype"] = args.dtype
+            card["config"]["torch_dtype"] = args.dtype
         path = os.path.join(args.out, name + ".pt")
         recorded = write_model(path, model, card, method)
         index["models"].append({
@@ -69,7 +78,7 @@ def main():
             "parameters": sum(p.numel() for p in model.parameters()),
             **recorded,
         })
-    if not args.only:
+    if not args.only and args.dtype == "float32":
         for sub in ("foreign", "broken"):
             os.makedirs(os.path.join(args.out, sub), exist_ok=True)
         torch.manual_seed(0)

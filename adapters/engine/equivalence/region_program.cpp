@@ -86,10 +86,10 @@ class RegionBuilder {
   std::unordered_map<const Value*, Value*> env_;
 };
 
-// Widens the float32 tensors an operator reads (weights and constants: in the float64 graph
-// everything computed is float64 already) just before it reads them, into float64 buffers that
-// are reused from one operator to the next. A float64 run of a large region thus never holds a
-// float64 copy of every weight, nor pays for fresh memory per weight.
+// Widens the float32 (and bfloat16, float16) tensors an operator reads (weights and constants: in
+// the float64 graph everything computed is float64 already) just before it reads them, into float64
+// buffers that are reused from one operator to the next. A float64 run of a large region thus never
+// holds a float64 copy of every weight, nor pays for fresh memory per weight.
 class WidenAsRead : public ExecutionObserver {
  public:
   WidenAsRead(std::vector<at::Tensor>& scratch, const std::atomic<bool>* cancelled)
@@ -100,7 +100,7 @@ class WidenAsRead : public ExecutionObserver {
     in_use_ = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const c10::IValue& input = inputs[i];
-      if (input.isTensor() && input.toTensor().scalar_type() == c10::kFloat) {
+      if (input.isTensor() && widensToFloat64(input.toTensor().scalar_type())) {
         inputs.replace(i, widenInto(in_use_++, input.toTensor()));
       } else if (input.isTensorList()) {
         inputs.replace(i, widenToFloat64(input));

@@ -100,7 +100,7 @@ void replaceByConstant(GraphEdit& edit, const Value* original, const c10::IValue
     Value* constant = graph.insertConstant(value.toTensor().detach().clone());
     constant->node()->setSourceRange(producer->sourceRange());
     if (twin.isTensor() && twin.toTensor().is_floating_point() &&
-        value.toTensor().scalar_type() == c10::kFloat) {
+        widensToFloat64(value.toTensor().scalar_type())) {
       attachFloat64Twin(*constant->node(), twin.toTensor());
     }
     copy->replaceAllUsesWith(constant);
