@@ -96,7 +96,7 @@ INSTANTIATE_TEST_SUITE_P(Zoo, AdaptSixteenBit,
                          ::testing::Combine(::testing::Values("bfloat16"),
                                             ::testing::Values("llama-tiny", "gpt2-tiny",
                                                               "qwen2-hd128", "vit-tiny",
-                                                              "bamba-tiny"),
+                                                              "bamba-tiny", "bert-h96"),
                                             ::testing::Values("spyre-2026", "spyre-2025-clean")),
                          [](const auto& info) {
                            return std::string(std::get<0>(info.param)) + "_" +

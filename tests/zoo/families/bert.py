@@ -149,8 +149,8 @@ class BertModel(nn.Module):
         self.pooler = BertPooler(config)
 
     def forward(self, input_ids, attention_mask):
-        extended_attention_mask = attention_mask[:, None, None, :].to(torch.float32)
-        extended_attention_mask = (1.0 - extended_attention_mask) * torch.finfo(torch.float32).min
+        dtype = self.embeddings.word_embeddings.weight.dtype  # the model's (get_extended_attention_mask)
+        extended_attention_mask = (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
         embedding_output = self.embeddings(input_ids)
         sequence_output = self.encoder(embedding_output, extended_attention_mask)
         pooled_output = self.pooler(sequence_output)

@@ -158,7 +158,8 @@ class MPNetModel(nn.Module):
         self.pooler = MPNetPooler(config)
 
     def forward(self, input_ids, attention_mask):
-        extended = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * torch.finfo(torch.float32).min
+        dtype = self.embeddings.word_embeddings.weight.dtype  # the model's, as Transformers makes it
+        extended = (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
         sequence_output = self.encoder(self.embeddings(input_ids), extended)
         pooled_output = self.pooler(sequence_output)
         # Mean pooling over the tokens the mask keeps: the sentence-transformers embedding.
