@@ -82,9 +82,7 @@ class FixedShapes {
   std::string whyNot(const Value* value) {
     if (fixed(value)) return "";
     const Node* producer = value->node();
-    const std::string where = std::string(producer->kind().toQualString()) + " in " +
-                              (modulePathOf(*producer).empty() ? std::string("the model's forward")
-                                                               : modulePathOf(*producer));
+    const std::string where = operatorWhere(*producer);
     if (insideControlFlow(*producer)) return where + " runs inside a prim::If or prim::Loop";
     if (shapeDependsOnData(*producer) && !indexesByIntegers(*producer)) {
       return where + " gives a shape that depends on the data" +
@@ -232,9 +230,8 @@ std::vector<std::optional<Evaluated>> evaluateFixed(const GraphEdit& edit,
       }
       auto desc = (reads_dtype || reads_shape) && i == 0 ? edit.describe(input) : std::nullopt;
       if (desc && desc->kind == "Tensor" && reads_shape && !shapes.fixed(input)) {
-        const std::string module = modulePathOf(*node);
         const std::string reason =
-            kind + " in " + (module.empty() ? std::string("the model's forward") : module) +
+            operatorWhere(*node) +
             " reads a shape the model card does not fix: " + shapes.whyNot(input) +
             "; what it computes runs on every forward";
         if (std::find(not_folded.begin(), not_folded.end(), reason) == not_folded.end() &&

@@ -93,9 +93,7 @@ std::string turnedDownText(const CompiledRewrite& rewrite, const GraphEdit& edit
                            const torch::jit::Match& match, const std::vector<Value*>& inputs,
                            const std::optional<std::vector<c10::IValue>>& arguments) {
   const Node* anchor = match.anchor;
-  std::string module = modulePathOf(*anchor);
-  std::string text = std::string(anchor->kind().toQualString()) + " in " +
-                     (module.empty() ? "the model's forward" : module) + ": ";
+  std::string text = operatorWhere(*anchor) + ": ";
   const auto& parameters = rewrite.condition->getSchema().arguments();
   if (!arguments) {
     for (size_t i = 0; i < inputs.size(); ++i) {

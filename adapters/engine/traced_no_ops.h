@@ -37,7 +37,7 @@ struct MatchCheck {
   };
   Kind kind;
   const torch::jit::Value* value;             // in the pattern's graph
-  const torch::jit::Value* sliced = nullptr;  // kSliceDim
+  const torch::jit::Value* sliced = nullptr;  // the slice's input: its rank, for kSliceDim
   c10::ScalarType dtype = c10::ScalarType::Undefined;
   std::vector<int64_t> sizes;
   c10::IValue expected;

@@ -137,6 +137,12 @@ class ModuleInliner {
 
 }  // namespace
 
+std::string operatorWhere(const Node& node) {
+  const std::string module = modulePathOf(node);
+  return std::string(node.kind().toQualString()) + " in " +
+         (module.empty() ? std::string("the model's forward") : module);
+}
+
 std::string modulePathOf(const Node& node) {
   // Node::scope() is not const in LibTorch 1.13; reading it does not change the node.
   ScopePtr scope = const_cast<Node&>(node).scope();

@@ -19,6 +19,8 @@ std::shared_ptr<torch::jit::Graph> inlineWithModulePaths(const torch::jit::Modul
 
 // The module path a node belongs to: "" for the root module.
 std::string modulePathOf(const torch::jit::Node& node);
+// "aten::mul in model.layers.0.mlp", or "... in the model's forward" for the root module.
+std::string operatorWhere(const torch::jit::Node& node);
 
 // Gives the nodes of a saved adapted forward (a flat graph) the module calls recorded when it
 // was saved (ModelCard::kModulePathsPath: the non-constant nodes in order, each with its scope in
