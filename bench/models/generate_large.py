@@ -5,6 +5,7 @@ they are written as the zoo's are, and the catalog's adapters meet the same stru
 Not part of the test run, never committed: the archives are hundreds of megabytes.
 
   /usr/bin/python3 bench/models/generate_large.py --out build/bench-models [--only NAME...]
+      [--dtype bfloat16]   # saved as checkpoints are served: NAME-bfloat16.pt
 """
 import argparse
 import os
@@ -30,13 +31,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", nargs="*")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
+                        help="the weights' dtype; a 16-bit model is written as NAME-DTYPE.pt")
     args = parser.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
     os.makedirs(args.out, exist_ok=True)
     for name, (family, config, tokens) in MODELS.items():
         if args.only and name not in args.only:
             continue
-        path = os.path.join(args.out, name + ".pt")
+        suffix = "" if args.dtype == "float32" else "-" + args.dtype
+        path = os.path.join(args.out, name + suffix + ".pt")
         if os.path.exists(path):
             print(f"{path}: present")
             continue
@@ -46,6 +50,9 @@ def main():
         card["inputs"] = [token_input("input_ids", 1, tokens, config["vocab_size"]), mask_input("attention_mask", 1, tokens)]
         model.eval()
         init_weights_like_transformers(model)
+        if args.dtype != "float32":
+            model.to(getattr(torch, args.dtype))
+            card["config"]["torch_dtype"] = args.dtype
         partial = path + ".partial"
         write_model(partial, model, card, method)
         os.replace(partial, path)

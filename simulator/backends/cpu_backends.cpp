@@ -28,13 +28,8 @@ class CpuCompiled : public CompiledModel {
 class Cpu64Compiled : public CompiledModel {
  public:
   Cpu64Compiled(const LoadedModel& model, const Placement&)
-      : module_(model.module.clone()),
-        interpreter_(
-            [&] {
-              module_.to(c10::kDouble);
-              return module_;
-            }(),
-            toFloat64Graph(*model.graph), model.modules) {}
+      : module_(toFloat64Module(model.module)),
+        interpreter_(module_, toFloat64Graph(*model.graph), model.modules) {}
 
   BackendRun run(const std::vector<c10::IValue>& inputs, const RunOptions& options) const override {
     BackendRun run;

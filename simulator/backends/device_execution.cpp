@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "simulator/backends/fault_effects.h"
+#include "simulator/interpreter/sixteen_bit.h"
 #include "simulator/lowering/op_classes.h"
 #include "simulator/numerics/tensor_rounding.h"
 
@@ -102,7 +103,21 @@ c10::IValue DevicePlan::deviceWeight(const c10::IValue& value) const {
   const at::Tensor& tensor = value.toTensor();
   auto it = weights_.find(tensor.unsafeGetTensorImpl());
   if (it == weights_.end()) {
-    it = weights_.emplace(tensor.unsafeGetTensorImpl(), toDevice(tensor).toTensor()).first;
+    // A 16-bit weight the device's format holds exactly (a bfloat16 weight on DL16, which has
+    // more mantissa, almost always) is no copy at all; one it rounds is held in the archive's
+    // dtype where the rounded values fit it (float16 on DL16). The interpreter widens either as
+    // it reads it.
+    at::Tensor device;
+    if (isSixteenBitFloat(tensor.scalar_type()) && holdsExactly(tensor, format_)) {
+      device = tensor;
+    } else {
+      device = toDevice(tensor).toTensor();
+      if (isSixteenBitFloat(tensor.scalar_type()) && device.scalar_type() != tensor.scalar_type()) {
+        at::Tensor narrow = device.to(tensor.scalar_type());
+        if (narrow.to(device.scalar_type()).equal(device)) device = narrow;
+      }
+    }
+    it = weights_.emplace(tensor.unsafeGetTensorImpl(), std::move(device)).first;
   }
   return it->second;
 }
@@ -152,7 +167,9 @@ void DeviceExecution::beforeNode(const Node& node, const ModuleCall* module,
         std::abort();
       }
       if (fault->effect.kind == FaultEffect::Kind::kAccumulateNarrow && kernel_inputs_.empty()) {
-        for (size_t i = 0; i < inputs.size(); ++i) kernel_inputs_.push_back(inputs[i]);
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          kernel_inputs_.push_back(widenSixteenBit(inputs[i]));
+        }
       }
     }
   }

@@ -75,6 +75,20 @@ std::shared_ptr<torch::jit::Graph> toFloat64Graph(const torch::jit::Graph& sourc
   return graph;
 }
 
+torch::jit::Module toFloat64Module(const torch::jit::Module& module) {
+  torch::jit::Module copy = module.clone();
+  for (const torch::jit::Module& owner : copy.modules()) {
+    auto object = owner._ivalue();
+    for (size_t slot = 0; slot < object->slots().size(); ++slot) {
+      const c10::IValue& value = object->getSlot(slot);
+      if (value.isTensor() && value.toTensor().defined() && value.toTensor().is_floating_point()) {
+        object->setSlot(slot, value.toTensor().to(c10::kDouble));
+      }
+    }
+  }
+  return copy;
+}
+
 c10::IValue toFloat64Value(const c10::IValue& value) {
   if (value.isTensor() && value.toTensor().is_floating_point()) {
     return value.toTensor().to(c10::kDouble);

@@ -26,6 +26,11 @@ void attachFloat64Twin(torch::jit::Node& constant, const at::Tensor& twin);
 bool hasFloat64Twin(const torch::jit::Node& constant);
 at::Tensor float64TwinOf(const torch::jit::Node& constant);  // hasFloat64Twin must hold
 
+// A copy of `module` whose floating parameters and buffers are float64. Integer and boolean
+// buffers (a causal mask, token type ids) stay as they are, which Module::to(kDouble) would
+// not leave them.
+torch::jit::Module toFloat64Module(const torch::jit::Module& module);
+
 // Floating tensors and lists of them converted to float64; anything else as is.
 c10::IValue toFloat64Value(const c10::IValue& value);
 

@@ -69,6 +69,7 @@ class Localizer {
           "cpu-emulated:<format>), not " +
           options.backend.text);
     }
+    requireWeights(model, "localized (localization compares values)");
     reference_ = flattenTensors(model.example_outputs);
     result_.model = model.identity();
     result_.backend = options.backend.text;

@@ -263,6 +263,15 @@ void refuseOtherShapes(const std::vector<InputSpec>& fixed, const std::vector<In
 
 }  // namespace
 
+void requireWeights(const LoadedModel& model, const std::string& doing) {
+  if (model.interpreter != nullptr && model.interpreter->weightless()) {
+    throw UserError(model.path +
+                    " stores no weights (each is one value expanded to its shape, "
+                    "as a sweep's real geometries are): it can be inspected and checked, not " +
+                    doing);
+  }
+}
+
 std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOptions& options) {
   auto model = std::make_unique<LoadedModel>();
   model->path = path;

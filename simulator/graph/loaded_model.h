@@ -71,6 +71,11 @@ struct LoadedModel {
 
 std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOptions& options = {});
 
+// Throws a UserError saying so when the archive stores no weights (its weights are shapes
+// only, as a sweep's real geometries are): such a model is inspected, checked and lowered
+// (with adapters, in a sweep), but `doing` (running it, localizing it) needs values.
+void requireWeights(const LoadedModel& model, const std::string& doing);
+
 // The same model with `graph` (and `module`, for adaptations that add or change weights) in
 // place of its own: card, example inputs and module table are the base's; the example inputs
 // are run again to record what each node sees. `identity` stands in for the archive's hash.

@@ -5,6 +5,8 @@
 
 #include "simulator/graph/node_info.h"
 #include "simulator/interpreter/program.h"
+#include "simulator/interpreter/shape_only.h"
+#include "simulator/interpreter/sixteen_bit.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
 
@@ -111,12 +113,19 @@ class Execution {
       observer_->beforeNode(*step.node, step.call < 0 ? nullptr : &program_.calls[step.call],
                             NodeInputs(&stack_));
     }
+    // After the observer: what it put in place of a weight (a device's copy) is what is widened.
+    if (!step.widening.empty()) widener_.widen(step.widening, stack_);
     try {
-      step.operation(stack_);
+      if (step.may_run_on_shapes && readsShapesOnly(stack_)) {
+        runOnShapes(step.operation, stack_);
+      } else {
+        step.operation(stack_);
+      }
     } catch (const std::exception& e) {
       throw UserError("running " + describeNode(*step.node, modules_) +
                       " failed: " + firstLine(e.what()));
     }
+    if (!step.widening.empty()) widener_.keepAliased(stack_);
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       registers_[step.outputs[i]] = std::move(stack_[i]);
     }
@@ -161,7 +170,8 @@ class Execution {
   bool shortcuts_;
   std::vector<c10::IValue> registers_;
   Stack stack_;
-  ExecutionClock clock_;  // this thread's limit on user code, from when the run started
+  SixteenBitWidener widener_;  // used by programs of 16-bit models only
+  ExecutionClock clock_;       // this thread's limit on user code, from when the run started
 };
 
 }  // namespace
@@ -189,6 +199,10 @@ const std::vector<ModuleCall>& Interpreter::moduleCalls() const {
 
 size_t Interpreter::stepCount() const {
   return program_->step_count;
+}
+
+bool Interpreter::weightless() const {
+  return program_->weightless;
 }
 
 }  // namespace stickler

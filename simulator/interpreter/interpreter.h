@@ -81,7 +81,9 @@ struct CompiledProgram;
 
 // Executes an inlined graph node by node. Compiling it once resolves constants and parameter
 // reads, assigns registers and precomputes module boundaries; run() is then reentrant.
-// Without an observer that replaces values, outputs are bitwise equal to module.forward.
+// Without an observer that replaces values, outputs are bitwise equal to module.forward, except
+// for a model with bfloat16 or float16 weights, which is computed in float32 from them
+// (sixteen_bit.h): its outputs are float32.
 class Interpreter {
  public:
   Interpreter(const torch::jit::Module& module, std::shared_ptr<torch::jit::Graph> graph,
@@ -97,6 +99,9 @@ class Interpreter {
   const std::vector<ModuleCall>& moduleCalls() const;
   // Executable nodes (constants and parameter reads excluded), for cost accounting.
   size_t stepCount() const;
+  // Whether the model's weights have no storage (shape_only.h): its outputs computed from
+  // them are shapes without values.
+  bool weightless() const;
 
  private:
   std::shared_ptr<torch::jit::Graph> graph_;  // the program points into its nodes

@@ -10,6 +10,7 @@
 
 #include "simulator/graph/module_table.h"
 #include "simulator/interpreter/interpreter.h"
+#include "simulator/interpreter/sixteen_bit.h"
 
 namespace stickler {
 
@@ -40,6 +41,12 @@ struct Step {
   bool skip_unobserved = false;  // a NumToTensor read only by such aten::Ints
   std::vector<Boundary> boundaries;
   std::vector<BlockCode> blocks;
+  // In a program of a 16-bit model, what the operator reads in float32 (sixteen_bit.h); empty
+  // otherwise, and for operators that only move data.
+  std::vector<InputWidening> widening;
+  // In a weightless archive's program: an operator computing on tensors, which runs on shapes
+  // when it reads a weight without storage or a value computed from one (shape_only.h).
+  bool may_run_on_shapes = false;
 };
 
 // A block: the graph itself, a branch of an If, or a Loop's body.
@@ -60,6 +67,8 @@ struct CompiledProgram {
   std::vector<std::vector<uint32_t>> call_outputs;
   c10::intrusive_ptr<c10::ivalue::Object> self;
   size_t step_count = 0;
+  bool sixteen_bit_in_float32 = false;  // the model holds 16-bit floating weights
+  bool weightless = false;  // a weight has no storage: weight-derived values are shapes only
 };
 
 // Compiles `graph` (inlined, with module scopes) of `module` into a program.

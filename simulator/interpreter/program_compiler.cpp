@@ -9,6 +9,7 @@
 #include "simulator/graph/node_info.h"
 #include "simulator/interpreter/container_ops.h"
 #include "simulator/interpreter/program.h"
+#include "simulator/interpreter/shape_only.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -64,6 +65,7 @@ class Compiler {
     Value* self = graph_.inputs().at(0);
     constants_[self] = c10::IValue(program_->self);
     hoistConstants(graph_.block());
+    scanWeights();
     std::vector<torch::jit::Scope*> root;
     program_->main = compileBlock(graph_.block(), root);
     program_->initial_registers.resize(registers_.size());
@@ -110,6 +112,22 @@ class Compiler {
   }
 
   bool isConstant(const Value* value) const { return constants_.count(value) != 0; }
+
+  // What the weights the graph reads (constants, parameters and buffers of the module) say
+  // about how to run it: 16-bit floating ones are computed in float32 (sixteen_bit.h), and ones
+  // without storage make it a weightless archive's program (shape_only.h).
+  void scanWeights() {
+    auto visit = [&](const c10::IValue& value) {
+      if (!value.isTensor() || !value.toTensor().defined()) return;
+      const at::Tensor& tensor = value.toTensor();
+      program_->sixteen_bit_in_float32 |= isSixteenBitFloat(tensor.scalar_type());
+      program_->weightless |= isStoragelessWeight(tensor);
+    };
+    for (const auto& [value, constant] : constants_) visit(constant);
+    const torch::jit::Module module(program_->self);
+    for (const auto& tensor : module.parameters()) visit(tensor);
+    for (const auto& tensor : module.buffers()) visit(tensor);
+  }
 
   uint32_t callOf(torch::jit::Scope* scope) {
     auto [it, inserted] = call_index_.try_emplace(scope, program_->calls.size());
@@ -173,6 +191,8 @@ class Compiler {
       return step;
     }
     step.operation = operationFor(node);
+    if (program_->sixteen_bit_in_float32) step.widening = wideningFor(*node);
+    step.may_run_on_shapes = program_->weightless && computesOnTensors(*node);
     if (const Value* scalar = scalarBehindNumToTensor(node))
       step.scalar_source = registerOf(scalar);
     if (node->kind() == prim::NumToTensor && !node->output()->uses().empty() &&

@@ -1,10 +1,18 @@
 #include "simulator/numerics/tensor_rounding.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace stickler {
 
 at::Tensor roundToFormat(const at::Tensor& tensor, NumberFormat format) {
   if (format == NumberFormat::kFloat32 || !tensor.is_floating_point() || tensor.numel() == 0) {
     return tensor;
+  }
+  if (tensor.scalar_type() == c10::kBFloat16 || tensor.scalar_type() == c10::kHalf) {
+    // A 16-bit model is computed in float32 (simulator/interpreter/sixteen_bit.h): so is the
+    // device's value of a 16-bit weight or input, rounded to the device's format.
+    return roundToFormat(tensor.to(c10::kFloat), format);
   }
   if (format == NumberFormat::kFloat16 || format == NumberFormat::kBFloat16) {
     // LibTorch's own conversions round to nearest even, as the IEEE and bfloat16 formats do.
@@ -20,6 +28,19 @@ at::Tensor roundToFormat(const at::Tensor& tensor, NumberFormat format) {
   at::Tensor rounded = at::empty(source.sizes(), source.options());
   roundToDL16(source.data_ptr<float>(), rounded.data_ptr<float>(), source.numel());
   return rounded;
+}
+
+bool holdsExactly(const at::Tensor& tensor, NumberFormat format) {
+  if (format == NumberFormat::kFloat32 || !tensor.is_floating_point()) return true;
+  constexpr int64_t kSlice = int64_t{1} << 16;
+  const at::Tensor flat = tensor.reshape({-1});
+  for (int64_t start = 0; start < flat.numel(); start += kSlice) {
+    const at::Tensor slice =
+        flat.narrow(0, start, std::min(kSlice, flat.numel() - start)).to(c10::kFloat).contiguous();
+    const at::Tensor rounded = roundToFormat(slice, format);
+    if (std::memcmp(slice.data_ptr(), rounded.data_ptr(), slice.nbytes()) != 0) return false;
+  }
+  return true;
 }
 
 bool roundUnsharedInPlace(const at::Tensor& tensor, NumberFormat format) {

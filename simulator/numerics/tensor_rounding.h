@@ -7,8 +7,13 @@
 namespace stickler {
 
 // The tensor as a device holding it in `format` would give it back: floating values rounded
-// (the dtype is kept), anything else unchanged. Returns the input itself for kFloat32.
+// (the dtype is kept, but a bfloat16 or float16 tensor comes back as float32, as 16-bit models
+// are computed), anything else unchanged. Returns the input itself for kFloat32.
 at::Tensor roundToFormat(const at::Tensor& tensor, NumberFormat format);
+
+// Whether every value of a floating tensor is its own rounding to `format` (bitwise), checked a
+// slice at a time: a large 16-bit weight is judged without a float32 copy of it.
+bool holdsExactly(const at::Tensor& tensor, NumberFormat format);
 
 // Rounds a float32 tensor's own values in place when nothing else can see them (the only
 // reference to its TensorImpl and its storage): saves an allocation per device kernel.

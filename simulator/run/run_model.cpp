@@ -63,6 +63,7 @@ RunResult runModel(const RunRequest& request, const TaskControl& control, ModelC
     return result;
   }
 
+  requireWeights(*model, "run (a run's outputs are compared with the CPU reference's values)");
   RunOptions run_options;
   run_options.timeout_seconds = request.timeout_seconds;
   run_options.cancelled = control.cancelled;

@@ -87,6 +87,48 @@ TEST(SpyreSim, CleanProfilePassesWhereFusionChangesNumerics) {
       sameBytes(flattenTensors(runOn(*model, "spyre-sim:spyre-2026-clean").outputs).at(0), plain));
 }
 
+// Models with integer and boolean buffers (GPT-2's causal mask, BERT's token type ids): the
+// float64 backend widens the floating ones only.
+TEST(CpuBackends, Cpu64KeepsIntegerAndBooleanBuffers) {
+  for (const char* name : {"gpt2-tiny.pt", "bert-h96.pt"}) {
+    const auto model = loadModel(zooPath(name));
+    const auto wide = runOn(*model, "cpu64");
+    ASSERT_EQ(wide.status, BackendRun::Status::kCompleted) << name;
+    const auto reference = flattenTensors(model->example_outputs).at(0);
+    EXPECT_LT(
+        (flattenTensors(wide.outputs).at(0) - reference.to(at::kDouble)).abs().max().item<double>(),
+        1e-4)
+        << name;
+  }
+}
+
+TEST(Rounding, HoldsExactlyJudgesEveryValueOfEverySlice) {
+  const at::Tensor values = at::linspace(-100.0, 100.0, 200001);
+  // bfloat16 has 8 bits of significand, DL16 10: every bfloat16 in DL16's range is a DL16 value.
+  EXPECT_TRUE(holdsExactly(values.to(at::kBFloat16), NumberFormat::kDL16));
+  EXPECT_FALSE(holdsExactly(values.to(at::kHalf), NumberFormat::kDL16));  // float16 has 11
+  at::Tensor rounded = roundToFormat(values, NumberFormat::kDL16);
+  EXPECT_TRUE(holdsExactly(rounded, NumberFormat::kDL16));
+  rounded[200000] = 100.0 + 1.0 / 1024;  // in the last slice only
+  EXPECT_FALSE(holdsExactly(rounded, NumberFormat::kDL16));
+  EXPECT_TRUE(holdsExactly(values, NumberFormat::kFloat32));
+}
+
+// A float16 model runs on the device although LibTorch 1.13 has no float16 CPU kernels: it is
+// computed in float32 from its weights, and what leaves the device is DL16.
+TEST(SpyreSim, AFloat16ModelRunsInFloat32AndLeavesInDL16) {
+  const auto model = loadModel(zooPath("../zoo-float16/vit-tiny.pt"));
+  const auto reference = flattenTensors(model->example_outputs).at(0);
+  EXPECT_EQ(reference.scalar_type(), at::kFloat);
+  const auto run = runOn(*model, "spyre-sim:spyre-2026-clean");
+  ASSERT_EQ(run.status, BackendRun::Status::kCompleted);
+  const auto device = flattenTensors(run.outputs).at(0);
+  EXPECT_EQ(device.scalar_type(), at::kFloat);
+  EXPECT_TRUE(holdsExactly(device, NumberFormat::kDL16));
+  EXPECT_FALSE(sameBytes(device, reference));
+  EXPECT_GT(cosine(device, reference), 0.999);
+}
+
 TEST(SpyreSim, AFaultCorruptsItsModule) {
   const auto model = loadModel(zooPath("vit-tiny.pt"));
   const auto outputs = flattenTensors(

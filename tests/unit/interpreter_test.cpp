@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <unordered_map>
 
+#include "simulator/backends/float64_graph.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
@@ -329,6 +331,102 @@ TEST(Interpreter, IsDeterministicAndReentrant) {
   const auto second = flattenTensors(model->interpreter->run(model->example_inputs));
   ASSERT_EQ(first.size(), second.size());
   for (size_t i = 0; i < first.size(); ++i) EXPECT_TRUE(bitwiseEqual(first[i], second[i]));
+}
+
+// A model saved in bfloat16 or float16 (build/zoo-<dtype>) is computed in float32 from its 16-bit
+// weights: it runs although LibTorch 1.13 has no float16 CPU kernel for addmm or layer_norm, its
+// outputs are float32 and as close to float64 arithmetic on the same weights as float32 allows
+// (a result rounded to 16 bits anywhere on the way would be off by 1e-3 or more), and its weights
+// stay 16-bit: no float32 copy of the model is made.
+class SixteenBitInterpreter
+    : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
+
+TEST_P(SixteenBitInterpreter, ComputesInFloat32FromTheSixteenBitWeights) {
+  const auto [dtype, name] = GetParam();
+  const auto model = loadModel(zooPath("../zoo-" + std::string(dtype) + "/" + name + ".pt"));
+  const auto ours = flattenTensors(model->interpreter->run(model->example_inputs));
+  const torch::jit::Module wide = toFloat64Module(model->module);
+  const Interpreter truth(wide, toFloat64Graph(*model->graph), model->modules);
+  std::vector<c10::IValue> inputs;
+  for (const auto& input : model->example_inputs) inputs.push_back(toFloat64Value(input));
+  const auto exact = flattenTensors(truth.run(inputs));
+  ASSERT_EQ(ours.size(), exact.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    if (!exact[i].is_floating_point()) continue;
+    EXPECT_EQ(ours[i].scalar_type(), c10::kFloat) << "output " << i;
+    const double scale = exact[i].abs().max().item<double>();
+    const double error = (ours[i].to(c10::kDouble) - exact[i]).abs().max().item<double>();
+    EXPECT_LT(error, 1e-4 * std::max(scale, 1.0)) << "output " << i << " of " << name;
+  }
+  size_t sixteen_bit = 0;
+  for (const auto& parameter : model->module.parameters()) {
+    EXPECT_NE(parameter.scalar_type(), c10::kFloat);
+    sixteen_bit +=
+        parameter.scalar_type() == (std::string(dtype) == "float16" ? c10::kHalf : c10::kBFloat16);
+  }
+  EXPECT_GT(sixteen_bit, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, SixteenBitInterpreter,
+                         ::testing::Combine(::testing::Values("bfloat16", "float16"),
+                                            ::testing::Values("llama-tiny", "gpt2-tiny", "vit-tiny",
+                                                              "bert-h96", "bamba-tiny")),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param)) + "_" +
+                                  testing::testName(std::get<1>(info.param));
+                         });
+
+// A weightless archive (the sweep's real geometries: each weight one stored zero expanded to its
+// shape) is lowered, not run: what is computed from a weight is a shape, with the dtype and
+// strides the CPU kernel would give it and no data (a dense copy of an 8B model's weights would
+// take minutes); what is computed from the inputs alone keeps its values.
+TEST(InterpreterWeightless, WeightDerivedValuesAreShapesAndInputsStayValues) {
+  torch::jit::Module module("Weightless");
+  module.register_parameter("weight", at::zeros({1}).expand({4096, 64}), false);
+  module.register_buffer("scale", at::full({64}, 2.0));
+  module.define(R"(
+def forward(self, x):
+    h = torch.linear(x, self.weight)
+    return h.transpose(1, 2), (x * self.scale).sum(-1), h.size(-1)
+)");
+  const std::string path = testing::uniqueTempPath("weightless.pt");
+  module.save(path, {{"stickler/model.json", R"({"inputs": [
+      {"name": "x", "shape": [1, 8, 64], "dtype": "float32", "kind": "float"}]})"}});
+  const auto model = loadModel(path);
+  std::remove(path.c_str());
+  const auto outputs = model->interpreter->run(model->example_inputs);
+  ASSERT_EQ(outputs.size(), 1u);
+  const auto& results = outputs[0].toTupleRef().elements();
+  const at::Tensor projected = results[0].toTensor();
+  EXPECT_TRUE(projected.is_meta());
+  EXPECT_EQ(projected.sizes().vec(), (std::vector<int64_t>{1, 4096, 8}));
+  EXPECT_EQ(projected.strides().vec(), (std::vector<int64_t>{32768, 1, 4096}));  // a transpose
+  EXPECT_EQ(projected.scalar_type(), at::kFloat);
+  const at::Tensor summed = results[1].toTensor();
+  ASSERT_FALSE(summed.is_meta());
+  const at::Tensor x = model->example_inputs[0].toTensor();
+  EXPECT_LT((summed - (x * 2.0).sum(-1)).abs().max().item<double>(), 1e-4);
+  EXPECT_EQ(results[2].toInt(), 4096);
+  // Running it for its values is refused, with the reason.
+  try {
+    requireWeights(*model, "run");
+    ADD_FAILURE() << "a weightless archive was accepted for a run";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("stores no weights"), std::string::npos) << e.what();
+  }
+
+  // A model with real weights is computed as it always was, even with a zero-filled one.
+  torch::jit::Module dense("Dense");
+  dense.register_parameter("weight", at::zeros({4096, 64}), false);
+  dense.define("def forward(self, x):\n    return torch.linear(x, self.weight)\n");
+  const std::string dense_path = testing::uniqueTempPath("dense.pt");
+  dense.save(dense_path, {{"stickler/model.json", R"({"inputs": [
+      {"name": "x", "shape": [1, 8, 64], "dtype": "float32", "kind": "float"}]})"}});
+  const auto computed = loadModel(dense_path);
+  std::remove(dense_path.c_str());
+  EXPECT_FALSE(
+      flattenTensors(computed->interpreter->run(computed->example_inputs)).at(0).is_meta());
+  EXPECT_NO_THROW(requireWeights(*computed, "run"));
 }
 
 TEST(Interpreter, WrongNumberOfInputsIsAUserError) {

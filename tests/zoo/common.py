@@ -3,6 +3,7 @@
 The families in families/ are written the way HuggingFace Transformers writes its models
 (module names, class names, code patterns), small enough to run in milliseconds.
 """
+import contextlib
 import json
 import math
 import zlib
@@ -150,10 +151,12 @@ def describe_model(model, card):
     return record, inputs
 
 
-def write_model(path, model, card, method):
-    """Exports `model` to a TorchScript archive with its card; returns what the index records."""
-    record, inputs = describe_model(model, card)
-    exported = export(model, inputs, method)
+def write_model(path, model, card, method, running=contextlib.nullcontext):
+    """Exports `model` to a TorchScript archive with its card; returns what the index records.
+    `running` is the context its example runs and the export happen in (not the save)."""
+    with running():
+        record, inputs = describe_model(model, card)
+        exported = export(model, inputs, method)
     torch.jit.save(exported, path, _extra_files={"stickler/model.json": json.dumps(card, indent=2)})
     return record
 

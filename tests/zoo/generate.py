@@ -6,6 +6,7 @@ Run with Debian's python3-torch: /usr/bin/python3 tests/zoo/generate.py --out bu
 Deterministic: the same generator writes the same weights.
 """
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -18,6 +19,7 @@ import torch  # noqa: E402
 from broken import write_broken  # noqa: E402
 from common import add_outliers, init_weights_like_transformers, seed_for, write_model  # noqa: E402
 from foreign import write_foreign  # noqa: E402
+from half_on_cpu import half_kernels_in_float32  # noqa: E402
 from families import bamba, bert, gpt2, llama, moe, mpnet, t5, vit, xlm_roberta  # noqa: E402
 
 FAMILIES = [bert, xlm_roberta, mpnet, gpt2, llama, bamba, vit, t5, moe]
@@ -68,7 +70,8 @@ def main():
                     spec["dtype"] = args.dtype
             card["config"]["torch_dtype"] = args.dtype
         path = os.path.join(args.out, name + ".pt")
-        recorded = write_model(path, model, card, method)
+        running = half_kernels_in_float32 if args.dtype == "float16" else contextlib.nullcontext
+        recorded = write_model(path, model, card, method, running)
         index["models"].append({
             "name": name,
             "family": card["family"],

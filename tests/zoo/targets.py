@@ -13,6 +13,7 @@ Deterministic: variant i is drawn from its own seeded generator, so --count 100 
 written last.
 """
 import argparse
+import contextlib
 import json
 import math
 import multiprocessing
@@ -29,6 +30,7 @@ from torch.overrides import TorchFunctionMode  # noqa: E402
 
 from common import describe_model, init_weights_like_transformers, seed_for, write_model  # noqa: E402
 from families import bamba, bert, gpt2, llama, moe, mpnet, t5, vit, xlm_roberta  # noqa: E402
+from weightless_on_meta import weightless_runs_on_meta  # noqa: E402
 
 REAL_DIR = "real"
 REAL_LAYERS = 2          # every layer of these models has the same shapes: two show them all
@@ -363,11 +365,18 @@ def produce(job):
     if os.path.exists(path) and previous is not None:
         return previous, None
     model, card, method = build_real(spec["name"], REAL[spec["name"]]) if spec["kind"] == "real" else build_variant(spec)
+    running = contextlib.nullcontext
+    if spec["kind"] == "real" and REAL[spec["name"]]["family"] is llama:
+        # The decoders, whose vocabulary projections are gigabytes of zeros to multiply. Not the
+        # encoders (their large tables are gathered from, which costs little): under a dispatch
+        # mode, PyTorch 1.13's tracer asserts on ViT's cls_token.expand(batch_size, ...).
+        running = weightless_runs_on_meta
     if os.path.exists(path):  # written by an interrupted run: describe it, do not export again
-        record, _ = describe_model(model, card)
+        with running():
+            record, _ = describe_model(model, card)
         return index_entry(spec, model, card, method, record), None
     partial = path + ".partial"  # renamed when complete, so an interrupted save is never skipped
-    record = write_model(partial, model, card, method)
+    record = write_model(partial, model, card, method, running)
     os.replace(partial, path)
     return index_entry(spec, model, card, method, record), time.time() - start
 
@@ -425,8 +434,8 @@ def main():
     written = [seconds for _, seconds in results if seconds is not None]
     print(f"targets: {len(written)} of {len(variants)} variants written "
           f"({sum(written) / max(len(written), 1) * 1000:.0f} ms each)")
-    # The real geometries one at a time, with every core: their CPU runs multiply full-size
-    # (zero) matrices, and each briefly needs a few GB.
+    # The real geometries one at a time, with every core (what reads their weights runs on
+    # shapes, weightless_on_meta.py; the rest is small).
     torch.set_num_threads(os.cpu_count() or 1)
     for job in reals:
         entry, seconds = produce(job)

@@ -1,0 +1,135 @@
+#include "simulator/interpreter/sixteen_bit.h"
+
+#include <unordered_set>
+
+#include <torch/csrc/jit/ir/ir.h>
+
+namespace stickler {
+
+bool isSixteenBitFloat(c10::ScalarType type) {
+  return type == c10::kBFloat16 || type == c10::kHalf;
+}
+
+c10::IValue widenSixteenBit(const c10::IValue& value) {
+  if (value.isTensor()) {
+    const at::Tensor& tensor = value.toTensor();
+    if (tensor.defined() && isSixteenBitFloat(tensor.scalar_type())) return tensor.to(c10::kFloat);
+    return value;
+  }
+  if (value.isTensorList()) {
+    const c10::List<at::Tensor> list = value.toTensorList();
+    bool any = false;
+    for (const at::Tensor& tensor : list) {
+      any = any || (tensor.defined() && isSixteenBitFloat(tensor.scalar_type()));
+    }
+    if (!any) return value;
+    c10::List<at::Tensor> widened;
+    widened.reserve(list.size());
+    for (const at::Tensor& tensor : list) {
+      widened.push_back(tensor.defined() && isSixteenBitFloat(tensor.scalar_type())
+                            ? tensor.to(c10::kFloat)
+                            : tensor);
+    }
+    return widened;
+  }
+  return value;
+}
+
+namespace {
+
+// Operators that compute nothing from the values they read: they gather, slice or reshape them,
+// and a 16-bit kernel of each is exact.
+bool onlyMovesData(c10::Symbol kind) {
+  static const std::unordered_set<std::string> moves = {
+      "aten::embedding", "aten::index_select", "aten::slice",      "aten::select",
+      "aten::view",      "aten::reshape",      "aten::t",          "aten::transpose",
+      "aten::permute",   "aten::expand",       "aten::unsqueeze",  "aten::squeeze",
+      "aten::narrow",    "aten::detach",       "aten::contiguous", "aten::flatten",
+      "aten::chunk",     "aten::split",        "aten::unbind",     "aten::size",
+      "aten::dim",       "aten::numel",        "aten::alias",      "aten::unflatten"};
+  return moves.count(kind.toQualString()) != 0;
+}
+
+}  // namespace
+
+std::vector<InputWidening> wideningFor(const torch::jit::Node& node) {
+  if (!node.kind().is_aten() || onlyMovesData(node.kind())) return {};
+  std::vector<InputWidening> widening(node.inputs().size(), InputWidening::kTensor);
+  if (const c10::FunctionSchema* schema = node.maybeSchema()) {
+    const auto& arguments = schema->arguments();
+    for (size_t i = 0; i < widening.size() && i < arguments.size(); ++i) {
+      const c10::Argument& argument = arguments[i];
+      if (argument.alias_info() != nullptr && argument.alias_info()->isWrite()) {
+        widening[i] = InputWidening::kKeep;  // widening would write into a copy
+      } else if (argument.name() == "dtype") {
+        widening[i] = InputWidening::kDtype;
+      }
+    }
+  }
+  return widening;
+}
+
+void SixteenBitWidener::widen(const std::vector<InputWidening>& widening,
+                              std::vector<c10::IValue>& stack) {
+  static const auto kFloat32 = static_cast<int64_t>(c10::ScalarType::Float);
+  in_use_ = 0;
+  for (size_t i = 0; i < widening.size() && i < stack.size(); ++i) {
+    c10::IValue& value = stack[i];
+    switch (widening[i]) {
+      case InputWidening::kKeep:
+        break;
+      case InputWidening::kTensor:
+        if (value.isTensor()) {
+          const at::Tensor& tensor = value.toTensor();
+          if (tensor.defined() && isSixteenBitFloat(tensor.scalar_type())) {
+            value = widenInto(in_use_++, tensor);
+          }
+        } else if (value.isTensorList()) {
+          value = widenSixteenBit(value);
+        }
+        break;
+      case InputWidening::kDtype:
+        if (value.isInt() && isSixteenBitFloat(static_cast<c10::ScalarType>(value.toInt()))) {
+          value = kFloat32;
+        }
+        break;
+    }
+  }
+}
+
+at::Tensor SixteenBitWidener::widenInto(size_t slot, const at::Tensor& tensor) {
+  if (buffers_.size() <= slot) buffers_.resize(slot + 1);
+  at::Tensor& buffer = buffers_[slot];
+  if (!buffer.defined()) {
+    buffer = at::empty(tensor.sizes(), tensor.options().dtype(c10::kFloat));
+  } else {
+    buffer.resize_(tensor.sizes());  // keeps its storage where it is large enough
+  }
+  buffer.copy_(tensor);
+  return buffer;
+}
+
+void SixteenBitWidener::keepAliased(const std::vector<c10::IValue>& results) {
+  for (size_t slot = 0; slot < in_use_; ++slot) {
+    at::Tensor& buffer = buffers_[slot];
+    std::vector<c10::IValue> leaves(results.begin(), results.end());
+    while (!leaves.empty() && buffer.defined()) {
+      const c10::IValue leaf = leaves.back();
+      leaves.pop_back();
+      if (leaf.isTensor()) {
+        const at::Tensor& tensor = leaf.toTensor();
+        if (tensor.defined() && tensor.has_storage() &&
+            tensor.storage().is_alias_of(buffer.storage())) {
+          buffer = at::Tensor();
+        }
+      } else if (leaf.isTuple()) {
+        for (const auto& element : leaf.toTupleRef().elements()) leaves.push_back(element);
+      } else if (leaf.isList()) {
+        for (const auto& element : leaf.toListRef()) leaves.push_back(element);
+      }
+    }
+  }
+  in_use_ = 0;
+}
+
+}  // namespace stickler

@@ -1,0 +1,50 @@
+#pragma once
+
+// How 16-bit models are computed on the CPU. LibTorch 1.13 has no CPU kernels for most float16
+// operators (addmm, layer_norm, softmax, ...), and its bfloat16 kernels round every result to
+// bfloat16. The reference Stickler judges a device against is float32 arithmetic: so a model whose
+// weights are bfloat16 or float16 is computed in float32 from its 16-bit weights, each operator
+// widening what it reads as it reads it. The weights stay 16-bit in memory; no float32 copy of the
+// model is ever held (docs/simulator-assumptions.md, "16-bit models").
+
+#include <torch/script.h>
+
+namespace stickler {
+
+bool isSixteenBitFloat(c10::ScalarType type);
+
+// A 16-bit floating tensor (or list of tensors) as float32; anything else as it is.
+c10::IValue widenSixteenBit(const c10::IValue& value);
+
+// What the interpreter does with one input of an operator in a program that computes 16-bit
+// values in float32.
+enum class InputWidening : uint8_t {
+  kKeep,    // as it is: not an operator's arithmetic, or a tensor the operator writes into
+  kTensor,  // a 16-bit tensor (or list of them) is read as float32
+  kDtype,   // a dtype argument naming bfloat16 or float16 names float32
+};
+
+// Per input of `node`; empty when nothing is widened (operators that only move or select data,
+// such as embedding, slice or view, run on the 16-bit values themselves, so that a gather from
+// a large table does not widen the whole table).
+std::vector<InputWidening> wideningFor(const torch::jit::Node& node);
+
+// Widens an operator's inputs for one run of a program. The float32 copies of weights go into
+// buffers reused from one operator to the next: a fresh allocation per weight would cost a page
+// fault per page (large blocks come from mmap and go back to it), several times the conversion.
+class SixteenBitWidener {
+ public:
+  // Applies `widening` to the operator's inputs on `stack`.
+  void widen(const std::vector<InputWidening>& widening, std::vector<c10::IValue>& stack);
+  // After the operator ran: a buffer its results share (a view of a widened input) is theirs
+  // now, and the next widening gets a buffer of its own.
+  void keepAliased(const std::vector<c10::IValue>& results);
+
+ private:
+  at::Tensor widenInto(size_t slot, const at::Tensor& tensor);
+
+  std::vector<at::Tensor> buffers_;
+  size_t in_use_ = 0;
+};
+
+}  // namespace stickler
