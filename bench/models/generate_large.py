@@ -24,6 +24,9 @@ MODELS = {
     # A Llama-style decoder the size of TinyLlama's geometry cut to 8 layers: hidden 2048, 32
     # heads of 64, 4 KV heads, intermediate 5632, vocabulary 32000; about 480M parameters.
     "llama-480m": (llama, llama._config("llama", 2048, 8, 32, 4, 64, 32000, 5632), 128),
+    # A size CI can afford, for tests/zoo/memory_test.py: hidden 1024, 4 layers, 8 heads of 128
+    # (no rotary head padding on spyre-2026), 4 KV heads, intermediate 2816; about 110M parameters.
+    "llama-110m": (llama, llama._config("llama", 1024, 4, 8, 4, 128, 32000, 2816), 128),
 }
 
 
