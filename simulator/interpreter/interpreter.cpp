@@ -113,13 +113,17 @@ class Execution {
       observer_->beforeNode(*step.node, step.call < 0 ? nullptr : &program_.calls[step.call],
                             NodeInputs(&stack_));
     }
-    // After the observer: what it put in place of a weight (a device's copy) is what is widened.
-    if (!step.widening.empty()) widener_.widen(step.widening, stack_);
     try {
-      if (step.may_run_on_shapes && readsShapesOnly(stack_)) {
-        runOnShapes(step.operation, stack_);
+      if (step.may_run_linear_in_slices && runLinearInSlices(stack_)) {
+        // A large 16-bit weight, widened a slice at a time (sixteen_bit.h).
       } else {
-        step.operation(stack_);
+        // After the observer: what it put in place of a weight (a device's copy) is widened.
+        if (!step.widening.empty()) widener_.widen(step.widening, stack_);
+        if (step.may_run_on_shapes && readsShapesOnly(stack_)) {
+          runOnShapes(step.operation, stack_);
+        } else {
+          step.operation(stack_);
+        }
       }
     } catch (const std::exception& e) {
       throw UserError("running " + describeNode(*step.node, modules_) +

@@ -44,6 +44,7 @@ struct Step {
   // In a program of a 16-bit model, what the operator reads in float32 (sixteen_bit.h); empty
   // otherwise, and for operators that only move data.
   std::vector<InputWidening> widening;
+  bool may_run_linear_in_slices = false;  // a linear in such a program (sixteen_bit.h)
   // In a weightless archive's program: an operator computing on tensors, which runs on shapes
   // when it reads a weight without storage or a value computed from one (shape_only.h).
   bool may_run_on_shapes = false;

@@ -191,7 +191,10 @@ class Compiler {
       return step;
     }
     step.operation = operationFor(node);
-    if (program_->sixteen_bit_in_float32) step.widening = wideningFor(*node);
+    if (program_->sixteen_bit_in_float32) {
+      step.widening = wideningFor(*node);
+      step.may_run_linear_in_slices = mayRunLinearInSlices(*node);
+    }
     step.may_run_on_shapes = program_->weightless && computesOnTensors(*node);
     if (const Value* scalar = scalarBehindNumToTensor(node))
       step.scalar_source = registerOf(scalar);

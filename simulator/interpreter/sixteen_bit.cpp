@@ -1,5 +1,6 @@
 #include "simulator/interpreter/sixteen_bit.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include <torch/csrc/jit/ir/ir.h>
@@ -67,6 +68,36 @@ std::vector<InputWidening> wideningFor(const torch::jit::Node& node) {
     }
   }
   return widening;
+}
+
+bool mayRunLinearInSlices(const torch::jit::Node& node) {
+  return node.kind() == c10::Symbol::fromQualString("aten::linear") && node.inputs().size() == 3;
+}
+
+bool runLinearInSlices(std::vector<c10::IValue>& stack) {
+  if (stack.size() != 3 || !stack[1].isTensor()) return false;
+  const at::Tensor& weight = stack[1].toTensor();
+  if (!weight.defined() || !isSixteenBitFloat(weight.scalar_type()) || weight.dim() != 2 ||
+      weight.numel() <= kLinearSliceElements) {
+    return false;
+  }
+  const at::Tensor input = widenSixteenBit(stack[0]).toTensor();
+  const at::Tensor bias = stack[2].isTensor() ? stack[2].toTensor() : at::Tensor();
+  const int64_t rows = weight.size(0);
+  const int64_t step =
+      std::max<int64_t>(1, kLinearSliceElements / std::max<int64_t>(1, weight.size(1)));
+  std::vector<at::Tensor> slices;
+  for (int64_t start = 0; start < rows; start += step) {
+    const int64_t length = std::min(step, rows - start);
+    const at::Tensor part = weight.narrow(0, start, length).to(c10::kFloat);
+    const at::Tensor part_bias =
+        bias.defined() ? bias.narrow(0, start, length).to(c10::kFloat) : at::Tensor();
+    slices.push_back(at::linear(input, part, part_bias));
+  }
+  at::Tensor result = slices.size() == 1 ? slices[0] : at::cat(slices, -1);
+  stack.clear();
+  stack.emplace_back(std::move(result));
+  return true;
 }
 
 void SixteenBitWidener::widen(const std::vector<InputWidening>& widening,

@@ -29,6 +29,18 @@ enum class InputWidening : uint8_t {
 // a large table does not widen the whole table).
 std::vector<InputWidening> wideningFor(const torch::jit::Node& node);
 
+// aten::linear reading a 16-bit weight of more than this many elements is computed a slice of
+// output features at a time, each slice of the weight widened on its own: a float32 copy of a
+// vocabulary projection (32000 x 4096: 500 MB, 2 GB at Llama-3's 128256) is never held whole.
+inline constexpr int64_t kLinearSliceElements = int64_t{1} << 22;
+
+// Whether `node` is such a linear (decided per run, by the weight's dtype and size).
+bool mayRunLinearInSlices(const torch::jit::Node& node);
+
+// Runs the linear on `stack` (input, weight, bias) in slices when its weight is 16-bit and larger
+// than kLinearSliceElements; returns false, changing nothing, otherwise.
+bool runLinearInSlices(std::vector<c10::IValue>& stack);
+
 // Widens an operator's inputs for one run of a program. The float32 copies of weights go into
 // buffers reused from one operator to the next: a fresh allocation per weight would cost a page
 // fault per page (large blocks come from mmap and go back to it), several times the conversion.

@@ -376,6 +376,30 @@ INSTANTIATE_TEST_SUITE_P(Zoo, SixteenBitInterpreter,
                                   testing::testName(std::get<1>(info.param));
                          });
 
+// A linear whose 16-bit weight is large (a vocabulary projection) is computed a slice of output
+// features at a time: the same values as the whole weight widened, in order, with its bias.
+TEST(SixteenBitInterpreter, ALargeLinearIsComputedInSlicesWithTheSameValues) {
+  torch::jit::Module module("LargeLinear");
+  const at::Tensor weight = at::randn({4099, 2048}).mul(0.02).to(at::kBFloat16);  // 8.4M elements
+  const at::Tensor bias = at::randn({4099}).to(at::kBFloat16);
+  module.register_parameter("weight", weight, false);
+  module.register_parameter("bias", bias, false);
+  module.define("def forward(self, x):\n    return torch.linear(x, self.weight, self.bias)\n");
+  const std::string path = testing::uniqueTempPath("large-linear.pt");
+  module.save(path, {{"stickler/model.json", R"({"inputs": [
+      {"name": "x", "shape": [1, 8, 2048], "dtype": "float32", "kind": "float"}]})"}});
+  const auto model = loadModel(path);
+  std::remove(path.c_str());
+  const at::Tensor ours = flattenTensors(model->interpreter->run(model->example_inputs)).at(0);
+  const at::Tensor x = model->example_inputs[0].toTensor();
+  const at::Tensor whole =
+      at::linear(x.to(at::kDouble), weight.to(at::kDouble), bias.to(at::kDouble));
+  EXPECT_EQ(ours.scalar_type(), at::kFloat);
+  ASSERT_EQ(ours.sizes().vec(), (std::vector<int64_t>{1, 8, 4099}));
+  const double scale = whole.abs().max().item<double>();
+  EXPECT_LT((ours.to(at::kDouble) - whole).abs().max().item<double>(), 1e-5 * scale);
+}
+
 // A weightless archive (the sweep's real geometries: each weight one stored zero expanded to its
 // shape) is lowered, not run: what is computed from a weight is a shape, with the dtype and
 // strides the CPU kernel would give it and no data (a dense copy of an 8B model's weights would
