@@ -118,7 +118,7 @@ class Execution {
         // A large 16-bit weight, widened a slice at a time (sixteen_bit.h).
       } else {
         // After the observer: what it put in place of a weight (a device's copy) is widened.
-        if (!step.widening.empty()) widener_.widen(step.widening, stack_);
+        if (!step.widening.empty()) widenInputs(step.widening, stack_, widened_);
         if (step.may_run_on_shapes && readsShapesOnly(stack_)) {
           runOnShapes(step.operation, stack_);
         } else {
@@ -129,7 +129,7 @@ class Execution {
       throw UserError("running " + describeNode(*step.node, modules_) +
                       " failed: " + firstLine(e.what()));
     }
-    if (!step.widening.empty()) widener_.keepAliased(stack_);
+    if (!step.widening.empty()) widened_.operatorDone(stack_);
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       registers_[step.outputs[i]] = std::move(stack_[i]);
     }
@@ -174,8 +174,8 @@ class Execution {
   bool shortcuts_;
   std::vector<c10::IValue> registers_;
   Stack stack_;
-  SixteenBitWidener widener_;  // used by programs of 16-bit models only
-  ExecutionClock clock_;       // this thread's limit on user code, from when the run started
+  WideningBuffers widened_{c10::kFloat};  // used by programs of 16-bit models only
+  ExecutionClock clock_;  // this thread's limit on user code, from when the run started
 };
 
 }  // namespace

@@ -81,9 +81,11 @@ struct CompiledProgram;
 
 // Executes an inlined graph node by node. Compiling it once resolves constants and parameter
 // reads, assigns registers and precomputes module boundaries; run() is then reentrant.
-// Without an observer that replaces values, outputs are bitwise equal to module.forward, except
-// for a model with bfloat16 or float16 weights, which is computed in float32 from them
-// (sixteen_bit.h): its outputs are float32.
+// Without an observer that replaces values, it calls the operators module.forward calls (so the
+// outputs are the same, to the order of sums where the JIT's optimized plan picks other
+// kernels), except for a model with bfloat16 or float16 weights, computed in float32 from them
+// (sixteen_bit.h), and a weightless archive, computed on shapes where its weights are read
+// (shape_only.h).
 class Interpreter {
  public:
   Interpreter(const torch::jit::Module& module, std::shared_ptr<torch::jit::Graph> graph,

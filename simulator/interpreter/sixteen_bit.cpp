@@ -100,10 +100,10 @@ bool runLinearInSlices(std::vector<c10::IValue>& stack) {
   return true;
 }
 
-void SixteenBitWidener::widen(const std::vector<InputWidening>& widening,
-                              std::vector<c10::IValue>& stack) {
+void widenInputs(const std::vector<InputWidening>& widening, std::vector<c10::IValue>& stack,
+                 WideningBuffers& buffers) {
   static const auto kFloat32 = static_cast<int64_t>(c10::ScalarType::Float);
-  in_use_ = 0;
+  buffers.operatorStarts();
   for (size_t i = 0; i < widening.size() && i < stack.size(); ++i) {
     c10::IValue& value = stack[i];
     switch (widening[i]) {
@@ -113,7 +113,7 @@ void SixteenBitWidener::widen(const std::vector<InputWidening>& widening,
         if (value.isTensor()) {
           const at::Tensor& tensor = value.toTensor();
           if (tensor.defined() && isSixteenBitFloat(tensor.scalar_type())) {
-            value = widenInto(in_use_++, tensor);
+            value = buffers.widen(tensor);
           }
         } else if (value.isTensorList()) {
           value = widenSixteenBit(value);
@@ -126,41 +126,6 @@ void SixteenBitWidener::widen(const std::vector<InputWidening>& widening,
         break;
     }
   }
-}
-
-at::Tensor SixteenBitWidener::widenInto(size_t slot, const at::Tensor& tensor) {
-  if (buffers_.size() <= slot) buffers_.resize(slot + 1);
-  at::Tensor& buffer = buffers_[slot];
-  if (!buffer.defined()) {
-    buffer = at::empty(tensor.sizes(), tensor.options().dtype(c10::kFloat));
-  } else {
-    buffer.resize_(tensor.sizes());  // keeps its storage where it is large enough
-  }
-  buffer.copy_(tensor);
-  return buffer;
-}
-
-void SixteenBitWidener::keepAliased(const std::vector<c10::IValue>& results) {
-  for (size_t slot = 0; slot < in_use_; ++slot) {
-    at::Tensor& buffer = buffers_[slot];
-    std::vector<c10::IValue> leaves(results.begin(), results.end());
-    while (!leaves.empty() && buffer.defined()) {
-      const c10::IValue leaf = leaves.back();
-      leaves.pop_back();
-      if (leaf.isTensor()) {
-        const at::Tensor& tensor = leaf.toTensor();
-        if (tensor.defined() && tensor.has_storage() &&
-            tensor.storage().is_alias_of(buffer.storage())) {
-          buffer = at::Tensor();
-        }
-      } else if (leaf.isTuple()) {
-        for (const auto& element : leaf.toTupleRef().elements()) leaves.push_back(element);
-      } else if (leaf.isList()) {
-        for (const auto& element : leaf.toListRef()) leaves.push_back(element);
-      }
-    }
-  }
-  in_use_ = 0;
 }
 
 }  // namespace stickler

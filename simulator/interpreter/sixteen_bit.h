@@ -9,6 +9,8 @@
 
 #include <torch/script.h>
 
+#include "simulator/interpreter/widening_buffers.h"
+
 namespace stickler {
 
 bool isSixteenBitFloat(c10::ScalarType type);
@@ -41,22 +43,8 @@ bool mayRunLinearInSlices(const torch::jit::Node& node);
 // than kLinearSliceElements; returns false, changing nothing, otherwise.
 bool runLinearInSlices(std::vector<c10::IValue>& stack);
 
-// Widens an operator's inputs for one run of a program. The float32 copies of weights go into
-// buffers reused from one operator to the next: a fresh allocation per weight would cost a page
-// fault per page (large blocks come from mmap and go back to it), several times the conversion.
-class SixteenBitWidener {
- public:
-  // Applies `widening` to the operator's inputs on `stack`.
-  void widen(const std::vector<InputWidening>& widening, std::vector<c10::IValue>& stack);
-  // After the operator ran: a buffer its results share (a view of a widened input) is theirs
-  // now, and the next widening gets a buffer of its own.
-  void keepAliased(const std::vector<c10::IValue>& results);
-
- private:
-  at::Tensor widenInto(size_t slot, const at::Tensor& tensor);
-
-  std::vector<at::Tensor> buffers_;
-  size_t in_use_ = 0;
-};
+// Applies `widening` to an operator's inputs on `stack`, the tensors into `buffers` (float32).
+void widenInputs(const std::vector<InputWidening>& widening, std::vector<c10::IValue>& stack,
+                 WideningBuffers& buffers);
 
 }  // namespace stickler

@@ -72,7 +72,7 @@ AgreementSummary compare(const LoadedModel& before, const LoadedModel& after,
         idle_buffers.pop_back();
       }
     }
-    if (!buffers) buffers = std::make_unique<WideningBuffers>();
+    if (!buffers) buffers = std::make_unique<WideningBuffers>(c10::kDouble);
     work(buffers.get());
     std::lock_guard<std::mutex> lock(buffers_mutex);
     idle_buffers.push_back(std::move(buffers));

@@ -87,71 +87,36 @@ class RegionBuilder {
 };
 
 // Widens the float32 (and bfloat16, float16) tensors an operator reads (weights and constants: in
-// the float64 graph everything computed is float64 already) just before it reads them, into float64
-// buffers that are reused from one operator to the next. A float64 run of a large region thus never
-// holds a float64 copy of every weight, nor pays for fresh memory per weight.
+// the float64 graph everything computed is float64 already) just before it reads them, into
+// float64 buffers reused from one operator to the next (widening_buffers.h).
 class WidenAsRead : public ExecutionObserver {
  public:
-  WidenAsRead(std::vector<at::Tensor>& scratch, const std::atomic<bool>* cancelled)
-      : scratch_(scratch), cancelled_(cancelled) {}
+  WidenAsRead(WideningBuffers& buffers, const std::atomic<bool>* cancelled)
+      : buffers_(buffers), cancelled_(cancelled) {}
 
   void beforeNode(const Node&, const ModuleCall*, const NodeInputs& inputs) override {
     if (cancelled_ != nullptr && cancelled_->load()) throw Cancelled();
-    in_use_ = 0;
+    buffers_.operatorStarts();
     for (size_t i = 0; i < inputs.size(); ++i) {
       const c10::IValue& input = inputs[i];
       if (input.isTensor() && widensToFloat64(input.toTensor().scalar_type())) {
-        inputs.replace(i, widenInto(in_use_++, input.toTensor()));
+        inputs.replace(i, buffers_.widen(input.toTensor()));
       } else if (input.isTensorList()) {
         inputs.replace(i, widenToFloat64(input));
       }
     }
   }
 
-  // An operator whose result shares a buffer (a view of a weight: t(), a slice) keeps it; the
-  // next widening into that slot gets a buffer of its own.
   void onNode(const Node&, const ModuleCall*, const ValueView&,
               const MutableValueView& outputs) override {
-    for (size_t k = 0; k < in_use_; ++k) {
-      for (size_t o = 0; o < outputs.size() && scratch_[k].defined(); ++o) {
-        std::vector<c10::IValue> leaves = {outputs[o]};
-        while (!leaves.empty()) {
-          const c10::IValue leaf = leaves.back();
-          leaves.pop_back();
-          if (leaf.isTensor() && leaf.toTensor().defined() &&
-              leaf.toTensor().storage().is_alias_of(scratch_[k].storage())) {
-            scratch_[k] = at::Tensor();
-            break;
-          }
-          if (leaf.isTuple()) {
-            for (const auto& element : leaf.toTupleRef().elements()) leaves.push_back(element);
-          } else if (leaf.isList()) {
-            for (const auto& element : leaf.toListRef()) leaves.push_back(element);
-          }
-        }
-      }
-    }
-    in_use_ = 0;
+    buffers_.operatorDone(outputs);
   }
 
   bool seesShapeArithmetic() const override { return false; }
 
  private:
-  at::Tensor widenInto(size_t slot, const at::Tensor& tensor) {
-    if (slot >= scratch_.size()) scratch_.resize(slot + 1);
-    at::Tensor& buffer = scratch_[slot];
-    if (!buffer.defined() || buffer.numel() < tensor.numel()) {
-      buffer =
-          at::empty({std::max<int64_t>(tensor.numel(), 1)}, tensor.options().dtype(c10::kDouble));
-    }
-    at::Tensor widened = buffer.narrow(0, 0, tensor.numel()).view(tensor.sizes());
-    widened.copy_(tensor);
-    return widened;
-  }
-
-  std::vector<at::Tensor>& scratch_;
+  WideningBuffers& buffers_;
   const std::atomic<bool>* cancelled_;
-  size_t in_use_ = 0;
 };
 
 }  // namespace
@@ -197,8 +162,8 @@ std::vector<c10::IValue> RegionProgram::run(const std::vector<c10::IValue>& inpu
                                                     : copied(input));
   }
   if (precision_ == Precision::kFloat32) return interpreter_->run(std::move(fed));
-  WideningBuffers own;
-  WidenAsRead widen(buffers != nullptr ? buffers->slots : own.slots, cancelled);
+  WideningBuffers own(c10::kDouble);
+  WidenAsRead widen(buffers != nullptr ? *buffers : own, cancelled);
   return interpreter_->run(std::move(fed), &widen);
 }
 

@@ -13,19 +13,13 @@
 #include <torch/script.h>
 
 #include "simulator/interpreter/interpreter.h"
+#include "simulator/interpreter/widening_buffers.h"
 
 namespace stickler {
 
 struct LoadedModel;
 
 enum class Precision { kFloat32, kFloat64 };
-
-// Float64 buffers that a float64 run widens float32 weights into, one operator after another.
-// Reused from one run to the next (one set per thread), they spare a large model's float64 runs
-// fresh memory for every weight.
-struct WideningBuffers {
-  std::vector<at::Tensor> slots;
-};
 
 class RegionProgram {
  public:
@@ -42,7 +36,8 @@ class RegionProgram {
   // Runs the region on `inputs` (as the float32 model sees them; widened in float64). Each
   // run gets copies of the tensors, so in-place operators in the region cannot change them.
   // In float64, a run notices `cancelled` between operators and throws Cancelled
-  // (simulator/support/task_control.h).
+  // (simulator/support/task_control.h). `buffers` (float64; one set per thread, reused from
+  // one run to the next) receive the weights as they are widened.
   std::vector<c10::IValue> run(const std::vector<c10::IValue>& inputs,
                                WideningBuffers* buffers = nullptr,
                                const std::atomic<bool>* cancelled = nullptr) const;

@@ -1,0 +1,39 @@
+#include "simulator/interpreter/widening_buffers.h"
+
+#include <algorithm>
+
+namespace stickler {
+
+at::Tensor WideningBuffers::widen(const at::Tensor& tensor) {
+  if (in_use_ >= slots_.size()) slots_.resize(in_use_ + 1);
+  at::Tensor& buffer = slots_[in_use_++];
+  if (!buffer.defined() || buffer.numel() < tensor.numel()) {
+    buffer = at::empty({std::max<int64_t>(tensor.numel(), 1)}, tensor.options().dtype(dtype_));
+  }
+  at::Tensor widened = buffer.narrow(0, 0, tensor.numel()).view(tensor.sizes());
+  widened.copy_(tensor);
+  return widened;
+}
+
+void WideningBuffers::keepShared(const c10::IValue& result) {
+  std::vector<c10::IValue> leaves = {result};
+  while (!leaves.empty()) {
+    const c10::IValue leaf = leaves.back();
+    leaves.pop_back();
+    if (leaf.isTensor()) {
+      const at::Tensor& tensor = leaf.toTensor();
+      if (!tensor.defined() || !tensor.has_storage()) continue;
+      for (size_t slot = 0; slot < in_use_; ++slot) {
+        if (slots_[slot].defined() && tensor.storage().is_alias_of(slots_[slot].storage())) {
+          slots_[slot] = at::Tensor();
+        }
+      }
+    } else if (leaf.isTuple()) {
+      for (const auto& element : leaf.toTupleRef().elements()) leaves.push_back(element);
+    } else if (leaf.isList()) {
+      for (const auto& element : leaf.toListRef()) leaves.push_back(element);
+    }
+  }
+}
+
+}  // namespace stickler
