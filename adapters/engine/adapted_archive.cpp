@@ -4,11 +4,17 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <unordered_map>
 
 #include "simulator/graph/loaded_model.h"
+#include "simulator/graph/mapped_archive.h"
 #include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
 
@@ -123,7 +129,7 @@ void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>
   requireSavable(model);
   torch::NoGradGuard no_grad;
   // A module of its own, with types of its own, whose forward can be replaced.
-  torch::jit::Module saved = torch::jit::load(model.path, torch::kCPU);
+  torch::jit::Module saved = loadArchiveMapped(model.path).module;
   auto graph = model.graph->copy();
   readWeightsFromSavedModule(*graph, c10::IValue(model.module._ivalue()), saved);
   graph->inputs().at(0)->setType(saved.type());
@@ -150,11 +156,21 @@ void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>
     const auto bytes = torch::jit::pickle_save(c10::ivalue::Tuple::create(stored));
     extra[ModelCard::kCapturedInputsPath] = std::string(bytes.begin(), bytes.end());
   }
+  // Written beside and renamed into place: a failed save leaves whatever was there, and an
+  // archive saved over the model it came from does not truncate the file its weights are mapped
+  // from (mapped_archive.h) while they are being written.
+  const std::string partial = out_path + ".partial-" + std::to_string(::getpid());
   try {
-    saved.save(out_path, extra);
+    saved.save(partial, extra);
   } catch (const std::exception& e) {
+    std::remove(partial.c_str());
     const std::string what = e.what();
     throw UserError(out_path + ": cannot write the archive: " + what.substr(0, what.find('\n')));
+  }
+  if (std::rename(partial.c_str(), out_path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(partial.c_str());
+    throw UserError(out_path + ": cannot write the archive: " + why);
   }
 }
 

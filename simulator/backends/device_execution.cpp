@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "simulator/backends/fault_effects.h"
+#include "simulator/graph/mapped_archive.h"
 #include "simulator/interpreter/sixteen_bit.h"
 #include "simulator/lowering/op_classes.h"
 #include "simulator/numerics/tensor_rounding.h"
@@ -104,19 +105,21 @@ c10::IValue DevicePlan::deviceWeight(const c10::IValue& value) const {
   auto it = weights_.find(tensor.unsafeGetTensorImpl());
   if (it == weights_.end()) {
     // A 16-bit weight the device's format holds exactly (a bfloat16 weight on DL16, which has
-    // more mantissa, almost always) is no copy at all; one it rounds is held in the archive's
-    // dtype where the rounded values fit it (float16 on DL16). The interpreter widens either as
-    // it reads it.
+    // more mantissa, almost always) is no copy at all. One it rounds to values of its own dtype
+    // (a float16 weight on DL16: about half its values) is a copy on write of the archive's
+    // pages with those values rounded. One whose rounded values its dtype cannot hold (a
+    // bfloat16 value below DL16's smallest, 2^-31 x (1 + 2^-9)) is held rounded in float32. The
+    // interpreter widens 16-bit ones as it reads them.
     at::Tensor device;
-    if (isSixteenBitFloat(tensor.scalar_type()) && holdsExactly(tensor, format_)) {
-      device = tensor;
-    } else {
-      device = toDevice(tensor).toTensor();
-      if (isSixteenBitFloat(tensor.scalar_type()) && device.scalar_type() != tensor.scalar_type()) {
-        at::Tensor narrow = device.to(tensor.scalar_type());
-        if (narrow.to(device.scalar_type()).equal(device)) device = narrow;
+    if (isSixteenBitFloat(tensor.scalar_type())) {
+      if (holdsExactly(tensor, format_)) {
+        device = tensor;
+      } else {
+        at::Tensor copy = copyOnWrite(tensor);
+        if (roundSixteenBitWhereChanged(copy, format_)) device = std::move(copy);
       }
     }
+    if (!device.defined()) device = toDevice(tensor).toTensor();
     it = weights_.emplace(tensor.unsafeGetTensorImpl(), std::move(device)).first;
   }
   return it->second;

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "simulator/graph/example_inputs.h"
+#include "simulator/graph/mapped_archive.h"
 #include "simulator/graph/model_archive.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
@@ -27,7 +28,10 @@ namespace attr = torch::jit::attr;
 
 torch::jit::Module loadModule(const std::string& path) {
   try {
-    return torch::jit::load(path, torch::kCPU);
+    // The weights are the file's pages, shared with every process that loads the model.
+    return loadArchiveMapped(path).module;
+  } catch (const UserError&) {
+    throw;
   } catch (const c10::Error& e) {
     throw UserError(path +
                     ": LibTorch cannot load the archive: " + firstLine(e.what_without_backtrace()));

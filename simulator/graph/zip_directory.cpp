@@ -77,6 +77,7 @@ std::vector<ZipEntry> readZipDirectory(const std::string& path) {
     entry.method = static_cast<uint16_t>(little(directory, at + 10, 2));
     entry.compressed = little(directory, at + 20, 4);
     entry.uncompressed = little(directory, at + 24, 4);
+    entry.header_offset = little(directory, at + 42, 4);
     const size_t name_length = little(directory, at + 28, 2);
     const size_t extra_length = little(directory, at + 30, 2);
     const size_t comment_length = little(directory, at + 32, 2);
@@ -84,7 +85,7 @@ std::vector<ZipEntry> readZipDirectory(const std::string& path) {
       throw corrupt("central directory entry " + std::to_string(i) + " runs past the directory");
     }
     entry.name = directory.substr(at + 46, name_length);
-    // 32-bit sizes of 0xFFFFFFFF are in the ZIP64 extra field, uncompressed first.
+    // 32-bit sizes and offsets of 0xFFFFFFFF are in the ZIP64 extra field, in this order.
     const size_t extra_end = at + 46 + name_length + extra_length;
     for (size_t extra = at + 46 + name_length; extra + 4 <= extra_end;) {
       const uint64_t id = little(directory, extra, 2);
@@ -101,6 +102,10 @@ std::vector<ZipEntry> readZipDirectory(const std::string& path) {
         }
         if (entry.compressed == 0xFFFFFFFF && field + 8 <= extra + 4 + size) {
           entry.compressed = little(directory, field, 8);
+          field += 8;
+        }
+        if (entry.header_offset == 0xFFFFFFFF && field + 8 <= extra + 4 + size) {
+          entry.header_offset = little(directory, field, 8);
         }
       }
       extra += 4 + size;

@@ -14,6 +14,7 @@ struct ZipEntry {
   uint16_t method = 0;  // 0: stored (what torch.jit.save writes), 8: deflated
   uint64_t compressed = 0;
   uint64_t uncompressed = 0;
+  uint64_t header_offset = 0;  // of the entry's local header; its data follow that header
 };
 
 // Throws UserError naming `path` when the directory cannot be read (truncated, not a zip).

@@ -114,7 +114,7 @@ class Execution {
                             NodeInputs(&stack_));
     }
     try {
-      if (step.may_run_linear_in_slices && runLinearInSlices(stack_)) {
+      if (step.may_run_linear_in_slices && runLinearInSlices(stack_, widened_)) {
         // A large 16-bit weight, widened a slice at a time (sixteen_bit.h).
       } else {
         // After the observer: what it put in place of a weight (a device's copy) is widened.

@@ -74,7 +74,7 @@ bool mayRunLinearInSlices(const torch::jit::Node& node) {
   return node.kind() == c10::Symbol::fromQualString("aten::linear") && node.inputs().size() == 3;
 }
 
-bool runLinearInSlices(std::vector<c10::IValue>& stack) {
+bool runLinearInSlices(std::vector<c10::IValue>& stack, WideningBuffers& buffers) {
   if (stack.size() != 3 || !stack[1].isTensor()) return false;
   const at::Tensor& weight = stack[1].toTensor();
   if (!weight.defined() || !isSixteenBitFloat(weight.scalar_type()) || weight.dim() != 2 ||
@@ -89,7 +89,10 @@ bool runLinearInSlices(std::vector<c10::IValue>& stack) {
   std::vector<at::Tensor> slices;
   for (int64_t start = 0; start < rows; start += step) {
     const int64_t length = std::min(step, rows - start);
-    const at::Tensor part = weight.narrow(0, start, length).to(c10::kFloat);
+    // Each slice in the same buffer: a fresh 16 MB block per slice would leave malloc's heap
+    // fragmented by the small results between them, growing by a slice per linear.
+    buffers.operatorStarts();
+    const at::Tensor part = buffers.widen(weight.narrow(0, start, length));
     const at::Tensor part_bias =
         bias.defined() ? bias.narrow(0, start, length).to(c10::kFloat) : at::Tensor();
     slices.push_back(at::linear(input, part, part_bias));

@@ -40,8 +40,9 @@ inline constexpr int64_t kLinearSliceElements = int64_t{1} << 22;
 bool mayRunLinearInSlices(const torch::jit::Node& node);
 
 // Runs the linear on `stack` (input, weight, bias) in slices when its weight is 16-bit and larger
-// than kLinearSliceElements; returns false, changing nothing, otherwise.
-bool runLinearInSlices(std::vector<c10::IValue>& stack);
+// than kLinearSliceElements, each slice widened into `buffers`; returns false, changing nothing,
+// otherwise.
+bool runLinearInSlices(std::vector<c10::IValue>& stack, WideningBuffers& buffers);
 
 // Applies `widening` to an operator's inputs on `stack`, the tensors into `buffers` (float32).
 void widenInputs(const std::vector<InputWidening>& widening, std::vector<c10::IValue>& stack,

@@ -43,6 +43,21 @@ bool holdsExactly(const at::Tensor& tensor, NumberFormat format) {
   return true;
 }
 
+bool roundSixteenBitWhereChanged(const at::Tensor& tensor, NumberFormat format) {
+  if (!tensor.is_contiguous()) return false;
+  constexpr int64_t kSlice = int64_t{1} << 16;
+  const at::Tensor flat = tensor.view({-1});
+  for (int64_t start = 0; start < flat.numel(); start += kSlice) {
+    const at::Tensor slice = flat.narrow(0, start, std::min(kSlice, flat.numel() - start));
+    const at::Tensor rounded = roundToFormat(slice.to(c10::kFloat), format);
+    const at::Tensor narrowed = rounded.to(tensor.scalar_type());
+    if (!narrowed.to(c10::kFloat).equal(rounded)) return false;
+    const at::Tensor changed = narrowed.ne(slice).nonzero().view({-1});
+    if (changed.numel() > 0) slice.index_put_({changed}, narrowed.index({changed}));
+  }
+  return true;
+}
+
 bool roundUnsharedInPlace(const at::Tensor& tensor, NumberFormat format) {
   if (format != NumberFormat::kDL16 || tensor.scalar_type() != c10::kFloat ||
       !tensor.is_contiguous() || tensor.use_count() != 1 || !tensor.has_storage() ||

@@ -15,6 +15,12 @@ at::Tensor roundToFormat(const at::Tensor& tensor, NumberFormat format);
 // slice at a time: a large 16-bit weight is judged without a float32 copy of it.
 bool holdsExactly(const at::Tensor& tensor, NumberFormat format);
 
+// Rounds a contiguous 16-bit tensor in place to `format`, writing only the values that change, a
+// slice at a time (no float32 copy of it; on a copy-on-write mapping only the pages holding a
+// changed value are copied). Returns false, the tensor then partly rounded, when a rounded value
+// does not fit the tensor's own dtype.
+bool roundSixteenBitWhereChanged(const at::Tensor& tensor, NumberFormat format);
+
 // Rounds a float32 tensor's own values in place when nothing else can see them (the only
 // reference to its TensorImpl and its storage): saves an allocation per device kernel.
 // Returns false, changing nothing, otherwise.

@@ -114,6 +114,26 @@ TEST(Rounding, HoldsExactlyJudgesEveryValueOfEverySlice) {
   EXPECT_TRUE(holdsExactly(values, NumberFormat::kFloat32));
 }
 
+TEST(Rounding, ASixteenBitTensorIsRoundedInPlaceWhereItChanges) {
+  at::Tensor values = at::linspace(-100.0, 100.0, 200001).to(at::kBFloat16);
+  values[7] = 1e-25;  // below DL16's range, where bfloat16 reaches
+  values[150000] = -1e-30;
+  const at::Tensor expected = roundToFormat(values, NumberFormat::kDL16).to(at::kBFloat16);
+  at::Tensor copy = values.clone();
+  ASSERT_TRUE(roundSixteenBitWhereChanged(copy, NumberFormat::kDL16));
+  EXPECT_TRUE(copy.equal(expected));
+  EXPECT_EQ(copy.ne(values).sum().item<int64_t>(), 2);  // the two it rounds, nothing else
+  // float16 has a bit more than DL16: about half its values round, each to a float16 value.
+  const at::Tensor half = at::linspace(-100.0, 100.0, 200001).to(at::kHalf);
+  at::Tensor rounded = half.clone();
+  ASSERT_TRUE(roundSixteenBitWhereChanged(rounded, NumberFormat::kDL16));
+  EXPECT_TRUE(rounded.equal(roundToFormat(half, NumberFormat::kDL16).to(at::kHalf)));
+  EXPECT_FALSE(rounded.equal(half));
+  // float16's largest value rounds up past float16's range: refused, not wrapped.
+  at::Tensor largest = at::full({4}, 65504.0, at::kHalf);
+  EXPECT_FALSE(roundSixteenBitWhereChanged(largest, NumberFormat::kDL16));
+}
+
 // A float16 model runs on the device although LibTorch 1.13 has no float16 CPU kernels: it is
 // computed in float32 from its weights, and what leaves the device is DL16.
 TEST(SpyreSim, AFloat16ModelRunsInFloat32AndLeavesInDL16) {

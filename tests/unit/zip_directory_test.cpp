@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "simulator/support/errors.h"
@@ -20,18 +21,22 @@ void put(std::string& out, uint64_t value, int width) {
 
 // One central-directory entry whose sizes live in the ZIP64 extra field, then the ZIP64 end
 // record, its locator and the classic end record pointing at them (0xFFFF... everywhere).
+// With `header_offset`, the entry's local header offset lives there too, after the sizes.
 std::string zip64With(const std::string& name, uint16_t method, uint64_t compressed,
-                      uint64_t uncompressed) {
+                      uint64_t uncompressed, std::optional<uint64_t> header_offset = {}) {
   std::string file = "local data stands here";
   const uint64_t directory_offset = file.size();
   std::string entry = "PK\x01\x02";
   put(entry, 45, 2), put(entry, 45, 2), put(entry, 0, 2), put(entry, method, 2);
   put(entry, 0, 4), put(entry, 0, 4);  // time, date, then the CRC
   put(entry, 0xFFFFFFFF, 4), put(entry, 0xFFFFFFFF, 4);
-  put(entry, name.size(), 2), put(entry, 20, 2), put(entry, 0, 2);
-  put(entry, 0, 2), put(entry, 0, 2), put(entry, 0, 4), put(entry, 0, 4);
+  put(entry, name.size(), 2), put(entry, header_offset ? 28 : 20, 2), put(entry, 0, 2);
+  put(entry, 0, 2), put(entry, 0, 2), put(entry, 0, 4),
+      put(entry, header_offset ? 0xFFFFFFFF : 0, 4);
   entry += name;
-  put(entry, 0x0001, 2), put(entry, 16, 2), put(entry, uncompressed, 8), put(entry, compressed, 8);
+  put(entry, 0x0001, 2), put(entry, header_offset ? 24 : 16, 2), put(entry, uncompressed, 8);
+  put(entry, compressed, 8);
+  if (header_offset) put(entry, *header_offset, 8);
   file += entry;
   const uint64_t record_offset = file.size();
   std::string record = "PK\x06\x06";
@@ -65,6 +70,18 @@ TEST_F(ZipDirectory, Zip64SizesAreReadFromTheExtraField) {
   EXPECT_EQ(entries[0].compressed, five_gb);
   EXPECT_EQ(entries[0].uncompressed, five_gb);
   EXPECT_NO_THROW(checkZipSizes(entries, path_));  // a stored 5 GB tensor is a real model's
+  EXPECT_EQ(entries[0].header_offset, 0u);
+}
+
+// Past 4 GB (an 8B model's later weights) the local header's offset is in the extra field:
+// mapping a record's data from the file needs it.
+TEST_F(ZipDirectory, Zip64HeaderOffsetsAreReadFromTheExtraField) {
+  const uint64_t six_gb = uint64_t{6} << 30;
+  const auto entries = readZipDirectory(write(zip64With("big/data/7", 0, 4096, 4096, six_gb)));
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].uncompressed, 4096u);
+  EXPECT_EQ(entries[0].compressed, 4096u);
+  EXPECT_EQ(entries[0].header_offset, six_gb);
 }
 
 TEST_F(ZipDirectory, AnEntryThatWouldInflatePastItsBoundIsRefused) {

@@ -1,0 +1,258 @@
+#include "simulator/graph/mapped_archive.h"
+
+#include <caffe2/serialize/read_adapter_interface.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+#include "simulator/graph/zip_directory.h"
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+// torch.jit.save aligns each record's data to 64 bytes so that it can be used where it lies.
+constexpr uint64_t kRecordAlignment = 64;
+// Smaller records are read: they weigh nothing, and a small constant may be dropped during the
+// load (its storage then found nowhere), which would cost the mapping of the whole archive.
+constexpr uint64_t kSmallestMapped = uint64_t{64} << 10;
+
+class FileMapping {
+ public:
+  // Takes `fd`: a copy on write maps the same pages again from it.
+  FileMapping(int fd, size_t size) : fd_(fd), size_(size) {
+    if (size == 0) return;
+    void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (base != MAP_FAILED) base_ = static_cast<char*>(base);
+  }
+  ~FileMapping() {
+    if (base_ != nullptr) ::munmap(base_, size_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileMapping(const FileMapping&) = delete;
+  FileMapping& operator=(const FileMapping&) = delete;
+  char* at(uint64_t offset) const { return base_ + offset; }
+  bool ok() const { return base_ != nullptr; }
+  bool holds(const void* data, size_t bytes) const {
+    const auto* begin = static_cast<const char*>(data);
+    return base_ != nullptr && begin >= base_ && bytes <= size_ &&
+           begin - base_ <= static_cast<std::ptrdiff_t>(size_ - bytes);
+  }
+  uint64_t offsetOf(const void* data) const { return static_cast<const char*>(data) - base_; }
+  int fd() const { return fd_; }
+  // The buffers LibTorch allocated for the records, never written, kept as long as the mapping.
+  // Freed, they would leave a hole in malloc's heap as large as the weights, whose pages the
+  // runs' temporaries would then touch one by one and keep resident: a second copy's worth of
+  // memory, built up over a forward. Kept, they cost address space only.
+  void keep(c10::DataPtr untouched) { untouched_.push_back(std::move(untouched)); }
+
+ private:
+  int fd_;
+  char* base_ = nullptr;
+  size_t size_;
+  std::vector<c10::DataPtr> untouched_;
+};
+
+bool isTensorRecord(const std::string& name) {
+  const size_t slash = name.rfind('/');
+  if (slash == std::string::npos || slash + 1 == name.size()) return false;
+  for (size_t i = slash + 1; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+  }
+  const std::string directory = name.substr(0, slash);
+  const auto endsWith = [&](const std::string& suffix) {
+    return directory.size() >= suffix.size() &&
+           directory.compare(directory.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+           (directory.size() == suffix.size() ||
+            directory[directory.size() - suffix.size() - 1] == '/');
+  };
+  return endsWith("data") || endsWith("constants");
+}
+
+// Where each stored tensor record's data start in the file, by that offset, with its size.
+std::map<uint64_t, uint64_t> tensorRecords(const std::string& path, int fd, uint64_t file_size) {
+  std::map<uint64_t, uint64_t> records;
+  for (const ZipEntry& entry : readZipDirectory(path)) {
+    if (entry.method != 0 || entry.uncompressed < kSmallestMapped || !isTensorRecord(entry.name)) {
+      continue;
+    }
+    unsigned char header[30];
+    if (::pread(fd, header, sizeof header, static_cast<off_t>(entry.header_offset)) !=
+            static_cast<ssize_t>(sizeof header) ||
+        std::memcmp(header, "PK\x03\x04", 4) != 0) {
+      continue;  // LibTorch reports a damaged entry itself
+    }
+    const uint64_t name_length = header[26] | (header[27] << 8);
+    const uint64_t extra_length = header[28] | (header[29] << 8);
+    const uint64_t data = entry.header_offset + sizeof header + name_length + extra_length;
+    if (data % kRecordAlignment != 0 || data > file_size || entry.uncompressed > file_size - data) {
+      continue;
+    }
+    records.emplace(data, entry.uncompressed);
+  }
+  return records;
+}
+
+// Reads the archive for LibTorch, except tensor records: their buffers are left unwritten (never
+// touched, so never resident) and noted, to be pointed at the mapping once the load is done.
+class SkippingReader : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  SkippingReader(int fd, uint64_t size, std::map<uint64_t, uint64_t> records)
+      : fd_(fd), size_(size), records_(std::move(records)) {}
+
+  size_t size() const override { return size_; }
+
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    const auto record = records_.find(pos);
+    if (record != records_.end() && record->second == n) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      skipped_[buf] = pos;
+      return n;
+    }
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t got =
+          ::pread(fd_, static_cast<char*>(buf) + done, n - done, static_cast<off_t>(pos + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      done += static_cast<size_t>(got);
+    }
+    return done;
+  }
+
+  // Buffer -> file offset of the record it should have held.
+  std::map<const void*, uint64_t> skipped() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return skipped_;
+  }
+  uint64_t recordSize(uint64_t offset) const { return records_.at(offset); }
+
+ private:
+  int fd_;
+  uint64_t size_;
+  std::map<uint64_t, uint64_t> records_;
+  mutable std::mutex mutex_;
+  mutable std::map<const void*, uint64_t> skipped_;
+};
+
+// Every tensor the loaded module holds: its attributes at any depth (parameters, buffers,
+// tensors in lists, tuples, dicts and objects) and the constants of its code.
+template <typename Visit>
+void forEachTensor(const torch::jit::Module& module, Visit visit) {
+  std::unordered_set<const void*> objects;
+  std::vector<c10::IValue> stack = {c10::IValue(module._ivalue())};
+  while (!stack.empty()) {
+    const c10::IValue value = std::move(stack.back());
+    stack.pop_back();
+    if (value.isTensor()) {
+      visit(value.toTensor());
+    } else if (value.isObject()) {
+      const auto object = value.toObject();
+      if (!objects.insert(object.get()).second) continue;
+      for (const auto& slot : object->slots()) stack.push_back(slot);
+    } else if (value.isList()) {
+      for (const auto& element : value.toListRef()) stack.push_back(element);
+    } else if (value.isTuple()) {
+      for (const auto& element : value.toTupleRef().elements()) stack.push_back(element);
+    } else if (value.isGenericDict()) {
+      for (const auto& entry : value.toGenericDict()) {
+        stack.push_back(entry.key());
+        stack.push_back(entry.value());
+      }
+    }
+  }
+  std::vector<torch::jit::Block*> blocks;
+  for (torch::jit::Function* function : module._ivalue()->compilation_unit()->get_functions()) {
+    if (!function->isGraphFunction()) continue;
+    blocks.push_back(torch::jit::toGraphFunction(*function).graph()->block());
+  }
+  while (!blocks.empty()) {
+    torch::jit::Block* block = blocks.back();
+    blocks.pop_back();
+    for (torch::jit::Node* node : block->nodes()) {
+      for (torch::jit::Block* inner : node->blocks()) blocks.push_back(inner);
+      if (node->kind() == c10::prim::Constant && node->hasAttribute(c10::attr::value) &&
+          node->kindOf(c10::attr::value) == torch::jit::AttributeKind::t) {
+        visit(node->t(c10::attr::value));
+      }
+    }
+  }
+}
+
+void releaseMapping(void* context) {
+  delete static_cast<std::shared_ptr<FileMapping>*>(context);
+}
+
+}  // namespace
+
+MappedLoad loadArchiveMapped(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw UserError(path + ": cannot be opened: " + std::strerror(errno));
+  struct stat status {};
+  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
+    ::close(fd);
+    throw UserError(path + ": not a regular file");
+  }
+  const auto size = static_cast<uint64_t>(status.st_size);
+  auto mapping = std::make_shared<FileMapping>(fd, size);
+  auto reader = std::make_shared<SkippingReader>(
+      fd, size, mapping->ok() ? tensorRecords(path, fd, size) : std::map<uint64_t, uint64_t>{});
+  MappedLoad load;
+  load.module = torch::jit::load(reader, torch::kCPU);
+  const std::map<const void*, uint64_t> skipped = reader->skipped();
+  std::unordered_set<const void*> repointed;
+  forEachTensor(load.module, [&](const at::Tensor& tensor) {
+    if (!tensor.defined() || !tensor.has_storage()) return;
+    c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
+    const void* data = storage->data_ptr().get();
+    const auto found = skipped.find(data);
+    if (found == skipped.end() || repointed.count(data) != 0) return;
+    if (storage->nbytes() != reader->recordSize(found->second)) return;
+    mapping->keep(storage->set_data_ptr(c10::DataPtr(mapping->at(found->second),
+                                                     new std::shared_ptr<FileMapping>(mapping),
+                                                     releaseMapping, c10::Device(c10::kCPU))));
+    repointed.insert(data);
+  });
+  if (repointed.size() == skipped.size()) {
+    load.mapped = !skipped.empty();
+    load.mapped_records = repointed.size();
+    return load;
+  }
+  // Some record's storage was not found (the load dropped it, or it lies where this walk does
+  // not look): its buffer holds nothing, so the module is not to be trusted. Load it whole.
+  load.module = torch::jit::load(path, torch::kCPU);
+  load.mapped = false;
+  load.mapped_records = 0;
+  return load;
+}
+
+at::Tensor copyOnWrite(const at::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.has_storage() || !tensor.is_contiguous() ||
+      tensor.numel() == 0) {
+    return tensor.clone();
+  }
+  const c10::DataPtr& data = tensor.storage().data_ptr();
+  if (data.get_deleter() != &releaseMapping) return tensor.clone();
+  const auto& mapping = *static_cast<std::shared_ptr<FileMapping>*>(data.get_context());
+  if (!mapping->holds(tensor.data_ptr(), tensor.nbytes())) return tensor.clone();
+  static const auto kPage = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t offset = mapping->offsetOf(tensor.data_ptr());
+  const uint64_t start = offset / kPage * kPage;
+  const size_t length = offset - start + tensor.nbytes();
+  void* pages = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, mapping->fd(), start);
+  if (pages == MAP_FAILED) return tensor.clone();
+  return at::from_blob(
+      static_cast<char*>(pages) + (offset - start), tensor.sizes(),
+      [pages, length](void*) { ::munmap(pages, length); }, tensor.options());
+}
+
+}  // namespace stickler

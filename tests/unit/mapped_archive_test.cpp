@@ -1,0 +1,129 @@
+// An archive loaded with its weights mapped from the file holds the same tensors as an ordinary
+// load, every large tensor record mapped; a weight written in place never reaches the file; an
+// archive whose records cannot be mapped (deflated) is read the ordinary way.
+#include "simulator/graph/mapped_archive.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "simulator/graph/zip_directory.h"
+#include "simulator/support/sha256.h"
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+using testing::uniqueTempPath;
+using testing::zooPath;
+
+std::map<std::string, at::Tensor> tensorsOf(const torch::jit::Module& module) {
+  std::map<std::string, at::Tensor> tensors;
+  for (const auto& named : module.named_parameters(/*recurse=*/true)) {
+    tensors.emplace(named.name, named.value);
+  }
+  for (const auto& named : module.named_buffers(/*recurse=*/true)) {
+    tensors.emplace(named.name, named.value);
+  }
+  return tensors;
+}
+
+void expectSameTensors(const torch::jit::Module& mapped, const torch::jit::Module& read) {
+  const auto expected = tensorsOf(read);
+  const auto actual = tensorsOf(mapped);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (const auto& [name, tensor] : expected) {
+    const auto found = actual.find(name);
+    ASSERT_NE(found, actual.end()) << name;
+    ASSERT_EQ(found->second.scalar_type(), tensor.scalar_type()) << name;
+    // The same bytes, not a computation: equal on every machine.
+    EXPECT_TRUE(found->second.equal(tensor)) << name;
+  }
+}
+
+// The records the loader maps: stored tensor data of at least 64 KiB.
+size_t largeTensorRecords(const std::string& path) {
+  size_t count = 0;
+  for (const ZipEntry& entry : readZipDirectory(path)) {
+    const bool tensor_data = entry.name.find("/data/") != std::string::npos ||
+                             entry.name.find("/constants/") != std::string::npos;
+    if (tensor_data && entry.method == 0 && entry.uncompressed >= 64 * 1024) ++count;
+  }
+  return count;
+}
+
+class MappedZoo : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MappedZoo, HoldsTheTensorsOfAnOrdinaryLoadWithEveryLargeRecordMapped) {
+  const std::string path = zooPath(GetParam() + ".pt");
+  const MappedLoad load = loadArchiveMapped(path);
+  const size_t large = largeTensorRecords(path);
+  EXPECT_EQ(load.mapped, large > 0);
+  EXPECT_EQ(load.mapped_records, large);
+  expectSameTensors(load.module, torch::jit::load(path, torch::kCPU));
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, MappedZoo, ::testing::ValuesIn(testing::zooModelNames()),
+                         [](const auto& info) { return testing::testName(info.param); });
+
+TEST(MappedArchive, AWeightWrittenInPlaceIsCopiedNotWrittenToTheFile) {
+  const std::string path = zooPath("gpt2-tiny.pt");
+  const std::string before = sha256File(path);
+  {
+    MappedLoad load = loadArchiveMapped(path);
+    ASSERT_TRUE(load.mapped);
+    at::Tensor largest;
+    for (const auto& named : load.module.named_parameters(/*recurse=*/true)) {
+      if (!largest.defined() || named.value.numel() > largest.numel()) largest = named.value;
+    }
+    torch::NoGradGuard no_grad;
+    largest.fill_(7.0);
+    EXPECT_EQ(largest.max().item<double>(), 7.0);
+    EXPECT_EQ(largest.min().item<double>(), 7.0);
+    // A second load of the same file, while the first is alive, sees the file's values.
+    expectSameTensors(loadArchiveMapped(path).module, torch::jit::load(path, torch::kCPU));
+  }
+  EXPECT_EQ(sha256File(path), before);
+}
+
+TEST(MappedArchive, ACopyOnWriteStartsEqualAndWritesOnlyItself) {
+  const MappedLoad load = loadArchiveMapped(zooPath("gpt2-tiny.pt"));
+  ASSERT_TRUE(load.mapped);
+  const at::Tensor weight =
+      load.module.attr("transformer").toModule().attr("wte").toModule().attr("weight").toTensor();
+  const at::Tensor before = weight.clone();
+  // A row from the middle: its bytes start inside a page of the file.
+  const at::Tensor row = weight[3];
+  at::Tensor copy = copyOnWrite(row);
+  EXPECT_TRUE(copy.equal(row));
+  EXPECT_NE(copy.data_ptr(), row.data_ptr());
+  torch::NoGradGuard no_grad;
+  copy.fill_(-3.0);
+  EXPECT_EQ(copy.max().item<double>(), -3.0);
+  EXPECT_TRUE(weight.equal(before));
+  // Anything not mapped is cloned.
+  const at::Tensor plain = at::arange(10, at::kFloat);
+  at::Tensor cloned = copyOnWrite(plain);
+  cloned.fill_(1.0);
+  EXPECT_TRUE(plain.equal(at::arange(10, at::kFloat)));
+}
+
+TEST(MappedArchive, ADeflatedArchiveIsReadTheOrdinaryWay) {
+  const std::string deflated = uniqueTempPath("deflated.pt");
+  const std::string command =
+      "/usr/bin/python3 -c \"import sys, zipfile\n"
+      "source = zipfile.ZipFile(sys.argv[1])\n"
+      "with zipfile.ZipFile(sys.argv[2], 'w', zipfile.ZIP_DEFLATED) as out:\n"
+      "    [out.writestr(i.filename, source.read(i.filename)) for i in source.infolist()]\" " +
+      zooPath("gpt2-tiny.pt") + " " + deflated;
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  const MappedLoad load = loadArchiveMapped(deflated);
+  EXPECT_FALSE(load.mapped);
+  EXPECT_EQ(load.mapped_records, 0u);
+  expectSameTensors(load.module, torch::jit::load(zooPath("gpt2-tiny.pt"), torch::kCPU));
+  std::remove(deflated.c_str());
+}
+
+}  // namespace
+}  // namespace stickler
