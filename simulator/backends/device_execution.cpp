@@ -7,6 +7,7 @@
 
 #include "simulator/backends/fault_effects.h"
 #include "simulator/graph/mapped_archive.h"
+#include "simulator/interpreter/rounded_when_widened.h"
 #include "simulator/interpreter/sixteen_bit.h"
 #include "simulator/lowering/op_classes.h"
 #include "simulator/numerics/tensor_rounding.h"
@@ -89,6 +90,10 @@ DevicePlan::DevicePlan(const LoadedModel& model, const LoweringResult& lowering,
   }
 }
 
+DevicePlan::~DevicePlan() {
+  for (const at::Tensor& weight : rounded_when_widened_) stopRoundingWhenWidened(weight);
+}
+
 const DeviceNodePlan* DevicePlan::find(const Node* node) const {
   auto it = nodes_.find(node);
   return it == nodes_.end() ? nullptr : &it->second;
@@ -108,15 +113,21 @@ c10::IValue DevicePlan::deviceWeight(const c10::IValue& value) const {
     // more mantissa, almost always) is no copy at all. One it rounds to values of its own dtype
     // (a float16 weight on DL16: about half its values) is a copy on write of the archive's
     // pages with those values rounded. One whose rounded values its dtype cannot hold (a
-    // bfloat16 value below DL16's smallest, 2^-31 x (1 + 2^-9)) is held rounded in float32. The
-    // interpreter widens 16-bit ones as it reads them.
+    // bfloat16 value below DL16's smallest) is read through the rounding, from a second mapping
+    // of the archive's pages (rounded_when_widened.h). The interpreter widens them as it reads.
     at::Tensor device;
     if (isSixteenBitFloat(tensor.scalar_type())) {
       if (holdsExactly(tensor, format_)) {
         device = tensor;
       } else {
         at::Tensor copy = copyOnWrite(tensor);
-        if (roundSixteenBitWhereChanged(copy, format_)) device = std::move(copy);
+        if (roundSixteenBitWhereChanged(copy, format_)) {
+          device = std::move(copy);
+        } else {
+          device = copyOnWrite(tensor);
+          roundWhenWidened(device, format_);
+          rounded_when_widened_.push_back(device);
+        }
       }
     }
     if (!device.defined()) device = toDevice(tensor).toTensor();
@@ -153,9 +164,16 @@ void DeviceExecution::beforeNode(const Node& node, const ModuleCall* module,
       progress_->module_call = callIndex(module);
       ++progress_->nodes_run;
     }
+    reads_rounded_weight_ = false;
     for (size_t i : plan->enter_inputs) {
-      inputs.replace(
-          i, isWeight(node.input(i)) ? plan_.deviceWeight(inputs[i]) : plan_.toDevice(inputs[i]));
+      if (!isWeight(node.input(i))) {
+        inputs.replace(i, plan_.toDevice(inputs[i]));
+        continue;
+      }
+      c10::IValue weight = plan_.deviceWeight(inputs[i]);
+      reads_rounded_weight_ =
+          reads_rounded_weight_ || (weight.isTensor() && isRoundedWhenWidened(weight.toTensor()));
+      inputs.replace(i, std::move(weight));
     }
     kernel_inputs_.clear();
     for (const FaultRule* fault : plan->faults) {
@@ -183,6 +201,19 @@ void DeviceExecution::onNode(const Node& node, const ModuleCall* module, const V
                              const MutableValueView& outputs) {
   const DeviceNodePlan* found = &node == current_node_ ? current_plan_ : plan_.find(&node);
   if (const DeviceNodePlan* plan = found) {
+    if (reads_rounded_weight_) {
+      // An operator that moves a weight read through rounding into a tensor of its own (an
+      // embedding's gather) copies its unrounded 16-bit values: round them here, to float32
+      // as they would be widened. A view of the weight is rounded where it is read.
+      for (size_t j = 0; j < outputs.size(); ++j) {
+        if (!outputs[j].isTensor()) continue;
+        const at::Tensor& tensor = outputs[j].toTensor();
+        if (tensor.defined() && isSixteenBitFloat(tensor.scalar_type()) &&
+            !isRoundedWhenWidened(tensor)) {
+          outputs.replace(j, roundToFormat(tensor, plan_.format()));
+        }
+      }
+    }
     if (plan->round_bias_separately && outputs[0].isTensor()) {
       // Two kernels: the matmul's result is stored in device format before the bias is added.
       const size_t bias_index = node.kind() == torch::jit::aten::addmm ? 0 : 2;

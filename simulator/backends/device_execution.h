@@ -27,6 +27,9 @@ class DevicePlan {
  public:
   DevicePlan(const LoadedModel& model, const LoweringResult& lowering, const DeviceProfile& profile,
              NumberFormat format, bool narrow_integers);
+  ~DevicePlan();
+  DevicePlan(const DevicePlan&) = delete;
+  DevicePlan& operator=(const DevicePlan&) = delete;
 
   const DeviceNodePlan* find(const torch::jit::Node* node) const;
   NumberFormat format() const { return format_; }
@@ -42,6 +45,8 @@ class DevicePlan {
   bool narrow_integers_;
   int64_t stick_elements_;
   mutable std::unordered_map<const c10::TensorImpl*, at::Tensor> weights_;
+  // Device weights read through rounding (rounded_when_widened.h), unregistered with the plan.
+  mutable std::vector<at::Tensor> rounded_when_widened_;
 };
 
 // The observer that makes the CPU interpreter behave like the device: values cross into the
@@ -75,6 +80,7 @@ class DeviceExecution : public ExecutionObserver {
   // beforeNode's lookup, reused by onNode for the same node.
   const torch::jit::Node* current_node_ = nullptr;
   const DeviceNodePlan* current_plan_ = nullptr;
+  bool reads_rounded_weight_ = false;  // the current node reads a weight read through rounding
 };
 
 }  // namespace stickler

@@ -5,16 +5,28 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "simulator/interpreter/rounded_when_widened.h"
+
 namespace stickler {
 
 bool isSixteenBitFloat(c10::ScalarType type) {
   return type == c10::kBFloat16 || type == c10::kHalf;
 }
 
+namespace {
+
+at::Tensor widened(const at::Tensor& tensor) {
+  at::Tensor wide = tensor.to(c10::kFloat);
+  roundIfRegistered(tensor, wide);
+  return wide;
+}
+
+}  // namespace
+
 c10::IValue widenSixteenBit(const c10::IValue& value) {
   if (value.isTensor()) {
     const at::Tensor& tensor = value.toTensor();
-    if (tensor.defined() && isSixteenBitFloat(tensor.scalar_type())) return tensor.to(c10::kFloat);
+    if (tensor.defined() && isSixteenBitFloat(tensor.scalar_type())) return widened(tensor);
     return value;
   }
   if (value.isTensorList()) {
@@ -24,14 +36,13 @@ c10::IValue widenSixteenBit(const c10::IValue& value) {
       any = any || (tensor.defined() && isSixteenBitFloat(tensor.scalar_type()));
     }
     if (!any) return value;
-    c10::List<at::Tensor> widened;
-    widened.reserve(list.size());
+    c10::List<at::Tensor> wide;
+    wide.reserve(list.size());
     for (const at::Tensor& tensor : list) {
-      widened.push_back(tensor.defined() && isSixteenBitFloat(tensor.scalar_type())
-                            ? tensor.to(c10::kFloat)
-                            : tensor);
+      wide.push_back(tensor.defined() && isSixteenBitFloat(tensor.scalar_type()) ? widened(tensor)
+                                                                                 : tensor);
     }
-    return widened;
+    return wide;
   }
   return value;
 }

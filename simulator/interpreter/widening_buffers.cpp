@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "simulator/interpreter/rounded_when_widened.h"
+
 namespace stickler {
 
 at::Tensor WideningBuffers::widen(const at::Tensor& tensor) {
@@ -12,6 +14,7 @@ at::Tensor WideningBuffers::widen(const at::Tensor& tensor) {
   }
   at::Tensor widened = buffer.narrow(0, 0, tensor.numel()).view(tensor.sizes());
   widened.copy_(tensor);
+  roundIfRegistered(tensor, widened);
   return widened;
 }
 

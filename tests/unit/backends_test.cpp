@@ -6,6 +6,9 @@
 
 #include <cstring>
 
+#include "simulator/interpreter/rounded_when_widened.h"
+#include "simulator/interpreter/sixteen_bit.h"
+#include "simulator/interpreter/widening_buffers.h"
 #include "simulator/numerics/tensor_rounding.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
@@ -132,6 +135,32 @@ TEST(Rounding, ASixteenBitTensorIsRoundedInPlaceWhereItChanges) {
   // float16's largest value rounds up past float16's range: refused, not wrapped.
   at::Tensor largest = at::full({4}, 65504.0, at::kHalf);
   EXPECT_FALSE(roundSixteenBitWhereChanged(largest, NumberFormat::kDL16));
+}
+
+// A bfloat16 weight with values below DL16's smallest cannot hold its own rounding: the device
+// reads it through the rounding instead (rounded_when_widened.h), wherever it is widened.
+TEST(Rounding, ARegisteredWeightIsRoundedWhereverItIsWidenedAndNothingElseIs) {
+  at::Tensor weight = at::linspace(-1.0, 1.0, 4096).to(at::kBFloat16).view({64, 64});
+  weight[3][5] = 1e-25;
+  weight[60][1] = -3e-10;
+  EXPECT_FALSE(roundSixteenBitWhereChanged(weight.clone(), NumberFormat::kDL16));
+  const at::Tensor expected = roundToFormat(weight, NumberFormat::kDL16);
+  ASSERT_EQ(expected.scalar_type(), at::kFloat);
+  ASSERT_FALSE(expected.equal(weight.to(at::kFloat)));
+  const at::Tensor device = weight.clone();  // the device's own tensor
+  roundWhenWidened(device, NumberFormat::kDL16);
+  EXPECT_TRUE(isRoundedWhenWidened(device));
+  EXPECT_TRUE(isRoundedWhenWidened(device.t()));
+  WideningBuffers buffers(c10::kFloat);
+  buffers.operatorStarts();
+  EXPECT_TRUE(buffers.widen(device).equal(expected));
+  EXPECT_TRUE(buffers.widen(device.t()).equal(expected.t()));
+  EXPECT_TRUE(widenSixteenBit(device.narrow(0, 60, 4)).toTensor().equal(expected.narrow(0, 60, 4)));
+  // What the CPU reference reads is not the device's tensor, and is widened exactly.
+  EXPECT_FALSE(isRoundedWhenWidened(weight));
+  EXPECT_TRUE(buffers.widen(weight).equal(weight.to(at::kFloat)));
+  stopRoundingWhenWidened(device);
+  EXPECT_TRUE(buffers.widen(device).equal(weight.to(at::kFloat)));
 }
 
 // A float16 model runs on the device although LibTorch 1.13 has no float16 CPU kernels: it is

@@ -25,14 +25,15 @@ import zipfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 GENERATOR = os.path.join(HERE, "..", "..", "bench", "models", "generate_large.py")
 MODEL = "llama-110m"
-# Measured 2026-12-03, in all and of their own: the CPU run 1.7x and 0.8x (the weights, and at this
-# size the logits, the comparison's float64 copies of them and BLAS buffers), the device run 3.5x
-# and 2.4x (the host's float32 copies of the two 32M-element weights with values below DL16's
-# range, 1.2x). Before the weights were mapped: 1.9x and 4.1x in all, each process holding its own
-# copy (1x of its own per process). Bounds with room for allocator noise, below what a float32
-# copy of the weights or a second copy of the model would add. Issue 29's target is 1.3x for
-# both; docs/benchmarks.md says where the rest goes.
-BOUNDS = {"cpu": (2.2, 1.3), "spyre-sim:spyre-2026": (4.5, 3.0)}
+# Measured 2026-12-03, in all and of their own: the CPU run 1.6-1.7x and 0.8x (the weights, and at
+# this size the logits, the comparison's float64 copies of them and BLAS buffers), the device run
+# 2.1x and 1.3x (the host's and the CLI's activations; the weights DL16 rounds to values bfloat16
+# cannot hold are read through the rounding, not copied: with float32 copies of them, 3.5x and
+# 2.4x). Before the weights were mapped: 1.9x and 4.1x in all, each process holding its own copy.
+# Bounds with room for allocator noise, below what a float32 copy of the weights or a second copy
+# of the model would add. Issue 29's target is 1.3x for both; docs/benchmarks.md says where the
+# rest goes.
+BOUNDS = {"cpu": (2.2, 1.3), "spyre-sim:spyre-2026": (3.0, 1.8)}
 
 
 def fail(message):
