@@ -148,8 +148,37 @@ class SkippingReader : public caffe2::serialize::ReadAdapterInterface {
 // tensors in lists, tuples, dicts and objects) and the constants of its code.
 template <typename Visit>
 void forEachTensor(const torch::jit::Module& module, Visit visit) {
-  std::unordered_set<const void*> objects;
   std::vector<c10::IValue> stack = {c10::IValue(module._ivalue())};
+  std::vector<torch::jit::Block*> blocks;
+  for (torch::jit::Function* function : module._ivalue()->compilation_unit()->get_functions()) {
+    if (!function->isGraphFunction()) continue;
+    // A method is compiled from its source when first needed: its constants exist only then.
+    function->ensure_defined();
+    const auto graph = torch::jit::toGraphFunction(*function).graph();
+    if (graph != nullptr) blocks.push_back(graph->block());
+  }
+  while (!blocks.empty()) {
+    torch::jit::Block* block = blocks.back();
+    blocks.pop_back();
+    for (torch::jit::Node* node : block->nodes()) {
+      for (torch::jit::Block* inner : node->blocks()) blocks.push_back(inner);
+      if (node->kind() != c10::prim::Constant || !node->hasAttribute(c10::attr::value)) continue;
+      switch (node->kindOf(c10::attr::value)) {
+        case torch::jit::AttributeKind::t:
+          stack.emplace_back(node->t(c10::attr::value));
+          break;
+        case torch::jit::AttributeKind::ts:
+          for (const at::Tensor& tensor : node->ts(c10::attr::value)) stack.emplace_back(tensor);
+          break;
+        case torch::jit::AttributeKind::ival:
+          stack.push_back(node->ival(c10::attr::value));
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  std::unordered_set<const void*> objects;
   while (!stack.empty()) {
     const c10::IValue value = std::move(stack.back());
     stack.pop_back();
@@ -167,22 +196,6 @@ void forEachTensor(const torch::jit::Module& module, Visit visit) {
       for (const auto& entry : value.toGenericDict()) {
         stack.push_back(entry.key());
         stack.push_back(entry.value());
-      }
-    }
-  }
-  std::vector<torch::jit::Block*> blocks;
-  for (torch::jit::Function* function : module._ivalue()->compilation_unit()->get_functions()) {
-    if (!function->isGraphFunction()) continue;
-    blocks.push_back(torch::jit::toGraphFunction(*function).graph()->block());
-  }
-  while (!blocks.empty()) {
-    torch::jit::Block* block = blocks.back();
-    blocks.pop_back();
-    for (torch::jit::Node* node : block->nodes()) {
-      for (torch::jit::Block* inner : node->blocks()) blocks.push_back(inner);
-      if (node->kind() == c10::prim::Constant && node->hasAttribute(c10::attr::value) &&
-          node->kindOf(c10::attr::value) == torch::jit::AttributeKind::t) {
-        visit(node->t(c10::attr::value));
       }
     }
   }
@@ -227,8 +240,9 @@ MappedLoad loadArchiveMapped(const std::string& path) {
     load.mapped_records = repointed.size();
     return load;
   }
-  // Some record's storage was not found (the load dropped it, or it lies where this walk does
-  // not look): its buffer holds nothing, so the module is not to be trusted. Load it whole.
+  // Some record's storage was not found (the load dropped it: compiling pools equal constants,
+  // and a saved adapted model's are not all found yet; or it lies where this walk does not look):
+  // its buffer may be live and holds nothing, so the module is not to be trusted. Load it whole.
   load.module = torch::jit::load(path, torch::kCPU);
   load.mapped = false;
   load.mapped_records = 0;

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Stickler's commands on Llama-style models of growing size, saved in bfloat16 (issue 29): for each
+model, the wall time of `inspect`, `run` on the CPU and on the device, `adapt` and `localize` (a
+wrong-scale fault in one layer's MLP output projection), against one device run of the same model
+measured in the same run; and the peak memory of each command's whole process tree (the CLI and the
+model hosts and workers it starts) against the archive's weight bytes, as proportional set size
+(a page shared by several processes, such as the archive's mapped weights, counted once) and its
+anonymous part (what the processes hold of their own).
+
+Models come from bench/models/generate_large.py (generated on first use, never committed):
+llama-110m (215 MB) and llama-480m (0.97 GB) by default; llama-8b (Llama-3-8B's geometry, 16 GB,
+about six minutes and 16 GB of memory to make) when named.
+
+  /usr/bin/python3 bench/scale_bench.py --stickler build/stickler --models build/bench-models \\
+      [--only llama-110m llama-480m llama-8b] [--skip adapt localize] [--timeout 3600]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "zoo"))
+
+from memory_test import tree_pss  # noqa: E402
+
+GENERATOR = os.path.join(HERE, "models", "generate_large.py")
+PROFILE = "spyre-2026"
+
+
+def weight_bytes(archive):
+    with zipfile.ZipFile(archive) as z:
+        return sum(i.file_size for i in z.infolist() if "/data/" in i.filename)
+
+
+def measured(command):
+    """(seconds, peak proportional set size, its peak anonymous part, exit status, stdout)."""
+    start = time.time()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    peak, peak_anonymous = 0, 0
+    # Read on the side: a report larger than the pipe would otherwise stall the command.
+    chunks = []
+    reader = threading.Thread(target=lambda: chunks.append(process.stdout.read()))
+    reader.start()
+    while process.poll() is None:
+        sampled = time.time()
+        total, anonymous = tree_pss(process.pid)
+        peak, peak_anonymous = max(peak, total), max(peak_anonymous, anonymous)
+        # Reading a 16 GB process's page tables takes tens of milliseconds: sample so that the
+        # sampler takes at most a tenth of a core from the commands it measures.
+        time.sleep(max(0.05, 9 * (time.time() - sampled)))
+    reader.join()
+    return time.time() - start, peak, peak_anonymous, process.returncode, "".join(chunks)
+
+
+def wrong_scale_profile(directory, module):
+    path = os.path.join(directory, "scale-bench-wrong-scale.json")
+    with open(path, "w") as f:
+        json.dump({"extends": PROFILE, "name": "scale-bench-wrong-scale",
+                   "description": "One MLP output projection's outputs come out three times too large.",
+                   "faults": [{"id": "wrong-scale", "match": {"module": module},
+                               "effect": {"kind": "wrong_scale", "factor": 3.0}}]}, f)
+    return path
+
+
+def verdict_of(output):
+    try:
+        report = json.loads(output)
+    except ValueError:
+        return "-"
+    if report.get("schema") == "stickler.localize":
+        culprit = report.get("culprit") or {}
+        return f"{report.get('status')} {culprit.get('module', '')} in {len(report.get('runs', []))} runs"
+    return report.get("verdict", "-")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stickler", required=True)
+    parser.add_argument("--models", required=True, help="where generate_large.py writes (and finds) them")
+    parser.add_argument("--only", nargs="*", default=["llama-110m", "llama-480m"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["inspect", "adapt", "localize"])
+    parser.add_argument("--timeout", type=float, default=3600, help="per device run, seconds")
+    args = parser.parse_args()
+    stickler = os.path.abspath(args.stickler)
+    for name in args.only:
+        subprocess.run(["/usr/bin/python3", GENERATOR, "--out", args.models, "--only", name, "--dtype", "bfloat16"],
+                       check=True)
+        archive = os.path.join(args.models, name + "-bfloat16.pt")
+        weights = weight_bytes(archive)
+        layer = "model.layers.0.mlp.down_proj"
+        profile = wrong_scale_profile(args.models, layer)
+        timeout = ["--timeout", str(args.timeout)]
+        # The baseline is one device run of the model as it runs on the device: adapted, when the
+        # catalog's adapters are what it needs (adapt --save writes that model).
+        adapted = os.path.join(args.models, name + "-bfloat16-adapted.pt")
+        if os.path.exists(adapted):
+            os.remove(adapted)
+        results = []
+        if "adapt" not in args.skip:
+            results.append(("adapt (saving the adapted model)",
+                            measured([stickler, "adapt", archive, "--profile", PROFILE, "--save", adapted, "--json"])))
+        device_model = adapted if os.path.exists(adapted) else archive
+        device = measured([stickler, "run", device_model, "--backend", "spyre-sim:" + PROFILE, "--json"] + timeout)
+        results.insert(0, ("run, device" + (" (the adapted model)" if device_model == adapted else ""), device))
+        results.append(("run, cpu", measured([stickler, "run", archive, "--backend", "cpu", "--json"])))
+        if "inspect" not in args.skip:
+            results.append(("inspect", measured([stickler, "inspect", archive, "--no-include-nodes", "--json"])))
+        if "localize" not in args.skip:
+            results.append((f"localize ({layer} x3)",
+                            measured([stickler, "localize", archive, "--profile", profile, "--adapt", "--json"] + timeout)))
+        print(f"\n{name}: {weights / 1e9:.2f} GB of bfloat16 weights, profile {PROFILE}")
+        print(f"{'command':44} {'seconds':>9} {'x device run':>12} {'peak GB':>8} {'x weights':>9} "
+              f"{'own x':>6}  verdict")
+        for label, (seconds, peak, anonymous, status, output) in results:
+            print(f"{label:44} {seconds:9.1f} {seconds / device[0]:11.2f}x {peak / 1e9:8.2f} "
+                  f"{peak / weights:8.2f}x {anonymous / weights:5.2f}x  {verdict_of(output)} (exit {status})",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
