@@ -19,14 +19,13 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "zoo"))
 
-from memory_test import tree_pss  # noqa: E402
+from memory_test import peak_of  # noqa: E402
 
 GENERATOR = os.path.join(HERE, "models", "generate_large.py")
 PROFILE = "spyre-2026"
@@ -40,21 +39,8 @@ def weight_bytes(archive):
 def measured(command):
     """(seconds, peak proportional set size, its peak anonymous part, exit status, stdout)."""
     start = time.time()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    peak, peak_anonymous = 0, 0
-    # Read on the side: a report larger than the pipe would otherwise stall the command.
-    chunks = []
-    reader = threading.Thread(target=lambda: chunks.append(process.stdout.read()))
-    reader.start()
-    while process.poll() is None:
-        sampled = time.time()
-        total, anonymous = tree_pss(process.pid)
-        peak, peak_anonymous = max(peak, total), max(peak_anonymous, anonymous)
-        # Reading a 16 GB process's page tables takes tens of milliseconds: sample so that the
-        # sampler takes at most a tenth of a core from the commands it measures.
-        time.sleep(max(0.05, 9 * (time.time() - sampled)))
-    reader.join()
-    return time.time() - start, peak, peak_anonymous, process.returncode, "".join(chunks)
+    (peak, peak_anonymous), status, out, _ = peak_of(command)
+    return time.time() - start, peak, peak_anonymous, status, out
 
 
 def wrong_scale_profile(directory, module):
