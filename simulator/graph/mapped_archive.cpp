@@ -49,11 +49,12 @@ class FileMapping {
   }
   uint64_t offsetOf(const void* data) const { return static_cast<const char*>(data) - base_; }
   int fd() const { return fd_; }
-  // The buffers LibTorch allocated for the records, never written (so never resident), kept as
+  // The buffers LibTorch allocated for the records, never written past their marker's page (so
+  // resident one page each), kept as
   // long as the mapping. A precaution: those malloc served from its heap would, freed, become
   // free space there that a run's temporaries fill page by page, each page resident from then
   // on (a 480M model's CPU run grew by 650 MB on some runs while its temporaries were
-  // fragmenting the heap). Kept, they cost address space only.
+  // fragmenting the heap). Kept, they cost address space and a page each.
   void keep(c10::DataPtr untouched) { untouched_.push_back(std::move(untouched)); }
 
  private:
@@ -103,6 +104,25 @@ std::map<uint64_t, uint64_t> tensorRecords(const std::string& path, int fd, uint
   return records;
 }
 
+// Compiling a method pools its tensor constants that compare equal (torch::jit::ConstantPooling
+// through at::equal): unread records, all alike, were pooled into one and the others' storages
+// dropped, so a saved adapted model, whose padded weights are constants of equal shapes, could
+// not be mapped. Each unread buffer starts with its record's offset instead, written so that no
+// two differ only where their dtype would call them equal: 64 bytes of 0x10 or 0x20, one per
+// bit (normal numbers in every floating dtype, never zero or subnormal), then 64 of 0 or 1 (so
+// that booleans differ too). One page is written; equal constants are then simply not pooled.
+constexpr size_t kMarkerBytes = 128;
+void markAsRecord(void* buf, uint64_t offset) {
+  auto* bytes = static_cast<unsigned char*>(buf);
+  constexpr size_t kBits = kMarkerBytes / 2;
+  static_assert(kBits == 64 && kMarkerBytes <= kSmallestMapped);
+  for (size_t bit = 0; bit < kBits; ++bit) {
+    const bool set = ((offset >> bit) & 1U) != 0;
+    bytes[bit] = set ? 0x20 : 0x10;
+    bytes[kBits + bit] = set ? 1 : 0;
+  }
+}
+
 // Reads the archive for LibTorch, except tensor records: their buffers are left unwritten (never
 // touched, so never resident) and noted, to be pointed at the mapping once the load is done.
 class SkippingReader : public caffe2::serialize::ReadAdapterInterface {
@@ -115,6 +135,7 @@ class SkippingReader : public caffe2::serialize::ReadAdapterInterface {
   size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
     const auto record = records_.find(pos);
     if (record != records_.end() && record->second == n) {
+      markAsRecord(buf, pos);
       std::lock_guard<std::mutex> lock(mutex_);
       skipped_[buf] = pos;
       return n;
@@ -241,8 +262,8 @@ MappedLoad loadArchiveMapped(const std::string& path) {
     load.mapped_records = repointed.size();
     return load;
   }
-  // Some record's storage was not found (the load dropped it: compiling pools equal constants,
-  // and a saved adapted model's are not all found yet; or it lies where this walk does not look):
+  // Some record's storage was not found (the load dropped it, or it lies where this walk does not
+  // look):
   // its buffer may be live and holds nothing, so the module is not to be trusted. Load it whole.
   load.module = torch::jit::load(path, torch::kCPU);
   load.mapped = false;

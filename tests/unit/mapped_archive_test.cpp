@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <map>
+#include <vector>
 
 #include "simulator/graph/zip_directory.h"
 #include "simulator/support/sha256.h"
@@ -107,6 +110,56 @@ TEST(MappedArchive, ACopyOnWriteStartsEqualAndWritesOnlyItself) {
   at::Tensor cloned = copyOnWrite(plain);
   cloned.fill_(1.0);
   EXPECT_TRUE(plain.equal(at::arange(10, at::kFloat)));
+}
+
+// An archive whose forward reads large tensors from its code's constants, as a saved adapted
+// model's padded weights are: `forward(x) = x @ c0 + x @ c1 + ...`.
+std::string saveArchiveWithConstants(const std::vector<at::Tensor>& constants) {
+  torch::jit::Module module("ConstantsOnly");
+  auto graph = std::make_shared<torch::jit::Graph>();
+  graph->addInput("self")->setType(module.type());
+  torch::jit::Value* x = graph->addInput("x");
+  x->setType(c10::TensorType::get());
+  torch::jit::Value* sum = nullptr;
+  for (const at::Tensor& constant : constants) {
+    torch::jit::Value* product =
+        graph->insert(c10::aten::matmul, {x, graph->insertConstant(constant)});
+    sum = sum == nullptr ? product : graph->insert(c10::aten::add, {sum, product});
+  }
+  graph->registerOutput(sum);
+  const c10::QualifiedName name(*module.type()->name(), "forward");
+  module.type()->addMethod(module._ivalue()->compilation_unit()->create_function(name, graph));
+  const std::string path = uniqueTempPath("constants.pt");
+  module.save(path);
+  return path;
+}
+
+// Compiling the forward pools constants that compare equal; a record left unread must never
+// look equal to another, or its storage is pooled away and the archive loaded the ordinary way.
+TEST(MappedArchive, LargeCodeConstantsOfEqualShapeAreEachMapped) {
+  // Every buffer of 64 KiB or more a fresh mapping, all zero, as an 8B model's are: reused heap
+  // memory would hold old values that happen to differ, hiding the pooling.
+  ASSERT_EQ(::mallopt(M_MMAP_THRESHOLD, 64 * 1024), 1);
+  at::manual_seed(3);
+  const at::Tensor first = at::randn({256, 256});
+  const at::Tensor second = at::randn({256, 256});
+  const at::Tensor mask = at::rand({256, 256}) > 0.5;
+  const std::string path = saveArchiveWithConstants({first, second, first, mask.to(at::kFloat)});
+  MappedLoad load = loadArchiveMapped(path);
+  EXPECT_TRUE(load.mapped);
+  EXPECT_EQ(load.mapped_records, largeTensorRecords(path));
+  // Saving keeps one record for equal constants: three here.
+  EXPECT_EQ(load.mapped_records, 3u);
+  const at::Tensor x = at::randn({2, 256});
+  const at::Tensor expected = torch::jit::load(path, torch::kCPU).forward({x}).toTensor();
+  const at::Tensor actual = load.module.forward({x}).toTensor();
+  // Each product from the same bytes on the same kernels; only the sum's order may differ.
+  EXPECT_TRUE(actual.allclose(expected, 1e-5, 1e-4));
+  const at::Tensor truth =
+      x.to(at::kDouble).matmul((first + second + first + mask.to(at::kFloat)).to(at::kDouble));
+  EXPECT_TRUE(actual.to(at::kDouble).allclose(truth, 1e-4, 1e-3));
+  std::remove(path.c_str());
+  ASSERT_EQ(::mallopt(M_MMAP_THRESHOLD, 128 * 1024), 1);  // glibc's default
 }
 
 TEST(MappedArchive, ADeflatedArchiveIsReadTheOrdinaryWay) {
