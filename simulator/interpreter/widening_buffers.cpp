@@ -7,6 +7,8 @@
 namespace stickler {
 
 at::Tensor WideningBuffers::widen(const at::Tensor& tensor) {
+  // A weight left unread (shape_only.h) widens to its shape, laid out as a buffer's would be.
+  if (tensor.is_meta()) return at::empty(tensor.sizes(), tensor.options().dtype(dtype_));
   if (in_use_ >= slots_.size()) slots_.resize(in_use_ + 1);
   at::Tensor& buffer = slots_[in_use_++];
   if (!buffer.defined() || buffer.numel() < tensor.numel()) {
@@ -16,6 +18,14 @@ at::Tensor WideningBuffers::widen(const at::Tensor& tensor) {
   widened.copy_(tensor);
   roundIfRegistered(tensor, widened);
   return widened;
+}
+
+size_t WideningBuffers::bytes() const {
+  size_t total = 0;
+  for (const at::Tensor& slot : slots_) {
+    if (slot.defined()) total += slot.nbytes();
+  }
+  return total;
 }
 
 void WideningBuffers::keepShared(const c10::IValue& result) {

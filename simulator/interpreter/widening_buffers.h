@@ -30,6 +30,9 @@ class WideningBuffers {
     for (size_t i = 0; i < results.size(); ++i) keepShared(results[i]);
   }
 
+  // What the buffers hold now: the memory widening costs, whatever the model's size.
+  size_t bytes() const;
+
  private:
   void keepShared(const c10::IValue& result);
 

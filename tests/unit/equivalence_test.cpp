@@ -16,10 +16,13 @@
 #include "adapters/engine/adapter_file.h"
 #include "adapters/engine/adapter_stacking.h"
 #include "adapters/engine/equivalence/agreement.h"
+#include "adapters/engine/equivalence/change_region.h"
 #include "adapters/engine/equivalence/equivalence.h"
+#include "adapters/engine/equivalence/region_program.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/model_card.h"
+#include "simulator/interpreter/sixteen_bit.h"
 #include "simulator/support/blas_library.h"
 #include "simulator/support/errors.h"
 #include "tests/unit/adapter_test_support.h"
@@ -65,6 +68,50 @@ AgreementSummary judge(const Sums& sums) {
   Agreement agreement;
   agreement.add("sums", 0, sums.original32, sums.adapted32, sums.original64, sums.adapted64);
   return agreement.summary();
+}
+
+// The float64 truth of a model with a large table and a large projection (bfloat16, as real
+// checkpoints are): widened as read, it holds a slice of the projection at a time and none of
+// the table, and its result is the float64 computation's.
+TEST(Equivalence, Float64TruthHoldsASliceOfALargeWeightNotTheWeight) {
+  at::manual_seed(11);
+  const int64_t vocab = 16384, hidden = 1024;  // each weight 16.8M elements, four slices
+  torch::jit::Module module("LargeWeights");
+  const at::Tensor table = at::randn({vocab, hidden}).to(at::kBFloat16);
+  const at::Tensor projection = (at::randn({vocab, hidden}) * 0.03).to(at::kBFloat16);
+  const at::Tensor bias = at::randn({vocab}).to(at::kBFloat16);
+  module.register_parameter("table", table, false);
+  module.register_parameter("projection", projection, false);
+  module.register_parameter("bias", bias, false);
+  module.define(
+      "def forward(self, ids):\n"
+      "    hidden = torch.embedding(self.table, ids)\n"
+      "    return torch.linear(hidden, self.projection, self.bias)\n");
+  const std::string path = testing::uniqueTempPath("large-weights.pt");
+  module.save(path, {{"stickler/model.json",
+                      R"({"inputs": [{"name": "ids", "shape": [1, 8], "dtype": "int64",
+                          "kind": "token_ids", "vocab_size": 16384}]})"}});
+  const auto model = loadModel(path);
+  const ChangeRegion whole = wholeModelRegion(*model, *model);
+  const RegionProgram program(*model, whole.before_nodes, whole.before_inputs, whole.before_outputs,
+                              Precision::kFloat64);
+  WideningBuffers buffers(c10::kDouble);
+  const auto outputs = program.run(model->example_inputs, &buffers);
+  ASSERT_EQ(outputs.size(), 1u);
+  const at::Tensor ids = model->example_inputs.at(0).toTensor();
+  const at::Tensor truth = at::linear(at::embedding(table.to(at::kDouble), ids),
+                                      projection.to(at::kDouble), bias.to(at::kDouble));
+  const at::Tensor result = outputs[0].toTensor();
+  ASSERT_EQ(result.scalar_type(), at::kDouble);
+  // float64 sums of 1024 products in any order: far below float32's rounding.
+  EXPECT_LT((result - truth).abs().max().item<double>(), 1e-9 * truth.abs().max().item<double>());
+  // One slice of the projection in float64 (with a slice of the bias and the gathered rows),
+  // never a whole weight.
+  const size_t weight_in_float64 = static_cast<size_t>(vocab * hidden) * sizeof(double);
+  EXPECT_LE(buffers.bytes(), static_cast<size_t>(kLinearSliceElements) * sizeof(double) +
+                                 (size_t{1} << 20));
+  EXPECT_LT(buffers.bytes(), weight_in_float64 / 3);
+  std::remove(path.c_str());
 }
 
 TEST(Equivalence, ASumInAnotherOrderIsTheSameMathematics) {

@@ -1,11 +1,13 @@
 #include "adapters/engine/equivalence/region_program.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "simulator/backends/float64_graph.h"
 #include "simulator/graph/attribute_constants.h"
 #include "simulator/graph/example_inputs.h"
 #include "simulator/graph/loaded_model.h"
+#include "simulator/interpreter/sixteen_bit.h"
 #include "simulator/support/concurrent_tasks.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/task_control.h"
@@ -94,8 +96,12 @@ class WidenAsRead : public ExecutionObserver {
   WidenAsRead(WideningBuffers& buffers, const std::atomic<bool>* cancelled)
       : buffers_(buffers), cancelled_(cancelled) {}
 
-  void beforeNode(const Node&, const ModuleCall*, const NodeInputs& inputs) override {
+  void beforeNode(const Node& node, const ModuleCall*, const NodeInputs& inputs) override {
     if (cancelled_ != nullptr && cancelled_->load()) throw Cancelled();
+    // A gather, slice or view computes nothing: it runs on the stored values, and what it
+    // selects is widened where it is computed with (an 8B model's embedding table would be
+    // 4.2 GB in float64 for the 128 rows a forward reads).
+    if (node.kind().is_aten() && wideningFor(node).empty()) return;
     buffers_.operatorStarts();
     for (size_t i = 0; i < inputs.size(); ++i) {
       const c10::IValue& input = inputs[i];
@@ -118,6 +124,55 @@ class WidenAsRead : public ExecutionObserver {
   WideningBuffers& buffers_;
   const std::atomic<bool>* cancelled_;
 };
+
+// A linear whose constant weight has more than kLinearSliceElements elements, rewritten to
+// compute its output features a block of rows at a time (each block a view of the weight) and
+// concatenate them: widened as read, each block costs a slice's buffer, not the whole weight's
+// (Llama-3-8B's vocabulary projection is 4.2 GB in float64). Each output is the same dot
+// product over the same inputs either way.
+void sliceLargeLinears(torch::jit::Block* block) {
+  std::vector<Node*> linears;
+  for (Node* node : block->nodes()) {
+    for (torch::jit::Block* inner : node->blocks()) sliceLargeLinears(inner);
+    if (node->kind() != torch::jit::aten::linear || node->inputs().size() != 3) continue;
+    const auto weight = torch::jit::toIValue(node->input(1));
+    if (!weight || !weight->isTensor()) continue;
+    const at::Tensor& tensor = weight->toTensor();
+    if (tensor.dim() != 2 || tensor.numel() <= kLinearSliceElements) continue;
+    const auto bias = torch::jit::toIValue(node->input(2));
+    if (!bias || !(bias->isNone() || bias->isTensor())) continue;
+    linears.push_back(node);
+  }
+  for (Node* linear : linears) {
+    torch::jit::Graph& graph = *linear->owningGraph();
+    const torch::jit::WithInsertPoint here(linear);
+    const auto scoped = [&](Value* value) {
+      value->node()->setScope(linear->scope());
+      return value;
+    };
+    const at::Tensor weight = torch::jit::toIValue(linear->input(1))->toTensor();
+    const c10::IValue bias = *torch::jit::toIValue(linear->input(2));
+    const int64_t rows = weight.size(0);
+    const int64_t step =
+        std::max<int64_t>(1, kLinearSliceElements / std::max<int64_t>(1, weight.size(1)));
+    std::vector<Value*> parts;
+    for (int64_t start = 0; start < rows; start += step) {
+      const int64_t length = std::min(step, rows - start);
+      Value* part_weight = scoped(graph.insertConstant(weight.narrow(0, start, length)));
+      Value* part_bias =
+          scoped(bias.isTensor() ? graph.insertConstant(bias.toTensor().narrow(0, start, length))
+                                 : graph.insertConstant(c10::IValue()));
+      parts.push_back(scoped(
+          graph.insert(torch::jit::aten::linear, {linear->input(0), part_weight, part_bias})));
+    }
+    Value* list = graph.insertNode(graph.createList(c10::TensorType::get(), parts))->output();
+    scoped(list);
+    Value* joined = scoped(graph.insert(torch::jit::aten::cat, {list, int64_t{-1}}));
+    joined->setType(linear->output()->type());
+    linear->output()->replaceAllUsesWith(joined);
+    linear->destroy();
+  }
+}
 
 }  // namespace
 
@@ -145,7 +200,10 @@ RegionProgram::RegionProgram(const LoadedModel& model, const std::vector<const N
                              const std::vector<const Value*>& outputs, Precision precision)
     : precision_(precision) {
   graph_ = RegionBuilder(model).build(nodes, inputs, outputs);
-  if (precision == Precision::kFloat64) graph_ = toFloat64Graph(*graph_, /*widen_constants=*/false);
+  if (precision == Precision::kFloat64) {
+    graph_ = toFloat64Graph(*graph_, /*widen_constants=*/false);
+    sliceLargeLinears(graph_->block());
+  }
   interpreter_ = std::make_unique<Interpreter>(model.module, graph_, model.modules);
 }
 
