@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Stickler's commands on Llama-style models of growing size, saved in bfloat16 (issue 29): for each
-model, the wall time of `inspect`, `run` on the CPU and on the device, `adapt` and `localize` (a
+model, the wall time of `inspect`, `check`, `run` on the CPU and on the device, `adapt` and `localize` (a
 wrong-scale fault in one layer's MLP output projection), against one device run of the same model
 measured in the same run; and the peak memory of each command's whole process tree (the CLI and the
 model hosts and workers it starts) against the archive's weight bytes, as proportional set size
@@ -17,8 +17,10 @@ about six minutes and 16 GB of memory to make) when named.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 
@@ -95,7 +97,14 @@ def main():
         results.insert(0, ("run, device" + (" (the adapted model)" if device_model == adapted else ""), device))
         results.append(("run, cpu", measured([stickler, "run", archive, "--backend", "cpu", "--json"])))
         if "inspect" not in args.skip:
+            # The archive's hash is remembered by the commands above; once more, from nothing.
+            fresh_cache = tempfile.mkdtemp(prefix="scale-bench-cache-")
+            results.append(("inspect, its hash not yet remembered",
+                            measured(["env", "STICKLER_CACHE_DIR=" + fresh_cache, stickler, "inspect", archive,
+                                      "--no-include-nodes", "--json"])))
+            shutil.rmtree(fresh_cache, ignore_errors=True)
             results.append(("inspect", measured([stickler, "inspect", archive, "--no-include-nodes", "--json"])))
+            results.append(("check", measured([stickler, "check", archive, "--profile", PROFILE, "--json"])))
         if "localize" not in args.skip:
             results.append((f"localize ({layer} x3)",
                             measured([stickler, "localize", archive, "--profile", profile, "--adapt", "--json"] + timeout)))

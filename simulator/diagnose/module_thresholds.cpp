@@ -15,6 +15,7 @@
 #include "simulator/compare/module_errors.h"
 #include "simulator/graph/example_inputs.h"
 #include "simulator/graph/loaded_model.h"
+#include "simulator/support/resource_dirs.h"
 #include "simulator/support/sha256.h"
 
 namespace stickler {
@@ -91,14 +92,7 @@ ModuleThresholds derive(const LoadedModel& model, NumberFormat format,
 }  // namespace
 
 std::string goldenCacheDir() {
-  if (const char* dir = std::getenv("STICKLER_CACHE_DIR"); dir && *dir) {
-    return (fs::path(dir) / "golden").string();
-  }
-  if (const char* dir = std::getenv("XDG_CACHE_HOME"); dir && *dir) {
-    return (fs::path(dir) / "stickler" / "golden").string();
-  }
-  const char* home = std::getenv("HOME");
-  return (fs::path(home && *home ? home : "/tmp") / ".cache" / "stickler" / "golden").string();
+  return cacheDir("golden");
 }
 
 ModuleThresholds moduleThresholds(const LoadedModel& model, NumberFormat format,

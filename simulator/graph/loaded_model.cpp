@@ -13,6 +13,7 @@
 #include "simulator/graph/mapped_archive.h"
 #include "simulator/graph/model_archive.h"
 #include "simulator/graph/module_inliner.h"
+#include "simulator/interpreter/shape_only.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/task_control.h"
 #include "simulator/support/text_format.h"
@@ -184,7 +185,9 @@ class ShapeRecorder : public ExecutionObserver {
 
 // Builds the interpreter and runs the example inputs once, recording what each node sees.
 void runAndRecord(LoadedModel& model, ExecutionObserver* also = nullptr) {
-  model.interpreter = std::make_unique<Interpreter>(model.module, model.graph, model.modules);
+  model.interpreter = std::make_unique<Interpreter>(
+      model.shapes_only ? withWeightsOnMeta(model.module) : model.module, model.graph,
+      model.modules);
   ShapeRecorder recorder(model.records, also);
   try {
     model.example_outputs = model.interpreter->run(model.example_inputs, &recorder);
@@ -268,6 +271,12 @@ void refuseOtherShapes(const std::vector<InputSpec>& fixed, const std::vector<In
 }  // namespace
 
 void requireWeights(const LoadedModel& model, const std::string& doing) {
+  if (model.shapes_only) {
+    throw UserError(model.path +
+                    " was loaded for its shapes only (its weights unread): it can "
+                    "be inspected and checked, not " +
+                    doing);
+  }
   if (model.interpreter != nullptr && model.interpreter->weightless()) {
     throw UserError(model.path +
                     " stores no weights (each is one value expanded to its shape, "
@@ -323,6 +332,7 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
 
   model->captured_inputs = capturedInputs(model->card, archive, path);
   model->seed = options.seed;
+  model->shapes_only = options.shapes_only;
   std::error_code error;
   const std::filesystem::path absolute = std::filesystem::absolute(path, error);
   model->recipe.archive = error ? path : absolute.string();
@@ -353,6 +363,7 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
   model->example_inputs = base.example_inputs;
   model->seed = base.seed;
   model->captured_inputs = base.captured_inputs;
+  model->shapes_only = base.shapes_only;
   runAndRecord(*model, also);
   return model;
 }

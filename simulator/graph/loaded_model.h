@@ -32,6 +32,10 @@ struct NodeRecord {
 struct LoadOptions {
   std::vector<InputSpec> inputs;  // from --input; when given they replace the card's
   uint64_t seed = 0;              // for the example inputs
+  // Record what each node sees from shapes alone (shape_only.h): the weights are not read, and
+  // the example outputs and every value computed from a weight are shapes without values.
+  // Enough to inspect and lower a model, in seconds at any size; not to run it.
+  bool shapes_only = false;
 };
 
 // A TorchScript model as Stickler sees it: the module, its inlined graph in which every node
@@ -67,13 +71,17 @@ struct LoadedModel {
   std::vector<at::Tensor> captured_inputs;
   std::vector<c10::IValue> example_outputs;  // the forward's outputs on the example inputs
   std::unordered_map<const torch::jit::Node*, NodeRecord> records;
+  // Loaded with LoadOptions::shapes_only: `interpreter` computes on shapes where a weight is
+  // read, and the example outputs have no values.
+  bool shapes_only = false;
 };
 
 std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOptions& options = {});
 
 // Throws a UserError saying so when the archive stores no weights (its weights are shapes
-// only, as a sweep's real geometries are): such a model is inspected, checked and lowered
-// (with adapters, in a sweep), but `doing` (running it, localizing it) needs values.
+// only, as a sweep's real geometries are) or the model was loaded for its shapes only: such a
+// model is inspected, checked and lowered (with adapters, in a sweep), but `doing` (running
+// it, localizing it) needs values.
 void requireWeights(const LoadedModel& model, const std::string& doing);
 
 // The same model with `graph` (and `module`, for adaptations that add or change weights) in

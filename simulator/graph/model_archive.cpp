@@ -49,7 +49,7 @@ ArchiveSummary inspectArchive(const std::string& path) {
   if (fs::file_size(path, ec) == 0) throw UserError(path + ": empty file, not a model archive");
 
   ArchiveSummary summary;
-  summary.sha256 = sha256File(path);
+  summary.sha256 = sha256FileRemembered(path);
   if (!startsLikeZip(path)) {
     throw UserError(path +
                     ": not a TorchScript archive (not a zip file; legacy torch.save pickles are "

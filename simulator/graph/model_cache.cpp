@@ -26,8 +26,9 @@ std::string cacheKey(const std::string& path, const std::vector<std::string>& in
 }  // namespace
 
 std::shared_ptr<const LoadedModel> ModelCache::get(const std::string& path,
-                                                   const std::vector<std::string>& input_flags) {
-  auto model = original(path, input_flags);
+                                                   const std::vector<std::string>& input_flags,
+                                                   ModelNeeds needs) {
+  auto model = original(path, input_flags, needs);
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(cacheKey(path, input_flags));
   if (it != entries_.end() && it->second.model == model && it->second.adapted) {
@@ -45,8 +46,17 @@ void ModelCache::setAdapted(const std::string& path, const std::vector<std::stri
   it->second.adapted = std::move(adapted);
 }
 
-std::shared_ptr<const LoadedModel> ModelCache::original(
-    const std::string& path, const std::vector<std::string>& input_flags) {
+namespace {
+LoadOptions optionsFor(const std::vector<std::string>& input_flags, ModelNeeds needs) {
+  LoadOptions options = loadOptionsFromFlags(input_flags);
+  options.shapes_only = needs == ModelNeeds::kShapes;
+  return options;
+}
+}  // namespace
+
+std::shared_ptr<const LoadedModel> ModelCache::original(const std::string& path,
+                                                        const std::vector<std::string>& input_flags,
+                                                        ModelNeeds needs) {
   const std::string key = cacheKey(path, input_flags);
   int64_t size = 0, modified = 0;
   const bool exists = fileStamp(path, size, modified);
@@ -54,13 +64,14 @@ std::shared_ptr<const LoadedModel> ModelCache::original(
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(key);
     if (exists && it != entries_.end() && it->second.file_size == size &&
-        it->second.modified == modified) {
+        it->second.modified == modified &&
+        (needs == ModelNeeds::kShapes || !it->second.model->shapes_only)) {
       it->second.last_used = ++clock_;
       return it->second.model;
     }
   }
   // Load outside the lock: loading takes time and other calls may use other models.
-  std::shared_ptr<const LoadedModel> model = loadModel(path, loadOptionsFromFlags(input_flags));
+  std::shared_ptr<const LoadedModel> model = loadModel(path, optionsFor(input_flags, needs));
   std::lock_guard<std::mutex> lock(mutex_);
   ++loads_;
   entries_[key] = Entry{model, nullptr, size, modified, ++clock_};
@@ -89,9 +100,9 @@ size_t ModelCache::loads() const {
 
 std::shared_ptr<const LoadedModel> obtainModel(const std::string& path,
                                                const std::vector<std::string>& input_flags,
-                                               ModelCache* cache) {
-  if (cache != nullptr) return cache->get(path, input_flags);
-  return loadModel(path, loadOptionsFromFlags(input_flags));
+                                               ModelCache* cache, ModelNeeds needs) {
+  if (cache != nullptr) return cache->get(path, input_flags, needs);
+  return loadModel(path, optionsFor(input_flags, needs));
 }
 
 std::shared_ptr<const LoadedModel> loadModelSeeded(const std::string& path, uint64_t seed) {

@@ -11,6 +11,11 @@ namespace stickler {
 
 struct LoadedModel;
 
+// What a caller does with a model: run it (values), or only read what each node sees
+// (inspecting or lowering it), for which a model loaded for its shapes only will do
+// (LoadOptions::shapes_only: its weights never read).
+enum class ModelNeeds { kValues, kShapes };
+
 // Models loaded in one session (an MCP session, say), kept across calls: a model is loaded
 // once and reloaded when its file changes (size or modification time) or its inputs differ.
 class ModelCache {
@@ -18,11 +23,14 @@ class ModelCache {
   explicit ModelCache(size_t capacity = 8) : capacity_(capacity) {}
   // The model at `path` with these --input flags (empty: the card's inputs): the adapted
   // model when adapters are applied to it in this session (see setAdapted), else as loaded.
+  // A model kept for its shapes only is loaded again, with values, when values are needed.
   std::shared_ptr<const LoadedModel> get(const std::string& path,
-                                         const std::vector<std::string>& input_flags);
+                                         const std::vector<std::string>& input_flags,
+                                         ModelNeeds needs = ModelNeeds::kValues);
   // The model as loaded from its file, whatever is applied to it.
   std::shared_ptr<const LoadedModel> original(const std::string& path,
-                                              const std::vector<std::string>& input_flags);
+                                              const std::vector<std::string>& input_flags,
+                                              ModelNeeds needs = ModelNeeds::kValues);
   // What get() returns for the model from now on, until the file changes; nullptr goes back
   // to the loaded model. `original` is the model the adaptation started from.
   void setAdapted(const std::string& path, const std::vector<std::string>& input_flags,
@@ -49,7 +57,8 @@ class ModelCache {
 // The model from `cache` when there is one, else freshly loaded.
 std::shared_ptr<const LoadedModel> obtainModel(const std::string& path,
                                                const std::vector<std::string>& input_flags,
-                                               ModelCache* cache);
+                                               ModelCache* cache,
+                                               ModelNeeds needs = ModelNeeds::kValues);
 
 // The model loaded afresh with its example inputs drawn from `seed` (an equivalence check's
 // further draws from the seeds after it): the review gate's draws, never the ones every tool

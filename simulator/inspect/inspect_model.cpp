@@ -1,13 +1,39 @@
 #include "simulator/inspect/inspect_model.h"
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/node_info.h"
+#include "simulator/graph/zip_directory.h"
+#include "simulator/support/errors.h"
 
 namespace stickler {
 namespace {
+
+// The bytes of tensor records the archive stores (weights, buffers, code constants); 0 when
+// it cannot be read as a zip, which loading then reports.
+uint64_t storedTensorBytes(const std::string& path) {
+  uint64_t bytes = 0;
+  try {
+    for (const ZipEntry& entry : readZipDirectory(path)) {
+      if (entry.name.find("/data/") != std::string::npos ||
+          entry.name.find("/constants/") != std::string::npos) {
+        bytes += entry.uncompressed;
+      }
+    }
+  } catch (const UserError&) {
+    return 0;
+  }
+  return bytes;
+}
+
+std::string gigabytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  return text;
+}
 
 bool isAten(const torch::jit::Node& node) {
   return node.kind().is_aten();
@@ -48,7 +74,7 @@ std::vector<std::pair<std::string, int64_t>> operatorHistogram(const LoadedModel
 }
 
 void summarizeValues(const at::Tensor& tensor, OutputSummary& summary) {
-  if (!tensor.is_floating_point() || tensor.numel() == 0) return;
+  if (!tensor.is_floating_point() || tensor.numel() == 0 || tensor.is_meta()) return;
   const auto values = tensor.to(c10::kDouble);
   const auto finite = at::isfinite(values);
   summary.non_finite = values.numel() - finite.sum().item<int64_t>();
@@ -85,17 +111,31 @@ std::vector<OutputSummary> describeOutputs(const LoadedModel& model) {
 
 InspectResult inspectModel(const InspectRequest& request, const TaskControl& control,
                            ModelCache* cache) {
-  control.progress(0, 2, "loading " + request.model);
-  const auto model = obtainModel(request.model, request.inputs, cache);
-  control.checkCancelled();
-  control.progress(1, 2, "running it on the CPU");
-
   InspectResult result;
-  // Time a second run: the first one recorded shapes through an observer.
-  const auto start = std::chrono::steady_clock::now();
-  model->interpreter->run(model->example_inputs);
-  result.run_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  bool run = request.run == InspectRun::kYes;
+  if (request.run == InspectRun::kAuto) {
+    const uint64_t stored = storedTensorBytes(request.model);
+    run = stored <= kInspectRunBytes;
+    if (!run) {
+      result.not_run = "its archive stores " + gigabytes(stored) +
+                       " of tensors: inspected from shapes, its weights not read (run: yes "
+                       "runs it on the CPU)";
+    }
+  } else if (!run) {
+    result.not_run = "not asked to (run: no)";
+  }
+  control.progress(0, 2, "loading " + request.model);
+  const auto model = obtainModel(request.model, request.inputs, cache,
+                                 run ? ModelNeeds::kValues : ModelNeeds::kShapes);
+  control.checkCancelled();
+  if (run) {
+    control.progress(1, 2, "running it on the CPU");
+    // Time a second run: the first one recorded shapes through an observer.
+    const auto start = std::chrono::steady_clock::now();
+    model->interpreter->run(model->example_inputs);
+    result.run_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
 
   result.model = model->identity();
   result.family = model->card.family;

@@ -17,10 +17,19 @@
 
 namespace stickler {
 
+// Whether inspect runs the model on the CPU, for its outputs' values and the time of a run.
+// Everything else it reports is read from shapes, which a model loaded for its shapes only
+// (its weights never read) gives in seconds at any size.
+enum class InspectRun { kAuto, kYes, kNo };
+// kAuto runs a model whose archive stores at most this many bytes of tensors (a CPU run of it
+// takes about a second); a larger one is inspected from shapes alone.
+inline constexpr uint64_t kInspectRunBytes = uint64_t{1} << 30;
+
 struct InspectRequest {
   std::string model;                // path to a TorchScript archive
   std::vector<std::string> inputs;  // --input flags, replacing the model card's inputs
   bool include_nodes = true;        // list every aten node
+  InspectRun run = InspectRun::kAuto;
 };
 
 struct ModuleSummary {
@@ -71,7 +80,8 @@ struct InspectResult {
   int64_t module_calls = 0;
   std::vector<std::pair<std::string, int64_t>> operators;  // most used first
   std::vector<OutputSummary> outputs;
-  double run_seconds = 0;                         // a CPU run on the example inputs
+  std::optional<double> run_seconds;              // a CPU run on the example inputs, when it ran
+  std::string not_run;                            // why it did not run, when it did not
   std::optional<std::vector<NodeSummary>> nodes;  // when asked for
 };
 

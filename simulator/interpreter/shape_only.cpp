@@ -1,6 +1,7 @@
 #include "simulator/interpreter/shape_only.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -22,10 +23,14 @@ at::Tensor onMeta(const at::Tensor& tensor) {
   return at::empty_strided(tensor.sizes(), tensor.strides(), tensor.options().device(at::kMeta));
 }
 
-at::Tensor onCpu(const at::Tensor& tensor) {
+// Ones of `tensor`'s shape on the CPU: one element expanded to the shape (no memory, however
+// large the weight), or, when `dense`, every element written (for an operator that writes into
+// its input or needs its elements apart).
+at::Tensor onCpu(const at::Tensor& tensor, bool dense) {
   if (!tensor.defined() || !tensor.is_meta()) return tensor;
-  return at::empty_strided(tensor.sizes(), tensor.strides(), tensor.options().device(at::kCPU))
-      .zero_();
+  const auto options = tensor.options().device(at::kCPU);
+  if (!dense) return at::ones({}, options).expand(tensor.sizes());
+  return at::empty_strided(tensor.sizes(), tensor.strides(), options).fill_(1);
 }
 
 template <typename Convert>
@@ -42,7 +47,54 @@ c10::IValue convert(const c10::IValue& value, Convert to) {
 }  // namespace
 
 bool isStoragelessWeight(const at::Tensor& tensor) {
-  return tensor.defined() && tensor.numel() >= kStoragelessElements && allStridesZero(tensor);
+  return tensor.defined() &&
+         (tensor.is_meta() || (tensor.numel() >= kStoragelessElements && allStridesZero(tensor)));
+}
+
+namespace {
+
+// What a shapes-only run leaves unread: floating-point tensors of more than one element.
+// Integer and boolean buffers (positions, masks) and scalars stay real, as values computed from
+// the inputs alone do.
+bool isWeight(const at::Tensor& tensor) {
+  return tensor.defined() && (tensor.is_floating_point() || tensor.is_complex()) &&
+         tensor.numel() > 1;
+}
+
+c10::IValue weightsOnMeta(const c10::IValue& value,
+                          std::unordered_map<const void*, c10::IValue>& copied) {
+  if (value.isTensor()) {
+    const at::Tensor& tensor = value.toTensor();
+    if (!isWeight(tensor)) return value;
+    return onMeta(tensor);
+  }
+  if (value.isObject()) {
+    const auto object = value.toObject();
+    // Shared submodules (tied weights' owners) stay shared.
+    if (auto done = copied.find(object.get()); done != copied.end()) return done->second;
+    auto copy = c10::ivalue::Object::create(
+        c10::StrongTypePtr(object->compilation_unit(), object->type()), object->slots().size());
+    copied.emplace(object.get(), c10::IValue(copy));
+    for (size_t i = 0; i < object->slots().size(); ++i) {
+      copy->setSlot(i, weightsOnMeta(object->getSlot(i), copied));
+    }
+    return copy;
+  }
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> list;
+    for (const at::Tensor& tensor : value.toTensorList()) {
+      list.push_back(weightsOnMeta(tensor, copied).toTensor());
+    }
+    return list;
+  }
+  return value;
+}
+
+}  // namespace
+
+torch::jit::Module withWeightsOnMeta(const torch::jit::Module& module) {
+  std::unordered_map<const void*, c10::IValue> copied;
+  return torch::jit::Module(weightsOnMeta(c10::IValue(module._ivalue()), copied).toObject());
 }
 
 bool computesOnTensors(const torch::jit::Node& node) {
@@ -79,9 +131,23 @@ void runOnShapes(torch::jit::Operation& operation, std::vector<c10::IValue>& sta
     stack = std::move(on_meta);
     return;
   } catch (const c10::Error&) {
-    // No meta kernel (or one that reads values, as item() does): the CPU's, on zeros.
+    // No meta kernel (index_select has none in LibTorch, nor has anything that reads values,
+    // as item() does): the CPU's, on ones.
   }
-  for (c10::IValue& value : stack) value = convert(value, onCpu);
+  const std::vector<c10::IValue> inputs = stack;
+  for (c10::IValue& value : stack) {
+    value = convert(value, [](const at::Tensor& tensor) { return onCpu(tensor, false); });
+  }
+  try {
+    operation(stack);
+    return;
+  } catch (const c10::Error&) {
+    // An operator that writes into its input or needs its elements apart.
+  }
+  stack = inputs;
+  for (c10::IValue& value : stack) {
+    value = convert(value, [](const at::Tensor& tensor) { return onCpu(tensor, true); });
+  }
   operation(stack);
 }
 

@@ -13,10 +13,17 @@
 
 namespace stickler {
 
-// A tensor of at least `kStoragelessElements` elements whose every stride is 0: a weight
-// written without its values.
+// A tensor on the meta device (a weight left unread: withWeightsOnMeta), or one of at least
+// `kStoragelessElements` elements whose every stride is 0 (a weight written without its values).
 inline constexpr int64_t kStoragelessElements = int64_t{1} << 16;
 bool isStoragelessWeight(const at::Tensor& tensor);
+
+// The same module for a program that records shapes without reading a weight (loading a model
+// for its shapes only, to inspect or lower it): a copy of its object tree, sharing its types
+// and everything else, whose floating-point tensors of more than one element are on the meta
+// device (integer and boolean buffers, positions and masks, stay real). The weights' pages are
+// never touched: an 8B model is checked in seconds.
+torch::jit::Module withWeightsOnMeta(const torch::jit::Module& module);
 
 // Whether `node` computes on tensors: an aten operator with a Tensor, Tensor? or Tensor[]
 // argument. Container operators (list and tuple construction, indexing, unpacking) are not:
@@ -27,8 +34,12 @@ bool computesOnTensors(const torch::jit::Node& node);
 bool readsShapesOnly(const std::vector<c10::IValue>& stack);
 
 // Runs `operation` with every tensor of `stack` on the meta device; its tensor results stay
-// there. An operator without a meta kernel runs on the CPU instead, its meta inputs made zeros
-// of their shapes (values of a weightless archive are zeros anyway).
+// there. An operator without a meta kernel (one whose result's shape depends on values:
+// nonzero, item; and index_select, which LibTorch gives no meta kernel) runs on the CPU
+// instead, its meta inputs made ones of their shapes (one element expanded: a weight costs
+// nothing unless the operator must write into it or read its elements apart): every
+// choice made from values then takes the fullest path (each token routed to every expert, a
+// test for any nonzero value true), so that lowering sees every operator the model may run.
 void runOnShapes(torch::jit::Operation& operation, std::vector<c10::IValue>& stack);
 
 }  // namespace stickler

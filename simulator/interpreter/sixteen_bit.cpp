@@ -88,8 +88,8 @@ bool mayRunLinearInSlices(const torch::jit::Node& node) {
 bool runLinearInSlices(std::vector<c10::IValue>& stack, WideningBuffers& buffers) {
   if (stack.size() != 3 || !stack[1].isTensor()) return false;
   const at::Tensor& weight = stack[1].toTensor();
-  if (!weight.defined() || !isSixteenBitFloat(weight.scalar_type()) || weight.dim() != 2 ||
-      weight.numel() <= kLinearSliceElements) {
+  if (!weight.defined() || weight.is_meta() || !isSixteenBitFloat(weight.scalar_type()) ||
+      weight.dim() != 2 || weight.numel() <= kLinearSliceElements) {
     return false;
   }
   const at::Tensor input = widenSixteenBit(stack[0]).toTensor();

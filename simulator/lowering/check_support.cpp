@@ -10,7 +10,8 @@ CheckSupportResult checkSupport(const CheckSupportRequest& request, const TaskCo
   CheckSupportResult result;
   result.profile = loadProfile(request.profile);
   control.progress(0, 2, "loading " + request.model);
-  const auto model = obtainModel(request.model, request.inputs, cache);
+  // Lowering reads shapes, dtypes and strides: the weights' values are never needed.
+  const auto model = obtainModel(request.model, request.inputs, cache, ModelNeeds::kShapes);
   control.checkCancelled();
   control.progress(1, 2, "lowering for " + result.profile.name);
   result.model = model->identity();

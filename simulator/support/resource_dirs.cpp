@@ -41,4 +41,16 @@ std::string requireResourceDir(const char* env_var, const char* name, const char
   return dir;
 }
 
+std::string cacheDir(const char* kind) {
+  if (const char* dir = std::getenv("STICKLER_CACHE_DIR"); dir != nullptr && *dir != '\0') {
+    return (fs::path(dir) / kind).string();
+  }
+  if (const char* dir = std::getenv("XDG_CACHE_HOME"); dir != nullptr && *dir != '\0') {
+    return (fs::path(dir) / "stickler" / kind).string();
+  }
+  const char* home = std::getenv("HOME");
+  return (fs::path(home != nullptr && *home != '\0' ? home : "/tmp") / ".cache" / "stickler" / kind)
+      .string();
+}
+
 }  // namespace stickler

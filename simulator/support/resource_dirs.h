@@ -17,4 +17,8 @@ std::string resourceDir(const char* env_var, const char* name, const char* build
 std::string requireResourceDir(const char* env_var, const char* name, const char* build_tree_dir,
                                const char* what);
 
+// Where Stickler keeps a cache of `kind` (golden thresholds, archive hashes): under
+// $STICKLER_CACHE_DIR, else $XDG_CACHE_HOME/stickler, else ~/.cache/stickler. Not created.
+std::string cacheDir(const char* kind);
+
 }  // namespace stickler

@@ -1,16 +1,23 @@
 #include "simulator/support/sha256.h"
 
 #include <openssl/evp.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
 #include "simulator/support/errors.h"
+#include "simulator/support/resource_dirs.h"
 
 namespace stickler {
+namespace fs = std::filesystem;
 namespace {
 
 using DigestContext = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
@@ -56,6 +63,69 @@ std::string sha256File(const std::string& path) {
   }
   if (in.bad()) throw UserError(path + ": read error while hashing");
   return finishHex(ctx.get());
+}
+
+namespace {
+
+constexpr off_t kRememberedBytes = off_t{64} << 20;
+// Written at least this long before it is hashed (git's "racy" entries, the other way round).
+constexpr int64_t kSettledNanoseconds = int64_t{2} * 1000 * 1000 * 1000;
+
+int64_t nanoseconds(const struct timespec& time) {
+  return static_cast<int64_t>(time.tv_sec) * 1000 * 1000 * 1000 + time.tv_nsec;
+}
+
+std::string statKey(const std::string& real_path, const struct stat& info) {
+  return real_path + "\n" + std::to_string(info.st_dev) + ":" + std::to_string(info.st_ino) + ":" +
+         std::to_string(info.st_size) + ":" + std::to_string(nanoseconds(info.st_mtim)) + ":" +
+         std::to_string(nanoseconds(info.st_ctim));
+}
+
+bool isHexDigest(const std::string& text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+}  // namespace
+
+std::string sha256FileRemembered(const std::string& path) {
+  struct stat before {};
+  if (::stat(path.c_str(), &before) != 0 || !S_ISREG(before.st_mode) ||
+      before.st_size < kRememberedBytes) {
+    return sha256File(path);
+  }
+  std::error_code error;
+  const fs::path real = fs::canonical(path, error);
+  if (error) return sha256File(path);
+  const std::string key = statKey(real.string(), before);
+  const fs::path entry = fs::path(cacheDir("sha256")) / sha256Bytes(key);
+  {
+    std::ifstream in(entry);
+    std::string digest;
+    if (in >> digest && isHexDigest(digest)) return digest;
+  }
+  struct timespec started {};
+  ::clock_gettime(CLOCK_REALTIME, &started);
+  std::string digest = sha256File(path);
+  struct stat after {};
+  if (::stat(path.c_str(), &after) != 0 || statKey(real.string(), after) != key ||
+      nanoseconds(before.st_mtim) > nanoseconds(started) - kSettledNanoseconds) {
+    return digest;
+  }
+  fs::create_directories(entry.parent_path(), error);
+  const fs::path partial = entry.string() + ".partial-" + std::to_string(::getpid());
+  {
+    std::ofstream out(partial);
+    out << digest << "\n";
+    if (!out) {
+      fs::remove(partial, error);
+      return digest;
+    }
+  }
+  fs::rename(partial, entry, error);
+  if (error) fs::remove(partial, error);
+  return digest;
 }
 
 }  // namespace stickler

@@ -28,6 +28,19 @@ TEST(Cli, InspectPrintsTheCollapsedTreeAndARunSummary) {
   EXPECT_TRUE(r.err.empty()) << r.err;
 }
 
+TEST(Cli, InspectWithoutARunSaysItShowsShapesOnly) {
+  const Result r = stickler({"inspect", testing::zooPath("gpt2-tiny.pt"), "--run", "no"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Outputs (shapes only, not run: not asked to (run: no)):"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("[1, 16, 1000]"), std::string::npos);
+  EXPECT_EQ(r.out.find("min "), std::string::npos) << r.out;
+  const Result bad = stickler({"inspect", testing::zooPath("gpt2-tiny.pt"), "--run", "maybe"});
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("run"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, InspectJsonIsTheDocumentedReport) {
   const Result r = stickler({"inspect", testing::zooPath("llama-tiny.pt"), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;

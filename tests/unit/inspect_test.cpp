@@ -6,8 +6,8 @@
 #include <map>
 
 #include "tests/unit/zoo.h"
-#include "tools/model/inspect_report.h"
 #include "tools/framework/operation_table.h"
+#include "tools/model/inspect_report.h"
 
 namespace stickler {
 namespace {
@@ -95,6 +95,29 @@ TEST(InspectOutputs, LogitsSummaryNamesTheTopToken) {
   EXPECT_LT(logits.at("top1_last_position").get<int64_t>(), 1000);
   EXPECT_LE(logits.at("min").get<double>(), logits.at("mean").get<double>());
   EXPECT_GT(report.at("parameters").at("tied"), 0);  // lm_head shares wte's weight
+  EXPECT_GE(report.at("run").at("seconds").get<double>(), 0.0);
+}
+
+// Not run, a model is inspected from shapes: the same report without output values or a run.
+TEST(InspectOutputs, NotRunTheReportIsTheSameWithoutValues) {
+  const json ran = inspectReport(inspectModel({.model = zooPath("llama-tiny.pt")}));
+  const json shapes =
+      inspectReport(inspectModel({.model = zooPath("llama-tiny.pt"), .run = InspectRun::kNo}));
+  EXPECT_EQ(shapes.at("nodes"), ran.at("nodes"));
+  EXPECT_EQ(shapes.at("operators"), ran.at("operators"));
+  EXPECT_EQ(shapes.at("parameters"), ran.at("parameters"));
+  EXPECT_EQ(shapes.at("model"), ran.at("model"));
+  ASSERT_EQ(shapes.at("outputs").size(), ran.at("outputs").size());
+  for (size_t i = 0; i < ran.at("outputs").size(); ++i) {
+    const json& output = shapes.at("outputs").at(i);
+    EXPECT_EQ(output.at("shape"), ran.at("outputs").at(i).at("shape"));
+    EXPECT_EQ(output.at("dtype"), ran.at("outputs").at(i).at("dtype"));
+    EXPECT_TRUE(ran.at("outputs").at(i).contains("mean"));
+    EXPECT_FALSE(output.contains("mean"));
+    EXPECT_FALSE(output.contains("top1_last_position"));
+  }
+  EXPECT_FALSE(shapes.at("run").contains("seconds"));
+  EXPECT_EQ(shapes.at("run").at("skipped"), "not asked to (run: no)");
 }
 
 }  // namespace

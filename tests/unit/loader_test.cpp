@@ -1,11 +1,13 @@
 // Loading and inlining: exact module paths, classes, source positions, shapes, hashes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/graph/node_info.h"
+#include "simulator/support/errors.h"
 #include "simulator/support/sha256.h"
 #include "tests/unit/zoo.h"
 
@@ -71,6 +73,96 @@ TEST_P(ZooLoading, HashAndParametersMatchTheArchive) {
   EXPECT_EQ(model->unique_parameters, zooModel(GetParam()).at("parameters").get<int64_t>());
   EXPECT_EQ(model->card.name, GetParam());
   EXPECT_TRUE(model->card.from_archive);
+}
+
+// A model whose shapes depend on its values: a router's choice of experts (torch.nonzero).
+bool routesByValue(const LoadedModel& model) {
+  const auto nodes = allNodes(*model.graph);
+  return std::any_of(nodes.begin(), nodes.end(), [](const torch::jit::Node* node) {
+    return node->kind() == c10::Symbol::fromQualString("aten::nonzero");
+  });
+}
+
+void expectSameRecords(const LoadedModel& values, const LoadedModel& shapes) {
+  const auto expected = allNodes(*values.graph);
+  const auto actual = allNodes(*shapes.graph);
+  ASSERT_EQ(actual.size(), expected.size());
+  // Where shapes follow values, a shapes-only run routes every token to every expert: it sees
+  // every node a run sees, with the same kinds, dtypes and ranks, and more tokens.
+  const bool routed = routesByValue(values);
+  const auto same = [routed](const std::vector<ValueDesc>& a, const std::vector<ValueDesc>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].kind != b[i].kind || a[i].dtype != b[i].dtype ||
+          a[i].shape.size() != b[i].shape.size()) {
+        return false;
+      }
+      if (!routed && (a[i].shape != b[i].shape || a[i].strides != b[i].strides ||
+                      a[i].value != b[i].value)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const auto want = values.records.find(expected[i]);
+    const auto got = shapes.records.find(actual[i]);
+    const std::string where = describeNode(*expected[i], values.modules);
+    if (routed && want == values.records.end()) continue;  // an expert no token chose
+    ASSERT_EQ(got != shapes.records.end(), want != values.records.end()) << where;
+    if (want == values.records.end()) continue;
+    if (!routed) EXPECT_EQ(got->second.executions, want->second.executions) << where;
+    EXPECT_TRUE(same(got->second.inputs, want->second.inputs)) << where << " inputs";
+    EXPECT_TRUE(same(got->second.outputs, want->second.outputs)) << where << " outputs";
+  }
+}
+
+void expectShapesOnlyLoadRecordsTheSame(const std::string& path) {
+  const auto values = loadModel(path);
+  LoadOptions options;
+  options.shapes_only = true;
+  const auto shapes = loadModel(path, options);
+  EXPECT_TRUE(shapes->shapes_only);
+  EXPECT_THROW(requireWeights(*shapes, "run"), UserError);
+  EXPECT_NO_THROW(requireWeights(*values, "run"));
+  expectSameRecords(*values, *shapes);
+  const auto outputs = flattenTensors(shapes->example_outputs);
+  const auto real = flattenTensors(values->example_outputs);
+  ASSERT_EQ(outputs.size(), real.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    EXPECT_EQ(outputs[i].sizes(), real[i].sizes());
+    EXPECT_EQ(outputs[i].scalar_type(), real[i].scalar_type());
+  }
+  // A model's outputs all come from its weights: none has values.
+  EXPECT_TRUE(std::any_of(outputs.begin(), outputs.end(),
+                          [](const at::Tensor& tensor) { return tensor.is_meta(); }));
+}
+
+// Loaded for its shapes only (inspect, check), a model records what each node sees as a run
+// with its weights does: the same shapes, strides, dtypes, scalars and executions.
+TEST_P(ZooLoading, ForItsShapesOnlyRecordsWhatARunWithItsWeightsRecords) {
+  expectShapesOnlyLoadRecordsTheSame(zooPath(GetParam() + ".pt"));
+}
+
+// A router's choices come from values: loaded for its shapes, every expert is seen.
+TEST(ShapesOnlyLoad, EveryExpertOfAMixtureIsRecorded) {
+  LoadOptions options;
+  options.shapes_only = true;
+  const auto model = loadModel(zooPath("mixtral-tiny.pt"), options);
+  ASSERT_TRUE(routesByValue(*model));
+  size_t experts = 0;
+  for (const torch::jit::Node* node : allNodes(*model->graph)) {
+    if (node->kind() != c10::Symbol::fromQualString("aten::linear")) continue;
+    if (modulePathOf(*node).find(".experts.") == std::string::npos) continue;
+    ++experts;
+    EXPECT_NE(model->records.find(node), model->records.end()) << modulePathOf(*node);
+  }
+  EXPECT_GT(experts, 0u);
+}
+
+TEST(ShapesOnlyLoad, RecordsWhatARunRecordsOnSixteenBitModels) {
+  expectShapesOnlyLoadRecordsTheSame(zooPath("../zoo-bfloat16/llama-tiny.pt"));
+  expectShapesOnlyLoadRecordsTheSame(zooPath("../zoo-float16/llama-tiny.pt"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooLoading, ::testing::ValuesIn(testing::zooModelNames()),

@@ -36,6 +36,25 @@ TEST(ModelCache, LoadsOnceAndReloadsWhenTheFileChanges) {
   fs::remove(copy);
 }
 
+// A model kept for its shapes only serves callers that need shapes; one that needs values
+// loads it again, and that model then serves both.
+TEST(ModelCache, AShapesOnlyModelIsLoadedAgainWhenValuesAreNeeded) {
+  ModelCache cache;
+  const std::string path = testing::zooPath("gpt2-tiny.pt");
+  const auto shapes = cache.get(path, {}, ModelNeeds::kShapes);
+  EXPECT_TRUE(shapes->shapes_only);
+  EXPECT_EQ(cache.get(path, {}, ModelNeeds::kShapes).get(), shapes.get());
+  EXPECT_EQ(cache.loads(), 1u);
+  const auto values = cache.get(path, {});
+  EXPECT_FALSE(values->shapes_only);
+  EXPECT_EQ(cache.loads(), 2u);
+  EXPECT_EQ(cache.get(path, {}, ModelNeeds::kShapes).get(), values.get());
+  EXPECT_EQ(cache.get(path, {}).get(), values.get());
+  EXPECT_EQ(cache.loads(), 2u);
+  EXPECT_FALSE(obtainModel(path, {}, nullptr)->shapes_only);
+  EXPECT_TRUE(obtainModel(path, {}, nullptr, ModelNeeds::kShapes)->shapes_only);
+}
+
 TEST(ModelCache, KeepsAtMostItsCapacity) {
   ModelCache cache(2);
   cache.get(testing::zooPath("vit-tiny.pt"), {});

@@ -1,8 +1,14 @@
 #include "simulator/support/sha256.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 
 #include "simulator/support/errors.h"
@@ -26,6 +32,84 @@ TEST(Sha256, FileMatchesBytesAcrossBufferBoundaries) {
 
 TEST(Sha256, MissingFileIsAUserError) {
   EXPECT_THROW(sha256File("/nonexistent/stickler/file.pt"), UserError);
+  EXPECT_THROW(sha256FileRemembered("/nonexistent/stickler/file.pt"), UserError);
+}
+
+// Unique to this process: the README's test command runs some tests twice at once.
+std::string tempPath(const std::string& name) {
+  return ::testing::TempDir() + "/" + std::to_string(::getpid()) + "-" + name;
+}
+
+size_t filesIn(const std::filesystem::path& directory) {
+  std::error_code error;
+  size_t count = 0;
+  for (auto it = std::filesystem::directory_iterator(directory, error);
+       !error && it != std::filesystem::directory_iterator(); ++it) {
+    ++count;
+  }
+  return count;
+}
+
+// Sets a file's modification time to an hour ago: written long before it is hashed.
+void settle(const std::string& path) {
+  struct timespec times[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 3600, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+}
+
+// A large archive's hash is remembered across processes, and never once its bytes change,
+// even when its modification time is set back to what it was.
+TEST(Sha256, ALargeFilesHashIsRememberedUntilItChanges) {
+  const std::string cache = tempPath("sha256-cache");
+  std::filesystem::remove_all(cache);
+  const char* was = std::getenv("STICKLER_CACHE_DIR");
+  const std::string before = was != nullptr ? was : "";
+  ASSERT_EQ(::setenv("STICKLER_CACHE_DIR", cache.c_str(), 1), 0);
+  const std::string path = tempPath("large.bin");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "first";
+  }
+  std::filesystem::resize_file(path, std::uintmax_t{64} << 20);  // sparse: zeros after "first"
+  settle(path);
+  const std::string first = sha256File(path);
+  EXPECT_EQ(sha256FileRemembered(path), first);
+  EXPECT_EQ(filesIn(cache + "/sha256"), 1u);
+  EXPECT_EQ(sha256FileRemembered(path), first);
+  EXPECT_EQ(filesIn(cache + "/sha256"), 1u);
+
+  {
+    std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+    out << "other";
+  }
+  settle(path);
+  const std::string second = sha256File(path);
+  ASSERT_NE(second, first);
+  EXPECT_EQ(sha256FileRemembered(path), second);
+  EXPECT_EQ(filesIn(cache + "/sha256"), 2u);
+
+  // Written just now: hashed, not remembered (a write in the same clock tick would keep the
+  // same times).
+  {
+    std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+    out << "third";
+  }
+  EXPECT_EQ(sha256FileRemembered(path), sha256File(path));
+  EXPECT_EQ(filesIn(cache + "/sha256"), 2u);
+
+  // A small file is hashed each time.
+  const std::string small = tempPath("small.bin");
+  std::ofstream(small, std::ios::binary) << "small";
+  settle(small);
+  EXPECT_EQ(sha256FileRemembered(small), sha256Bytes("small"));
+  EXPECT_EQ(filesIn(cache + "/sha256"), 2u);
+  std::filesystem::remove_all(cache);
+  std::remove(path.c_str());
+  std::remove(small.c_str());
+  if (before.empty()) {
+    ::unsetenv("STICKLER_CACHE_DIR");
+  } else {
+    ::setenv("STICKLER_CACHE_DIR", before.c_str(), 1);
+  }
 }
 
 }  // namespace

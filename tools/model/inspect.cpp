@@ -3,10 +3,10 @@
 
 #include "simulator/inspect/inspect_model.h"
 #include "simulator/inspect/module_tree.h"
-#include "tools/model/inspect_report.h"
 #include "tools/framework/list_pages.h"
 #include "tools/framework/operation_table.h"
 #include "tools/framework/schema_fields.h"
+#include "tools/model/inspect_report.h"
 
 namespace stickler {
 namespace {
@@ -17,6 +17,12 @@ json inputSchema() {
   json schema = json::parse(R"({
     "type": "object",
     "properties": {
+      "run": {
+        "type": "string",
+        "enum": ["auto", "yes", "no"],
+        "default": "auto",
+        "description": "Run the model once on the CPU for its outputs' values (min, max, mean, top-1) and the time of a run. auto: when its archive stores at most 1 GiB of tensors; a larger model is inspected from shapes alone, in seconds, its weights never read."
+      },
       "include_nodes": {
         "type": "boolean",
         "default": true,
@@ -59,6 +65,10 @@ json run(const json& input, OperationContext& context) {
   request.model = context.resolvePath(requireString(input, "model"));
   request.inputs = optionalStrings(input, "inputs");
   request.include_nodes = optionalBool(input, "include_nodes", true);
+  const std::string run_mode = input.at("run").get<std::string>();  // the schema's enum
+  request.run = run_mode == "yes"  ? InspectRun::kYes
+                : run_mode == "no" ? InspectRun::kNo
+                                   : InspectRun::kAuto;
   const PageRequest nodes = pageRequest(input, "node", context);
   json report = inspectReport(inspectModel(request, context.task(), context.models()));
   keepPage(report, "nodes", nodes.offset, nodes.limit);
@@ -117,9 +127,13 @@ std::string renderText(const json& report) {
     out += "\n";
   }
 
-  char timing[64];
-  std::snprintf(timing, sizeof timing, "%.2f ms", report["run"]["seconds"].get<double>() * 1e3);
-  out += "\nOutputs (CPU run, " + std::string(timing) + "):\n";
+  if (report["run"].contains("seconds")) {
+    char timing[64];
+    std::snprintf(timing, sizeof timing, "%.2f ms", report["run"]["seconds"].get<double>() * 1e3);
+    out += "\nOutputs (CPU run, " + std::string(timing) + "):\n";
+  } else {
+    out += "\nOutputs (shapes only, not run: " + report["run"].value("skipped", "") + "):\n";
+  }
   for (const auto& output : report.at("outputs")) {
     char line[512];
     std::snprintf(line, sizeof line, "  %-20s %-16s %-9s %s",

@@ -93,8 +93,12 @@ json inspectReport(const InspectResult& result) {
       {"operators", operators},
       {"inputs", card["inputs"]},
       {"outputs", outputs},
-      {"run", {{"backend", "cpu"}, {"seconds", result.run_seconds}, {"seed", 0}}},
   };
+  if (result.run_seconds) {
+    report["run"] = {{"backend", "cpu"}, {"seconds", *result.run_seconds}, {"seed", 0}};
+  } else {
+    report["run"] = {{"backend", "cpu"}, {"skipped", result.not_run}};
+  }
   if (result.nodes) {
     json nodes = json::array();
     for (const NodeSummary& node : *result.nodes) nodes.push_back(nodeToJson(node));

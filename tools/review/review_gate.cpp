@@ -171,7 +171,8 @@ std::vector<GateModel> modelsToGate(OperationContext& context, const Proposal& p
   std::set<std::pair<std::string, std::string>> claimed;
   const auto sha = [](const std::string& path) {
     std::error_code error;
-    return std::filesystem::is_regular_file(path, error) ? sha256File(path) : std::string();
+    return std::filesystem::is_regular_file(path, error) ? sha256FileRemembered(path)
+                                                         : std::string();
   };
   for (const ModelClaim& claim : proposal.claims) {
     const std::string path = context.resolvePath(claim.model);
@@ -320,8 +321,9 @@ json baselineModels(OperationContext& context, ProposalStore& store,
   for (const std::string& model : models) {
     const std::string path = context.resolvePath(model);
     std::error_code error;
-    targets.push_back({path, profile, "baseline",
-                       std::filesystem::is_regular_file(path, error) ? sha256File(path) : ""});
+    targets.push_back(
+        {path, profile, "baseline",
+         std::filesystem::is_regular_file(path, error) ? sha256FileRemembered(path) : ""});
   }
   std::vector<json> results(targets.size());
   std::vector<std::function<void()>> tasks;

@@ -206,7 +206,7 @@ json runSweep(OperationContext& context, const SweepOptions& options) {
     if (history) {
       std::error_code missing;
       if (fs::is_regular_file(model, missing)) {
-        if (auto entry = history->reusable(sha256File(model), key)) {
+        if (auto entry = history->reusable(sha256FileRemembered(model), key)) {
           (*entry)["model"] = model;
           log.append(*entry);
           results[model] = *entry;
