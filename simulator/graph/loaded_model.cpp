@@ -342,7 +342,16 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
   model->example_inputs = makeExampleInputs(
       model->card.inputs, model->module.get_method("forward").function().getSchema(), options.seed,
       model->captured_inputs);
-  runAndRecord(*model);
+  try {
+    runAndRecord(*model);
+  } catch (const UserError&) {
+    if (!model->shapes_only) throw;
+    // Shapes alone did not carry the model through (an operator needs values that ones in
+    // place of its weights' cannot stand for): its weights are read after all.
+    model->shapes_only = false;
+    model->records.clear();
+    runAndRecord(*model);
+  }
   return model;
 }
 

@@ -97,8 +97,8 @@ void expectSameRecords(const LoadedModel& values, const LoadedModel& shapes) {
           a[i].shape.size() != b[i].shape.size()) {
         return false;
       }
-      if (!routed && (a[i].shape != b[i].shape || a[i].strides != b[i].strides ||
-                      a[i].value != b[i].value)) {
+      if (!routed &&
+          (a[i].shape != b[i].shape || a[i].strides != b[i].strides || a[i].value != b[i].value)) {
         return false;
       }
     }
@@ -158,6 +158,29 @@ TEST(ShapesOnlyLoad, EveryExpertOfAMixtureIsRecorded) {
     EXPECT_NE(model->records.find(node), model->records.end()) << modulePathOf(*node);
   }
   EXPECT_GT(experts, 0u);
+}
+
+// A model whose shapes follow its weights' values, which shapes alone cannot give: loaded for
+// its shapes only, its weights are read after all, and it records what a run records.
+TEST(ShapesOnlyLoad, AModelThatNeedsItsWeightsValuesIsLoadedWithThem) {
+  torch::jit::Module module("SizedByItsWeight");
+  module.register_parameter("sizes", at::full({4}, 4.0), false);
+  module.define(
+      "def forward(self, x):\n"
+      "    return x.view(int(self.sizes.sum().item()))\n");
+  const std::string path = testing::uniqueTempPath("sized-by-its-weight.pt");
+  module.save(path, {{"stickler/model.json",
+                      R"({"inputs": [{"name": "x", "shape": [4, 4], "dtype": "float32",
+                          "kind": "float"}]})"}});
+  LoadOptions options;
+  options.shapes_only = true;
+  const auto model = loadModel(path, options);
+  EXPECT_FALSE(model->shapes_only);
+  const auto outputs = flattenTensors(model->example_outputs);
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].sizes(), c10::IntArrayRef({16}));
+  EXPECT_FALSE(outputs[0].is_meta());
+  std::remove(path.c_str());
 }
 
 TEST(ShapesOnlyLoad, RecordsWhatARunRecordsOnSixteenBitModels) {
