@@ -50,11 +50,10 @@ class FileMapping {
   uint64_t offsetOf(const void* data) const { return static_cast<const char*>(data) - base_; }
   int fd() const { return fd_; }
   // The buffers LibTorch allocated for the records, never written past their marker's page (so
-  // resident one page each), kept as
-  // long as the mapping. A precaution: those malloc served from its heap would, freed, become
-  // free space there that a run's temporaries fill page by page, each page resident from then
-  // on (a 480M model's CPU run grew by 650 MB on some runs while its temporaries were
-  // fragmenting the heap). Kept, they cost address space and a page each.
+  // resident one page each), kept as long as the mapping. A precaution: those malloc served from
+  // its heap would, freed, become free space there that a run's temporaries fill page by page, each
+  // page resident from then on (a 480M model's CPU run grew by 650 MB on some runs while its
+  // temporaries were fragmenting the heap). Kept, they cost address space and a page each.
   void keep(c10::DataPtr untouched) { untouched_.push_back(std::move(untouched)); }
 
  private:
@@ -63,22 +62,6 @@ class FileMapping {
   size_t size_;
   std::vector<c10::DataPtr> untouched_;
 };
-
-bool isTensorRecord(const std::string& name) {
-  const size_t slash = name.rfind('/');
-  if (slash == std::string::npos || slash + 1 == name.size()) return false;
-  for (size_t i = slash + 1; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return false;
-  }
-  const std::string directory = name.substr(0, slash);
-  const auto endsWith = [&](const std::string& suffix) {
-    return directory.size() >= suffix.size() &&
-           directory.compare(directory.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-           (directory.size() == suffix.size() ||
-            directory[directory.size() - suffix.size() - 1] == '/');
-  };
-  return endsWith("data") || endsWith("constants");
-}
 
 // Where each stored tensor record's data start in the file, by that offset, with its size.
 std::map<uint64_t, uint64_t> tensorRecords(const std::string& path, int fd, uint64_t file_size) {
@@ -123,8 +106,8 @@ void markAsRecord(void* buf, uint64_t offset) {
   }
 }
 
-// Reads the archive for LibTorch, except tensor records: their buffers are left unwritten (never
-// touched, so never resident) and noted, to be pointed at the mapping once the load is done.
+// Reads the archive for LibTorch, except tensor records: their buffers are left unwritten but for
+// a marker (markAsRecord) and noted, to be pointed at the mapping once the load is done.
 class SkippingReader : public caffe2::serialize::ReadAdapterInterface {
  public:
   SkippingReader(int fd, uint64_t size, std::map<uint64_t, uint64_t> records)
@@ -263,8 +246,8 @@ MappedLoad loadArchiveMapped(const std::string& path) {
     return load;
   }
   // Some record's storage was not found (the load dropped it, or it lies where this walk does not
-  // look):
-  // its buffer may be live and holds nothing, so the module is not to be trusted. Load it whole.
+  // look): its buffer may be live and holds nothing, so the module is not to be trusted. Load it
+  // whole.
   load.module = torch::jit::load(path, torch::kCPU);
   load.mapped = false;
   load.mapped_records = 0;

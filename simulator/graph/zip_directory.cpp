@@ -134,4 +134,20 @@ void checkZipSizes(const std::vector<ZipEntry>& entries, const std::string& path
   }
 }
 
+bool isTensorRecord(const std::string& name) {
+  const size_t slash = name.rfind('/');
+  if (slash == std::string::npos || slash + 1 == name.size()) return false;
+  for (size_t i = slash + 1; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+  }
+  const std::string directory = name.substr(0, slash);
+  const auto endsWith = [&](const std::string& suffix) {
+    return directory.size() >= suffix.size() &&
+           directory.compare(directory.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+           (directory.size() == suffix.size() ||
+            directory[directory.size() - suffix.size() - 1] == '/');
+  };
+  return endsWith("data") || endsWith("constants");
+}
+
 }  // namespace stickler

@@ -30,4 +30,8 @@ inline constexpr uint64_t kInflationFloor = uint64_t{1} << 20;
 // whose sizes differ, or an entry that would inflate past the bound above.
 void checkZipSizes(const std::vector<ZipEntry>& entries, const std::string& path);
 
+// Whether an entry of a TorchScript archive is a stored tensor's bytes: `<archive>/data/N` (the
+// module's weights and buffers) or `<archive>/constants/N` (its code's tensor constants).
+bool isTensorRecord(const std::string& name);
+
 }  // namespace stickler

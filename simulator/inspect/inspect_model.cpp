@@ -18,10 +18,7 @@ uint64_t storedTensorBytes(const std::string& path) {
   uint64_t bytes = 0;
   try {
     for (const ZipEntry& entry : readZipDirectory(path)) {
-      if (entry.name.find("/data/") != std::string::npos ||
-          entry.name.find("/constants/") != std::string::npos) {
-        bytes += entry.uncompressed;
-      }
+      if (isTensorRecord(entry.name)) bytes += entry.uncompressed;
     }
   } catch (const UserError&) {
     return 0;

@@ -63,11 +63,6 @@ bool isWeight(const at::Tensor& tensor) {
 
 c10::IValue weightsOnMeta(const c10::IValue& value,
                           std::unordered_map<const void*, c10::IValue>& copied) {
-  if (value.isTensor()) {
-    const at::Tensor& tensor = value.toTensor();
-    if (!isWeight(tensor)) return value;
-    return onMeta(tensor);
-  }
   if (value.isObject()) {
     const auto object = value.toObject();
     // Shared submodules (tied weights' owners) stay shared.
@@ -80,14 +75,8 @@ c10::IValue weightsOnMeta(const c10::IValue& value,
     }
     return copy;
   }
-  if (value.isTensorList()) {
-    c10::List<at::Tensor> list;
-    for (const at::Tensor& tensor : value.toTensorList()) {
-      list.push_back(weightsOnMeta(tensor, copied).toTensor());
-    }
-    return list;
-  }
-  return value;
+  return convert(
+      value, [](const at::Tensor& tensor) { return isWeight(tensor) ? onMeta(tensor) : tensor; });
 }
 
 }  // namespace

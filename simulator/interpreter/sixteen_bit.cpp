@@ -95,8 +95,7 @@ bool runLinearInSlices(std::vector<c10::IValue>& stack, WideningBuffers& buffers
   const at::Tensor input = widenSixteenBit(stack[0]).toTensor();
   const at::Tensor bias = stack[2].isTensor() ? stack[2].toTensor() : at::Tensor();
   const int64_t rows = weight.size(0);
-  const int64_t step =
-      std::max<int64_t>(1, kLinearSliceElements / std::max<int64_t>(1, weight.size(1)));
+  const int64_t step = linearSliceRows(weight.size(1));
   std::vector<at::Tensor> slices;
   for (int64_t start = 0; start < rows; start += step) {
     const int64_t length = std::min(step, rows - start);

@@ -35,6 +35,11 @@ std::vector<InputWidening> wideningFor(const torch::jit::Node& node);
 // output features at a time, each slice of the weight widened on its own: a float32 copy of a
 // vocabulary projection (32000 x 4096: 500 MB, 2 GB at Llama-3's 128256) is never held whole.
 inline constexpr int64_t kLinearSliceElements = int64_t{1} << 22;
+// The rows (output features) of such a slice, for a weight of `in_features` columns.
+inline int64_t linearSliceRows(int64_t in_features) {
+  return in_features > 0 && in_features < kLinearSliceElements ? kLinearSliceElements / in_features
+                                                               : 1;
+}
 
 // Whether `node` is such a linear (decided per run, by the weight's dtype and size).
 bool mayRunLinearInSlices(const torch::jit::Node& node);

@@ -153,8 +153,7 @@ void sliceLargeLinears(torch::jit::Block* block) {
     const at::Tensor weight = torch::jit::toIValue(linear->input(1))->toTensor();
     const c10::IValue bias = *torch::jit::toIValue(linear->input(2));
     const int64_t rows = weight.size(0);
-    const int64_t step =
-        std::max<int64_t>(1, kLinearSliceElements / std::max<int64_t>(1, weight.size(1)));
+    const int64_t step = linearSliceRows(weight.size(1));
     std::vector<Value*> parts;
     for (int64_t start = 0; start < rows; start += step) {
       const int64_t length = std::min(step, rows - start);
