@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -65,6 +66,12 @@ TEST_P(AdaptFamily, FailsBeforeAndPassesAfter) {
 class AdaptSixteenBit
     : public ::testing::TestWithParam<std::tuple<const char*, const char*, const char*>> {};
 
+// The zoo's 16-bit models (STICKLER_ZOO_16BIT_MODELS in CMakeLists.txt): among them, every
+// shipped adapter has a model to apply to.
+constexpr std::array<const char*, 9> kSixteenBitModels = {
+    "llama-tiny", "gpt2-tiny", "gpt2-h80",        "qwen2-hd128", "vit-tiny",
+    "bamba-tiny", "bert-h96",  "t5-encoder-tiny", "mixtral-tiny"};
+
 TEST_P(AdaptSixteenBit, TheSameAdaptersApplyWithTheirCheck) {
   const auto [dtype, name, profile] = GetParam();
   auto adapted = [profile = profile](const std::string& model) {
@@ -97,11 +104,38 @@ TEST_P(AdaptSixteenBit, TheSameAdaptersApplyWithTheirCheck) {
   EXPECT_EQ(narrow["verdict"], wide["verdict"]);
 }
 
+// Every adapter the catalog ships applies to some bfloat16 model with its check: a new adapter
+// whose rewrite assumes float32 (or whose model has no 16-bit copy in the zoo) fails here.
+TEST(AdaptSixteenBitCatalog, EveryShippedAdapterAppliesToABfloat16Model) {
+  // In a directory of its own: no workspace catalog there, only what ships.
+  const std::string dir = testing::uniqueTempPath("sixteen-bit-catalog");
+  std::filesystem::create_directories(dir);
+  const Result listed = sticklerIn(dir, {"adapters", "--json"});
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  std::set<std::string> shipped;
+  const auto catalog = nlohmann::json::parse(listed.out);
+  for (const auto& adapter : catalog["adapters"]) {
+    if (adapter["status"] == "shipped") shipped.insert(adapter["name"].get<std::string>());
+  }
+  ASSERT_FALSE(shipped.empty());
+  std::set<std::string> applied;
+  for (const char* name : kSixteenBitModels) {
+    const Result result =
+        sticklerIn(dir, {"adapt", zooPath(std::string("../zoo-bfloat16/") + name + ".pt"),
+                         "--profile", "spyre-2025-clean", "--json"});
+    ASSERT_TRUE(result.out.find('{') == 0) << name << ": " << result.err;
+    const auto report = nlohmann::json::parse(result.out);
+    for (const auto& application : report["adapters"]["applied"]) {
+      EXPECT_TRUE(application["equivalence"]["accepted"].get<bool>()) << application.dump(1);
+      applied.insert(application["adapter"].get<std::string>());
+    }
+  }
+  for (const auto& name : shipped) EXPECT_TRUE(applied.count(name)) << name << " applies to none";
+}
+
 INSTANTIATE_TEST_SUITE_P(Zoo, AdaptSixteenBit,
                          ::testing::Combine(::testing::Values("bfloat16", "float16"),
-                                            ::testing::Values("llama-tiny", "gpt2-tiny",
-                                                              "qwen2-hd128", "vit-tiny",
-                                                              "bamba-tiny", "bert-h96"),
+                                            ::testing::ValuesIn(kSixteenBitModels),
                                             ::testing::Values("spyre-2026", "spyre-2025-clean")),
                          [](const auto& info) {
                            return std::string(std::get<0>(info.param)) + "_" +

@@ -390,7 +390,8 @@ TEST_P(SixteenBitInterpreter, ComputesInFloat32FromTheSixteenBitWeights) {
 INSTANTIATE_TEST_SUITE_P(Zoo, SixteenBitInterpreter,
                          ::testing::Combine(::testing::Values("bfloat16", "float16"),
                                             ::testing::Values("llama-tiny", "gpt2-tiny", "vit-tiny",
-                                                              "bert-h96", "bamba-tiny")),
+                                                              "bert-h96", "bamba-tiny",
+                                                              "t5-encoder-tiny", "mixtral-tiny")),
                          [](const auto& info) {
                            return std::string(std::get<0>(info.param)) + "_" +
                                   testing::testName(std::get<1>(info.param));

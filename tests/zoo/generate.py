@@ -65,6 +65,11 @@ def main():
             card["config"]["outlier_channels"] = outlier_channels
         if args.dtype != "float32":
             model.to(getattr(torch, args.dtype))
+            # What a module decides from its dtype at run time in Transformers, it decides here,
+            # as a Final constant of its scripted graph (float32 graphs keep no branch for it).
+            for module in model.modules():
+                if hasattr(module, "export_in"):
+                    module.export_in(getattr(torch, args.dtype))
             for spec in card["inputs"]:
                 if spec["dtype"] == "float32":
                     spec["dtype"] = args.dtype

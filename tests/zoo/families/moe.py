@@ -77,11 +77,17 @@ class MixtralDecoderLayer(nn.Module):
 
 
 class MixtralModel(nn.Module):
+    mask_min: Final[float]
+
     def __init__(self, config):
         super().__init__()
+        self.mask_min = -3.4028234663852886e38  # torch.finfo(torch.float32).min, which script cannot call
         self.embed_tokens = nn.Embedding(config["vocab_size"], config["hidden_size"])
         self.layers = nn.ModuleList([MixtralDecoderLayer(config) for _ in range(config["num_hidden_layers"])])
         self.norm = LlamaRMSNorm(config["hidden_size"], eps=config["rms_norm_eps"])
+
+    def export_in(self, dtype: torch.dtype):
+        self.mask_min = torch.finfo(dtype).min
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         hidden_states = self.embed_tokens(input_ids)
@@ -89,7 +95,7 @@ class MixtralModel(nn.Module):
         position_ids = torch.arange(0, seq_len, dtype=torch.long).unsqueeze(0)
         causal = torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))
         keep = causal[None, None] & attention_mask[:, None, None, :].to(torch.bool)
-        causal_mask = torch.zeros(keep.shape, dtype=hidden_states.dtype).masked_fill(~keep, -3.4028234663852886e38)  # float32 min
+        causal_mask = torch.zeros(keep.shape, dtype=hidden_states.dtype).masked_fill(~keep, self.mask_min)
         for decoder_layer in self.layers:
             hidden_states = decoder_layer(hidden_states, causal_mask, position_ids)
         return self.norm(hidden_states)

@@ -35,14 +35,24 @@ def _relative_position_bucket(relative_position: Tensor, bidirectional: bool = T
 
 
 class T5LayerNorm(nn.Module):
+    # Transformers tests `self.weight.dtype in [torch.float16, torch.bfloat16]` at run time; a
+    # constant fixed at export (generate.py calls export_in) keeps the float32 graph free of that branch.
+    sixteen_bit: Final[bool]
+
     def __init__(self, hidden_size: int, eps: float = 1e-6):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(hidden_size))
         self.variance_epsilon = eps
+        self.sixteen_bit = False
+
+    def export_in(self, dtype: torch.dtype):
+        self.sixteen_bit = dtype in (torch.float16, torch.bfloat16)
 
     def forward(self, hidden_states: Tensor) -> Tensor:
         variance = hidden_states.to(torch.float32).pow(2).mean(-1, keepdim=True)
         hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        if self.sixteen_bit:
+            hidden_states = hidden_states.to(self.weight.dtype)
         return self.weight * hidden_states
 
 
@@ -138,16 +148,29 @@ class T5Block(nn.Module):
 
 
 class T5Stack(nn.Module):
+    sixteen_bit: Final[bool]
+    mask_min: Final[float]
+
     def __init__(self, config, embed_tokens):
         super().__init__()
+        self.sixteen_bit = False
+        self.mask_min = -3.4028234663852886e38  # torch.finfo(torch.float32).min, which script cannot call
         self.embed_tokens = embed_tokens
         self.block = nn.ModuleList([T5Block(config, i == 0) for i in range(config["num_layers"])])
         self.final_layer_norm = T5LayerNorm(config["d_model"], eps=config["layer_norm_epsilon"])
         self.dropout = nn.Dropout(0.1)
 
+    def export_in(self, dtype: torch.dtype):
+        self.sixteen_bit = dtype != torch.float32
+        self.mask_min = torch.finfo(dtype).min
+
     def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         hidden_states = self.dropout(self.embed_tokens(input_ids))
-        extended_attention_mask = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -3.4028234663852886e38  # torch.finfo(torch.float32).min, which script cannot call
+        # In the model's dtype, as Transformers' get_extended_attention_mask makes it.
+        if self.sixteen_bit:
+            extended_attention_mask = (1.0 - attention_mask[:, None, None, :].to(hidden_states.dtype)) * self.mask_min
+        else:
+            extended_attention_mask = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * self.mask_min
         position_bias: Optional[Tensor] = None
         for layer_module in self.block:
             hidden_states, position_bias = layer_module(hidden_states, extended_attention_mask, position_bias)
