@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Stickler's commands on Llama-style models of growing size, saved in bfloat16 (issue 29): for each
-model, the wall time of `inspect`, `check`, `run` on the CPU and on the device, `adapt` and `localize` (a
-wrong-scale fault in one layer's MLP output projection), against one device run of the same model
-measured in the same run; and the peak memory of each command's whole process tree (the CLI and the
+model, the wall time of `inspect`, `check`, `run` on the CPU and on the device, `adapt`, `localize` (a
+wrong-scale fault in one layer's MLP output projection), the review gate's check of the model
+(`review baseline`: what `review approve` runs for each known model) and a sweep's probe of it,
+against one device run of the same model measured in the same run (the gate and the sweep also
+against the runs they make: one device run and one CPU run); and the peak memory of each command's whole process tree (the CLI and the
 model hosts and workers it starts) against the archive's weight bytes, as proportional set size
 (a page shared by several processes, such as the archive's mapped weights, counted once) and its
 anonymous part (what the processes hold of their own).
@@ -12,7 +14,10 @@ llama-110m (215 MB) and llama-480m (0.97 GB) by default; llama-8b (Llama-3-8B's 
 about six minutes and 16 GB of memory to make) when named.
 
   /usr/bin/python3 bench/scale_bench.py --stickler build/stickler --models build/bench-models \\
-      [--only llama-110m llama-480m llama-8b] [--skip adapt localize] [--timeout 3600]
+      [--only llama-110m llama-480m llama-8b] [--skip inspect adapt localize gate sweep] [--timeout 3600]
+
+The gate and the sweep run in the models' directory, their workspace (a stickler-adapters catalog
+is created there): a sweep list names archives inside the workspace only.
 """
 import argparse
 import json
@@ -22,26 +27,20 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "zoo"))
 
-from memory_test import peak_of  # noqa: E402
+from memory_test import peak_of, weight_bytes  # noqa: E402
 
 GENERATOR = os.path.join(HERE, "models", "generate_large.py")
 PROFILE = "spyre-2026"
 
 
-def weight_bytes(archive):
-    with zipfile.ZipFile(archive) as z:
-        return sum(i.file_size for i in z.infolist() if "/data/" in i.filename)
-
-
-def measured(command):
+def measured(command, cwd=None):
     """(seconds, peak proportional set size, its peak anonymous part, exit status, stdout)."""
     start = time.time()
-    (peak, peak_anonymous), status, out, _ = peak_of(command)
+    (peak, peak_anonymous), status, out, _ = peak_of(command, cwd)
     return time.time() - start, peak, peak_anonymous, status, out
 
 
@@ -63,6 +62,9 @@ def verdict_of(output):
     if report.get("schema") == "stickler.localize":
         culprit = report.get("culprit") or {}
         return f"{report.get('status')} {culprit.get('module', '')} in {len(report.get('runs', []))} runs"
+    if report.get("schema") == "stickler.baseline" or "catalog" in report:  # the gate, a sweep
+        model = (report.get("models") or [{}])[0]
+        return model.get("verdict") or model.get("category", "-")
     return report.get("verdict", "-")
 
 
@@ -71,7 +73,7 @@ def main():
     parser.add_argument("--stickler", required=True)
     parser.add_argument("--models", required=True, help="where generate_large.py writes (and finds) them")
     parser.add_argument("--only", nargs="*", default=["llama-110m", "llama-480m"])
-    parser.add_argument("--skip", nargs="*", default=[], choices=["inspect", "adapt", "localize"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["inspect", "adapt", "localize", "gate", "sweep"])
     parser.add_argument("--timeout", type=float, default=3600, help="per device run, seconds")
     args = parser.parse_args()
     stickler = os.path.abspath(args.stickler)
@@ -95,7 +97,8 @@ def main():
         device_model = adapted if os.path.exists(adapted) else archive
         device = measured([stickler, "run", device_model, "--backend", "spyre-sim:" + PROFILE, "--json"] + timeout)
         results.insert(0, ("run, device" + (" (the adapted model)" if device_model == adapted else ""), device))
-        results.append(("run, cpu", measured([stickler, "run", archive, "--backend", "cpu", "--json"])))
+        cpu = measured([stickler, "run", archive, "--backend", "cpu", "--json"])
+        results.append(("run, cpu", cpu))
         if "inspect" not in args.skip:
             # The archive's hash is remembered by the commands above; once more, from nothing.
             fresh_cache = tempfile.mkdtemp(prefix="scale-bench-cache-")
@@ -108,6 +111,23 @@ def main():
         if "localize" not in args.skip:
             results.append((f"localize ({layer} x3)",
                             measured([stickler, "localize", archive, "--profile", profile, "--adapt", "--json"] + timeout)))
+        workspace = os.path.abspath(args.models)
+        if {"gate", "sweep"} - set(args.skip):
+            subprocess.run([stickler, "init"], cwd=workspace, check=True, stdout=subprocess.DEVNULL)
+        model_timeout = ["--model-timeout", str(args.timeout)]
+        if "gate" not in args.skip:
+            results.append(("gate (review baseline)",
+                            measured([stickler, "review", "baseline", "--model", os.path.basename(archive),
+                                      "--profile", PROFILE, "--json"] + model_timeout, workspace)))
+        if "sweep" not in args.skip:
+            listed = os.path.join(workspace, "scale-bench-sweep.txt")
+            with open(listed, "w") as f:
+                f.write(os.path.basename(archive) + "\n")
+            out = tempfile.mkdtemp(prefix="scale-bench-sweep-")
+            results.append(("sweep (one model)",
+                            measured([stickler, "sweep", "--models", listed, "--profile", PROFILE, "--out", out,
+                                      "--json"] + model_timeout + timeout, workspace)))
+            shutil.rmtree(out, ignore_errors=True)
         print(f"\n{name}: {weights / 1e9:.2f} GB of bfloat16 weights, profile {PROFILE}")
         print(f"{'command':44} {'seconds':>9} {'x device run':>12} {'peak GB':>8} {'x weights':>9} "
               f"{'own x':>6}  verdict")
@@ -115,6 +135,17 @@ def main():
             print(f"{label:44} {seconds:9.1f} {seconds / device[0]:11.2f}x {peak / 1e9:8.2f} "
                   f"{peak / weights:8.2f}x {anonymous / weights:5.2f}x  {verdict_of(output)} (exit {status})",
                   flush=True)
+        for label, (seconds, _, _, _, output) in results:
+            if label.startswith("localize"):
+                try:
+                    runs = sum(run.get("seconds", 0) for run in json.loads(output).get("runs", []))
+                except ValueError:
+                    continue
+                print(f"{label}: {seconds / runs:.2f}x the device runs it makes ({runs:.1f} s; its own work "
+                      f"{(seconds - runs) / runs:.2f}x them)")
+            if label.startswith(("gate", "sweep")):
+                print(f"{label}: {seconds / (device[0] + cpu[0]):.2f}x the runs it makes "
+                      f"(a device run and a CPU run, {device[0] + cpu[0]:.1f} s)")
     return 0
 
 

@@ -73,10 +73,10 @@ def tree_pss(root):
     return total, anonymous
 
 
-def peak_of(command):
-    """Runs `command`: ((peak proportional set size, its peak anonymous part), exit status, stdout,
-    stderr), its process tree sampled while it runs."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def peak_of(command, cwd=None):
+    """Runs `command` (in `cwd`): ((peak proportional set size, its peak anonymous part), exit
+    status, stdout, stderr), its process tree sampled while it runs."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
     # Read on the side: output larger than a pipe would otherwise stall the command.
     outputs = {}
     readers = [threading.Thread(target=lambda key=key, stream=stream: outputs.update({key: stream.read()}))
