@@ -1,9 +1,11 @@
 #include "adapters/engine/adapter_stacking.h"
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 
 #include "adapters/engine/equivalence/equivalence.h"
+#include "adapters/engine/stacking_record.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
@@ -31,6 +33,36 @@ StackingOutcome stackUnchecked(AdapterStack& stack, const std::vector<const Cata
   return outcome;
 }
 
+// The adapters a remembered stacking pushed, applied again without their checks; none (and
+// the stack as it was) when one of them no longer applies as it did.
+std::optional<StackingOutcome> stackRemembered(AdapterStack& stack,
+                                               const std::vector<const CatalogEntry*>& entries,
+                                               const DeviceProfile& profile,
+                                               const std::vector<std::string>& pushed) {
+  StackingOutcome outcome;
+  outcome.remembered = true;
+  const auto undo = [&] {
+    for (; outcome.pushed > 0; --outcome.pushed) stack.revert("", profile);
+    return std::nullopt;
+  };
+  for (const std::string& name : pushed) {
+    const auto entry = std::find_if(entries.begin(), entries.end(), [&](const CatalogEntry* e) {
+      return e->name == name && e->file && !stack.contains(name);
+    });
+    if (entry == entries.end()) return undo();
+    try {
+      AdapterApplication application =
+          applyAdapter(*(*entry)->file, stack.current(), profile, /*check_equivalence=*/false);
+      if (!application.changed()) return undo();
+      stack.push(std::move(application));
+      ++outcome.pushed;
+    } catch (const UserError&) {
+      return undo();
+    }
+  }
+  return outcome;
+}
+
 }  // namespace
 
 std::vector<std::string> StackingOutcome::pushedNames(const AdapterStack& stack) const {
@@ -49,6 +81,15 @@ StackingOutcome stackAdapters(AdapterStack& stack, const std::vector<const Catal
     StackingOutcome outcome = stackUnchecked(stack, entries, profile);
     if (beside) beside();
     return outcome;
+  }
+  const std::string key = stackingKey(stack, entries, profile);
+  if (checks == StackingChecks::kCheckedOrRemembered) {
+    if (const auto pushed = rememberedStacking(key)) {
+      if (auto outcome = stackRemembered(stack, entries, profile, *pushed)) {
+        if (beside) beside();
+        return std::move(*outcome);
+      }
+    }
   }
   StackingOutcome outcome;
   // The whole stack is judged against the original model's float64 results, which no adapter
@@ -138,6 +179,9 @@ StackingOutcome stackAdapters(AdapterStack& stack, const std::vector<const Catal
     outcome.beside_outdated = static_cast<bool>(beside);
     --outcome.pushed;
   }
+  // Refusals are not remembered: one for what an adapter's code did (an error, a sandbox
+  // limit, time) may go otherwise next time.
+  if (outcome.refused.empty()) rememberStacking(key, outcome.pushedNames(stack));
   return outcome;
 }
 

@@ -26,7 +26,10 @@ struct StackingOutcome {
   // How many adapters this call pushed: the top `pushed` entries of the stack, in order.
   size_t pushed = 0;
   std::vector<StackingRefusal> refused;
-  bool checked = true;                           // false: applied without equivalence checks
+  bool checked = true;  // false: applied without equivalence checks
+  // The checks of an identical stacking, made earlier and remembered (stacking_record.h), were
+  // relied on: none ran now, and there is no whole_model result.
+  bool remembered = false;
   std::optional<EquivalenceResult> whole_model;  // the check of the whole stack, when one ran
   // `beside` ran for a stack the whole-model check then took adapters off.
   bool beside_outdated = false;
@@ -37,10 +40,14 @@ struct StackingOutcome {
 enum class StackingChecks {
   kChecked,    // each adapter and the whole stack checked for equivalence
   kUnchecked,  // none: a weightless archive, whose zero weights every rewrite computes alike
+  // Checked, unless an identical stacking was checked before and every adapter passed: then
+  // the adapters it pushed are applied unchecked (a diagnosis after adapt; never the gate).
+  kCheckedOrRemembered,
 };
 
 // Applies `entries` in order on top of `stack`, skipping those the stack has and those that do not
-// parse. Entries that match nothing are passed over silently.
+// parse. Entries that match nothing are passed over silently. A checked stacking in which no
+// adapter was refused is remembered across processes (stacking_record.h).
 //
 // `beside`, when given, runs on the calling thread while the first whole-stack check runs on
 // another: adapt's device run, a model host's work that leaves this process's cores idle, goes

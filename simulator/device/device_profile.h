@@ -68,6 +68,10 @@ struct DeviceProfile {
   // SHA-256 of the resolved document (its "extends" chain merged), faults included: which stack
   // snapshot a result was computed on, without telling where the snapshot's bugs strike.
   std::string content_sha256;
+  // SHA-256 of what lowers and adapts a model: the resolved document without its name,
+  // description, sources, lineage and fault rules. Profiles that differ only in where the device
+  // computes wrongly (a lab build's fault) adapt a model alike.
+  std::string rules_sha256;
 
   const OpEntry& entryFor(const std::string& op) const;
   // The device's formats are 16-bit (DL16, fp16, bf16).

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <torch/script.h>
@@ -19,9 +20,12 @@
 #include "adapters/engine/equivalence/change_region.h"
 #include "adapters/engine/equivalence/equivalence.h"
 #include "adapters/engine/equivalence/region_program.h"
+#include "adapters/engine/stacking_record.h"
 #include "simulator/device/device_profile.h"
+#include "simulator/graph/graph_fingerprint.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/model_card.h"
+#include "simulator/graph/model_facts.h"
 #include "simulator/interpreter/sixteen_bit.h"
 #include "simulator/support/blas_library.h"
 #include "simulator/support/errors.h"
@@ -108,8 +112,8 @@ TEST(Equivalence, Float64TruthHoldsASliceOfALargeWeightNotTheWeight) {
   // One slice of the projection in float64 (with a slice of the bias and the gathered rows),
   // never a whole weight.
   const size_t weight_in_float64 = static_cast<size_t>(vocab * hidden) * sizeof(double);
-  EXPECT_LE(buffers.bytes(), static_cast<size_t>(kLinearSliceElements) * sizeof(double) +
-                                 (size_t{1} << 20));
+  EXPECT_LE(buffers.bytes(),
+            static_cast<size_t>(kLinearSliceElements) * sizeof(double) + (size_t{1} << 20));
   EXPECT_LT(buffers.bytes(), weight_in_float64 / 3);
   std::remove(path.c_str());
 }
@@ -379,6 +383,121 @@ TEST(EquivalenceStack, AnErrorBesideTheCheckStopsItAndReachesTheCaller) {
   // The stack is left as the adapters made it, usable: the same check, now without work beside.
   ASSERT_EQ(stack.applied().size(), 1u);
   EXPECT_TRUE(checkWholeModel(*stack.original(), *stack.current()).accepted());
+}
+
+// ---- A checked stacking, remembered across processes ----
+
+// STICKLER_CACHE_DIR pointed at a directory of the test's own while it lives.
+class ScopedCacheDir {
+ public:
+  explicit ScopedCacheDir(const std::string& name) : dir_(testing::uniqueTempPath(name)) {
+    if (const char* was = std::getenv("STICKLER_CACHE_DIR")) before_ = was;
+    ::setenv("STICKLER_CACHE_DIR", dir_.c_str(), 1);
+  }
+  ~ScopedCacheDir() {
+    if (before_) {
+      ::setenv("STICKLER_CACHE_DIR", before_->c_str(), 1);
+    } else {
+      ::unsetenv("STICKLER_CACHE_DIR");
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  std::optional<std::string> before_;
+};
+
+// localize and diagnose with adapt stack the catalog as adapt did on the same model: what adapt
+// checked (at 8B, minutes of float64 runs) is applied again without its checks, to the same
+// graph; anything the checks depend on that differs (an adapter's text) checks again, and the
+// gate's kChecked never relies on a record.
+TEST(StackingRecord, AStackingCheckedBeforeIsAppliedAgainWithoutItsChecks) {
+  const ScopedCacheDir cache("stacking-records");
+  const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  const std::shared_ptr<const LoadedModel> original = loadModel(zooPath("gpt2-tiny.pt"));
+  const auto entries = entriesNamed(catalog, {"pow-cube-as-mul", "pad-lm-head-vocabulary"});
+  ASSERT_EQ(entries.size(), 2u);
+
+  AdapterStack checked(original);
+  const StackingOutcome first = stackAdapters(checked, entries, profile, StackingChecks::kChecked);
+  EXPECT_FALSE(first.remembered);
+  ASSERT_TRUE(first.whole_model.has_value());
+  ASSERT_EQ(first.pushed, 2u);
+
+  AdapterStack again(original);
+  const StackingOutcome second =
+      stackAdapters(again, entries, profile, StackingChecks::kCheckedOrRemembered);
+  EXPECT_TRUE(second.remembered);
+  EXPECT_FALSE(second.whole_model.has_value());
+  EXPECT_EQ(second.pushedNames(again), first.pushedNames(checked));
+  EXPECT_EQ(graphFingerprint(*again.current()->graph), graphFingerprint(*checked.current()->graph));
+  EXPECT_EQ(recipeKeyOf(*again.current()), recipeKeyOf(*checked.current()));
+
+  AdapterStack gate(original);
+  EXPECT_FALSE(stackAdapters(gate, entries, profile, StackingChecks::kChecked).remembered);
+
+  // A profile that only adds a fault (where the device computes wrongly; the checks run on the
+  // CPU) adapts alike: localize's fault profiles find what adapt checked on their parent.
+  const DeviceProfile faulty = parseProfile(
+      {{"extends", "spyre-2025-clean"},
+       {"name", "spyre-2025-clean-wrong-scale"},
+       {"faults",
+        nlohmann::json::array({{{"id", "wrong-scale"},
+                                {"match", {{"module", "transformer.h.0.mlp.c_proj"}}},
+                                {"effect", {{"kind", "wrong_scale"}, {"factor", 3.0}}}}})}},
+      "spyre-2025-clean-wrong-scale.json");
+  EXPECT_NE(faulty.content_sha256, profile.content_sha256);
+  AdapterStack under_fault(original);
+  EXPECT_TRUE(
+      stackAdapters(under_fault, entries, faulty, StackingChecks::kCheckedOrRemembered).remembered);
+
+  // An adapter's text changed: another key, checked again.
+  std::vector<CatalogEntry> edited(catalog);
+  for (CatalogEntry& entry : edited) {
+    if (entry.name == "pow-cube-as-mul") entry.text += "\n# edited\n";
+  }
+  AdapterStack changed(original);
+  const StackingOutcome third =
+      stackAdapters(changed, entriesNamed(edited, {"pow-cube-as-mul", "pad-lm-head-vocabulary"}),
+                    profile, StackingChecks::kCheckedOrRemembered);
+  EXPECT_FALSE(third.remembered);
+  EXPECT_TRUE(third.whole_model.has_value());
+}
+
+TEST(StackingRecord, ARecordThatNoLongerAppliesOrIsDamagedIsCheckedAgain) {
+  const ScopedCacheDir cache("stacking-records-stale");
+  const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
+  const DeviceProfile profile = loadProfile("spyre-2025-clean");
+  const std::shared_ptr<const LoadedModel> original = loadModel(zooPath("gpt2-tiny.pt"));
+  const auto entries = entriesNamed(catalog, {"pow-cube-as-mul", "pad-lm-head-vocabulary"});
+  AdapterStack probe(original);
+  const std::string key = stackingKey(probe, entries, profile);
+
+  // A record naming an adapter this stacking does not offer: the stack is left as it was, and
+  // the stacking is checked (and remembered as checked).
+  rememberStacking(key, {"pow-cube-as-mul", "precompute-rotary-tables"});
+  AdapterStack stale(original);
+  const StackingOutcome rechecked =
+      stackAdapters(stale, entries, profile, StackingChecks::kCheckedOrRemembered);
+  EXPECT_FALSE(rechecked.remembered);
+  EXPECT_EQ(rechecked.pushedNames(stale),
+            (std::vector<std::string>{"pow-cube-as-mul", "pad-lm-head-vocabulary"}));
+  ASSERT_TRUE(rememberedStacking(key).has_value());
+  EXPECT_EQ(*rememberedStacking(key), rechecked.pushedNames(stale));
+
+  // A damaged record is no record.
+  {
+    std::ofstream out(std::filesystem::path(cache.dir()) / "stackings" / (key + ".json"));
+    out << "{\"pushed\": [";
+  }
+  EXPECT_FALSE(rememberedStacking(key).has_value());
+  AdapterStack damaged(original);
+  EXPECT_FALSE(
+      stackAdapters(damaged, entries, profile, StackingChecks::kCheckedOrRemembered).remembered);
+  EXPECT_EQ(damaged.applied().size(), 2u);
 }
 
 // ---- Which BLAS this run computes with ----

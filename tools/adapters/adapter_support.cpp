@@ -168,7 +168,10 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
     }
   }
   AdapterStack stack(model);
-  const StackingOutcome stacking = stackAdapters(stack, meant, *adapt_for);
+  // What adapt checked minutes before on the same model, catalog and profile is not checked
+  // again: the diagnosis needs the adapted model, and the checks take minutes at real sizes.
+  const StackingOutcome stacking =
+      stackAdapters(stack, meant, *adapt_for, StackingChecks::kCheckedOrRemembered);
   const std::vector<std::string> pushed = stacking.pushedNames(stack);
   for (const std::string& name : pushed) applied->push_back(name);
   // An adapter refused for what its code did (an error, a sandbox limit, time) may do otherwise
