@@ -62,7 +62,7 @@ WorkerPool::Lease::~Lease() {
   if (pool_ != nullptr) pool_->giveBack(std::move(worker_), key_, charge_);
 }
 
-std::list<WorkerPool::Idle> WorkerPool::trim(uint64_t wanted, size_t workers) {
+std::list<WorkerPool::Idle> WorkerPool::trim(std::optional<uint64_t> wanted, size_t workers) {
   std::list<Idle> ended;
   const auto now = std::chrono::steady_clock::now();
   for (auto it = idle_.begin(); it != idle_.end();) {
@@ -76,8 +76,9 @@ std::list<WorkerPool::Idle> WorkerPool::trim(uint64_t wanted, size_t workers) {
       ++it;
     }
   }
-  while (!idle_.empty() && (idle_.size() > bounds_.max_idle || charged_ + wanted > budget_ ||
-                            busy_ + idle_.size() + workers > bounds_.max_workers)) {
+  while (!idle_.empty() &&
+         (idle_.size() > bounds_.max_idle || (wanted && charged_ + *wanted > budget_) ||
+          busy_ + idle_.size() + workers > bounds_.max_workers)) {
     charged_ -= idle_.back().charge;
     ++counts_.ended_idle;
     ended.splice(ended.end(), idle_, std::prev(idle_.end()));
@@ -163,7 +164,12 @@ void WorkerPool::giveBack(std::unique_ptr<WorkerProcess> worker, const std::stri
     } else {
       charged_ -= charge;
     }
-    ended = trim(0, 0);
+    // Not for the budget: the worker given back was charged while busy, so keeping it idle
+    // takes no memory that is not taken already, and a worker that needs room ends it then. A
+    // model host larger than the budget on its own (an 8B model's, with half the machine's
+    // memory as the budget) runs alone, and ending it here would make every device run of a
+    // localization load its model again.
+    ended = trim(std::nullopt, 0);
   }
   returned_.notify_all();
 }

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "simulator/workers/worker_process.h"
@@ -101,9 +102,9 @@ class WorkerPool {
   };
   void giveBack(std::unique_ptr<WorkerProcess> worker, const std::string& key, uint64_t charge);
   // Under the lock: ends idle workers past their time or beyond max_idle; then, while
-  // `charged_ + wanted` is over the budget or `workers` more would be too many, the least
-  // recently used. Returns what to end outside the lock.
-  std::list<Idle> trim(uint64_t wanted, size_t workers);
+  // `workers` more would be too many or (when `wanted` is given) `charged_ + *wanted` is over
+  // the budget, the least recently used. Returns what to end outside the lock.
+  std::list<Idle> trim(std::optional<uint64_t> wanted, size_t workers);
 
   const uint64_t budget_;
   const Bounds bounds_;

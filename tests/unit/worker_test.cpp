@@ -313,6 +313,20 @@ TEST(WorkerPool, IdleWorkersMakeRoomLeastRecentlyUsedFirst) {
   EXPECT_TRUE(pool.acquire("b", model, "b").fresh());
 }
 
+// A model host larger than the whole budget (an 8B model's 16 GB against half of a 24 GiB
+// machine) runs alone; given back, it stays warm for the next run of its model, and is ended
+// only when another worker needs the room.
+TEST(WorkerPool, AWorkerLargerThanTheBudgetStaysIdleUntilAnotherNeedsTheRoom) {
+  const uint64_t budget = uint64_t{1} << 30;
+  WorkerPool pool(budget);
+  { EXPECT_TRUE(pool.acquire("large", 2 * budget, "large").fresh()); }
+  EXPECT_EQ(pool.stats().idle, 1u);
+  { EXPECT_FALSE(pool.acquire("large", 2 * budget, "large").fresh()); }
+  EXPECT_EQ(pool.stats().ended_idle, 0u);
+  EXPECT_TRUE(pool.acquire("small", 0, "small").fresh());
+  EXPECT_EQ(pool.stats().ended_idle, 1u);
+}
+
 TEST(WorkerPool, WhenEveryWorkerIsBusyTheNextWaitsForOne) {
   const uint64_t model = uint64_t{1} << 30;
   WorkerPool pool(model + kWorkerBaseBytes);  // room for one
