@@ -184,8 +184,9 @@ static DeviceProfile parseTrackingFiles(const json& raw, const std::string& orig
   profile.path = origin;
   profile.content_sha256 = sha256Bytes(document.dump());
   json rules = document;
-  for (const char* field : {"name", "description", "sources", "extends", "faults"})
+  for (const char* field : {"name", "description", "sources", "extends", "faults"}) {
     rules.erase(field);
+  }
   profile.rules_sha256 = sha256Bytes(rules.dump());
   try {
     profile.name = document.value("name", fs::path(origin).stem().string());

@@ -69,7 +69,7 @@ struct DeviceProfile {
   // snapshot a result was computed on, without telling where the snapshot's bugs strike.
   std::string content_sha256;
   // SHA-256 of what lowers and adapts a model: the resolved document without its name,
-  // description, sources, lineage and fault rules. Profiles that differ only in where the device
+  // description, sources, parent (extends) and fault rules. Profiles that differ only in where the device
   // computes wrongly (a lab build's fault) adapt a model alike.
   std::string rules_sha256;
 
