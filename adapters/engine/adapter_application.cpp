@@ -156,13 +156,14 @@ std::string adaptedIdentity(const std::string& base_identity, const std::string&
 
 AdapterApplication applyAdapter(const AdapterFile& adapter,
                                 std::shared_ptr<const LoadedModel> model,
-                                const DeviceProfile& profile, bool check_equivalence) {
+                                const DeviceProfile& profile, bool check_equivalence,
+                                RecordFrom record_from) {
   // Code no one has reviewed (a draft) first runs where it cannot hurt the server: applied whole
   // in a sandbox worker. After that, the same runs here computes what it computed there.
   if (!adapter.reviewed && !adapter.transform && !adapterCodeRunsHere()) {
     trialInSandbox(adapter, *model, profile);
     const AdapterCodeRunsHere here;
-    return applyAdapter(adapter, std::move(model), profile, check_equivalence);
+    return applyAdapter(adapter, std::move(model), profile, check_equivalence, record_from);
   }
   AdapterApplication application;
   application.adapter = adapter;
@@ -212,7 +213,8 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
   try {
     after = rebuildModel(*model, model->module, edit.takeGraph(),
                          adaptedIdentity(model->sha256, adapter.metadata.name),
-                         capture ? &first : nullptr);
+                         capture ? &first : nullptr,
+                         check_equivalence ? RecordFrom::kValues : record_from);
   } catch (const UserError& e) {
     if (others.valid()) others.wait();
     throwAdaptationFailed(adapter, edit.change(), e.what());

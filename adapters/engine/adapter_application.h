@@ -10,6 +10,7 @@
 #include "adapters/engine/adapter_file.h"
 #include "adapters/engine/equivalence/equivalence.h"
 #include "adapters/engine/graph_change.h"
+#include "simulator/graph/record_from.h"
 
 namespace stickler {
 
@@ -35,10 +36,12 @@ struct AdapterApplication {
 // changes what the model computes is a result (see changed(), accepted()), not an error. The
 // equivalence check runs the modules the change touches, on inputs captured while the adapted
 // model records its shapes. `check_equivalence` false skips it (matching only asks what a
-// rewrite would clear).
+// rewrite would clear). `record_from` says what the adapted model records from (a checked
+// application records from values).
 AdapterApplication applyAdapter(const AdapterFile& adapter,
                                 std::shared_ptr<const LoadedModel> model,
-                                const DeviceProfile& profile, bool check_equivalence = true);
+                                const DeviceProfile& profile, bool check_equivalence = true,
+                                RecordFrom record_from = RecordFrom::kAsTheBase);
 
 // An adapter applied to its own output must change nothing: one that does would adapt the
 // adapted again wherever it runs twice (a session's stack, a saved archive adapted anew). Applies

@@ -45,14 +45,19 @@ std::optional<StackingOutcome> stackRemembered(AdapterStack& stack,
     for (; outcome.pushed > 0; --outcome.pushed) stack.revert("", profile);
     return std::nullopt;
   };
-  for (const std::string& name : pushed) {
+  for (size_t i = 0; i < pushed.size(); ++i) {
+    const std::string& name = pushed[i];
     const auto entry = std::find_if(entries.begin(), entries.end(), [&](const CatalogEntry* e) {
       return e->name == name && e->file && !stack.contains(name);
     });
     if (entry == entries.end()) return undo();
+    // Only the last model's outputs are read (the diagnosis's reference): the ones before it
+    // record from shapes, which is all an adapter reads of them, without a CPU run each.
+    const RecordFrom record_from =
+        i + 1 < pushed.size() ? RecordFrom::kShapes : RecordFrom::kValues;
     try {
-      AdapterApplication application =
-          applyAdapter(*(*entry)->file, stack.current(), profile, /*check_equivalence=*/false);
+      AdapterApplication application = applyAdapter(*(*entry)->file, stack.current(), profile,
+                                                    /*check_equivalence=*/false, record_from);
       if (!application.changed()) return undo();
       stack.push(std::move(application));
       ++outcome.pushed;

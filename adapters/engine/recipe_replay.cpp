@@ -11,13 +11,15 @@
 
 namespace stickler {
 
-std::shared_ptr<const LoadedModel> modelFromRecipe(const ModelRecipe& recipe) {
+std::shared_ptr<const LoadedModel> modelFromRecipe(const ModelRecipe& recipe,
+                                                   bool records_from_shapes) {
   // The caller ran every adapter's code already, on these same inputs (sandboxed where it had
   // to be): replaying it needs no sandbox of its own.
   const AdapterCodeRunsHere here;
   LoadOptions options;
   options.inputs = recipe.inputs;
   options.seed = recipe.seed;
+  options.records_from_shapes = records_from_shapes;
   std::shared_ptr<const LoadedModel> model = loadModel(recipe.archive, options);
   if (model->sha256 != recipe.sha256) {
     throw UserError(recipe.archive + ": the archive changed since the model was loaded (sha256 " +

@@ -14,6 +14,10 @@ struct LoadedModel;
 // longer applies. Equivalence is not checked again: the caller checked it when it applied the
 // adapter, and the host verifies that the graph it made is the caller's (graph_fingerprint.h).
 // Nor is adapter code sandboxed again: the caller ran the same code on the same inputs.
-std::shared_ptr<const LoadedModel> modelFromRecipe(const ModelRecipe& recipe);
+// With `records_from_shapes`, the model and every adapted one record what their nodes see from
+// shapes alone (LoadOptions::records_from_shapes): seconds at any size, where recording from
+// values is a CPU run of the model per adapter.
+std::shared_ptr<const LoadedModel> modelFromRecipe(const ModelRecipe& recipe,
+                                                   bool records_from_shapes = false);
 
 }  // namespace stickler

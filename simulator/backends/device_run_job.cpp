@@ -53,6 +53,7 @@ struct HostState {
   std::string key;
   std::shared_ptr<const LoadedModel> model;
   std::string fingerprint;
+  std::string recorded_from;  // "shapes" or "values": what the model's records came from
   struct Compiled {
     std::string key;
     std::unique_ptr<Backend> backend;  // a compiled model may point into its backend's profile
@@ -68,13 +69,15 @@ HostState& hostState() {
 
 constexpr size_t kCompiledKept = 8;
 
-void makeModel(HostState& state, const ModelMaker& maker, const json& recipe_json) {
-  const ModelRecipe recipe = ModelRecipe::fromJson(recipe_json);
+void makeModel(HostState& state, const ModelMaker& maker, const json& header) {
+  const ModelRecipe recipe = ModelRecipe::fromJson(header.at("recipe"));
   const std::string key = recipe.key();
   if (state.model && state.key == key) return;
   state.compiled.clear();
   state.model.reset();
-  state.model = maker(recipe);
+  HostModel made = makeHostModel(maker, recipe, header.value("records", ""));
+  state.model = std::move(made.model);
+  state.recorded_from = made.recorded_from_shapes ? "shapes" : "values";
   state.key = key;
   state.fingerprint = graphFingerprint(*state.model->graph);
 }
@@ -119,8 +122,9 @@ WireMessage hostLoad(const ModelMaker& maker, const WireMessage& job) {
   HostState& state = hostState();
   std::lock_guard<std::mutex> lock(state.mutex);
   const auto start = std::chrono::steady_clock::now();
-  makeModel(state, maker, job.header.at("recipe"));
+  makeModel(state, maker, job.header);
   return {{{"fingerprint", state.fingerprint},
+           {"recorded_from", state.recorded_from},
            {"seconds",
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}},
           {}};
@@ -156,6 +160,17 @@ std::string secondsText(double seconds) {
 
 }  // namespace
 
+HostModel makeHostModel(const ModelMaker& maker, const ModelRecipe& recipe,
+                        const std::string& caller_records) {
+  if (!caller_records.empty()) {
+    std::shared_ptr<const LoadedModel> model = maker(recipe, /*records_from_shapes=*/true);
+    if (model->records_from_shapes && recordsFingerprint(*model) == caller_records) {
+      return {std::move(model), true};
+    }
+  }
+  return {maker(recipe, /*records_from_shapes=*/false), false};
+}
+
 void registerDeviceRunJobs(ModelMaker maker) {
   registerJob("host_load",
               [maker](const WireMessage& job, JobContext&) { return hostLoad(maker, job); });
@@ -180,6 +195,7 @@ const HostFacts& hostFactsOf(const LoadedModel& model) {
     facts->recipe = model.recipe.toJson();
     facts->key = model.recipe.key();
     facts->fingerprint = graphFingerprint(*model.graph);
+    facts->records = recordsFingerprint(model);
     facts->weight_bytes = weightBytes(model);
     facts->nodes = allNodes(*model.graph);
     model.host_facts = std::move(facts);
@@ -196,9 +212,9 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
 
   if (lease.fresh()) {
     // The model is made before the run's clock starts: loading is not the run.
-    const JobOutcome loaded =
-        lease.worker().run({{{"kind", "host_load"}, {"recipe", facts.recipe}}, {}},
-                           defaultExecutionSeconds(), options.cancelled);
+    const JobOutcome loaded = lease.worker().run(
+        {{{"kind", "host_load"}, {"recipe", facts.recipe}, {"records", facts.records}}, {}},
+        defaultExecutionSeconds(), options.cancelled);
     if (loaded.kind == JobOutcome::Kind::kCancelled) {
       return runStatus(BackendRun::Status::kCancelled, "the device run was cancelled");
     }

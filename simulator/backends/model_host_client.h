@@ -16,6 +16,7 @@ struct HostFacts {
   nlohmann::json recipe;
   std::string key;  // the recipe's: the host's key in the pool
   std::string fingerprint;
+  std::string records;  // recordsFingerprint: the host records from shapes when they agree
   uint64_t weight_bytes = 0;
   std::vector<const torch::jit::Node*> nodes;  // allNodes(): where a run stopped, by position
 };

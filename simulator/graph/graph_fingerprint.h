@@ -12,6 +12,14 @@ struct Graph;
 
 namespace stickler {
 
+struct LoadedModel;
+
 std::string graphFingerprint(const torch::jit::Graph& graph);
+
+// What every node of a model saw when it was recorded (loaded_model.h: kinds, shapes, strides,
+// dtypes, scalars, executions), node by node in execution order. What a model is lowered from:
+// a model host that recorded from shapes alone checks that it would lower the model as its
+// caller does, which recorded from values.
+std::string recordsFingerprint(const LoadedModel& model);
 
 }  // namespace stickler

@@ -185,9 +185,9 @@ class ShapeRecorder : public ExecutionObserver {
 
 // Builds the interpreter and runs the example inputs once, recording what each node sees.
 void runAndRecord(LoadedModel& model, ExecutionObserver* also = nullptr) {
+  const bool from_shapes = model.shapes_only || model.records_from_shapes;
   model.interpreter = std::make_unique<Interpreter>(
-      model.shapes_only ? withWeightsOnMeta(model.module) : model.module, model.graph,
-      model.modules);
+      from_shapes ? withWeightsOnMeta(model.module) : model.module, model.graph, model.modules);
   ShapeRecorder recorder(model.records, also);
   try {
     model.example_outputs = model.interpreter->run(model.example_inputs, &recorder);
@@ -198,6 +198,25 @@ void runAndRecord(LoadedModel& model, ExecutionObserver* also = nullptr) {
   } catch (const std::exception& e) {  // e.g. a branch condition of the wrong type
     throw UserError(model.path +
                     ": the model does not run on its example inputs: " + firstLine(e.what()));
+  }
+  if (model.records_from_shapes && !model.shapes_only) {
+    model.interpreter = std::make_unique<Interpreter>(model.module, model.graph, model.modules);
+  }
+}
+
+// Records from shapes when the model asks to, and from values when shapes alone do not carry
+// the model through (an operator needs values that ones in place of its weights' cannot stand
+// for). `also` sees values: with it the model records from values.
+void recordFromShapesOrValues(LoadedModel& model, ExecutionObserver* also = nullptr) {
+  if (also != nullptr) model.records_from_shapes = false;
+  if (!model.shapes_only && !model.records_from_shapes) return runAndRecord(model, also);
+  try {
+    runAndRecord(model, also);
+  } catch (const UserError&) {
+    model.shapes_only = false;
+    model.records_from_shapes = false;
+    model.records.clear();
+    runAndRecord(model, also);
   }
 }
 
@@ -333,6 +352,7 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
   model->captured_inputs = capturedInputs(model->card, archive, path);
   model->seed = options.seed;
   model->shapes_only = options.shapes_only;
+  model->records_from_shapes = options.records_from_shapes;
   std::error_code error;
   const std::filesystem::path absolute = std::filesystem::absolute(path, error);
   model->recipe.archive = error ? path : absolute.string();
@@ -342,22 +362,14 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
   model->example_inputs = makeExampleInputs(
       model->card.inputs, model->module.get_method("forward").function().getSchema(), options.seed,
       model->captured_inputs);
-  try {
-    runAndRecord(*model);
-  } catch (const UserError&) {
-    if (!model->shapes_only) throw;
-    // Shapes alone did not carry the model through (an operator needs values that ones in
-    // place of its weights' cannot stand for): its weights are read after all.
-    model->shapes_only = false;
-    model->records.clear();
-    runAndRecord(*model);
-  }
+  recordFromShapesOrValues(*model);
   return model;
 }
 
 std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::Module module,
                                           std::shared_ptr<torch::jit::Graph> graph,
-                                          const std::string& identity, ExecutionObserver* also) {
+                                          const std::string& identity, ExecutionObserver* also,
+                                          RecordFrom record_from) {
   auto model = std::make_unique<LoadedModel>();
   model->path = base.path;
   model->sha256 = identity;
@@ -373,7 +385,10 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
   model->seed = base.seed;
   model->captured_inputs = base.captured_inputs;
   model->shapes_only = base.shapes_only;
-  runAndRecord(*model, also);
+  model->records_from_shapes = record_from == RecordFrom::kAsTheBase
+                                   ? base.records_from_shapes
+                                   : record_from == RecordFrom::kShapes;
+  recordFromShapesOrValues(*model, also);
   return model;
 }
 

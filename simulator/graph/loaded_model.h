@@ -14,6 +14,7 @@
 #include "simulator/graph/model_card.h"
 #include "simulator/graph/model_identity.h"
 #include "simulator/graph/model_recipe.h"
+#include "simulator/graph/record_from.h"
 #include "simulator/graph/module_table.h"
 #include "simulator/graph/value_desc.h"
 #include "simulator/interpreter/interpreter.h"
@@ -36,6 +37,11 @@ struct LoadOptions {
   // the example outputs and every value computed from a weight are shapes without values.
   // Enough to inspect and lower a model, in seconds at any size; not to run it.
   bool shapes_only = false;
+  // Record from shapes alone as above, but keep the weights to run the model: what a model host
+  // needs, which lowers and runs the model but whose example outputs no one reads (the caller's
+  // are the reference). The example outputs are shapes; an operator that shapes alone do not
+  // carry through makes the model record from values after all.
+  bool records_from_shapes = false;
 };
 
 // A TorchScript model as Stickler sees it: the module, its inlined graph in which every node
@@ -74,6 +80,9 @@ struct LoadedModel {
   // Loaded with LoadOptions::shapes_only: `interpreter` computes on shapes where a weight is
   // read, and the example outputs have no values.
   bool shapes_only = false;
+  // Loaded with LoadOptions::records_from_shapes, and whether its records did come from shapes
+  // (rebuilt models record the same way).
+  bool records_from_shapes = false;
 };
 
 std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOptions& options = {});
@@ -87,11 +96,13 @@ void requireWeights(const LoadedModel& model, const std::string& doing);
 // The same model with `graph` (and `module`, for adaptations that add or change weights) in
 // place of its own: card, example inputs and module table are the base's; the example inputs
 // are run again to record what each node sees. `identity` stands in for the archive's hash.
-// `also` observes that run too (to capture values without running the model again).
+// `also` observes that run too (to capture values without running the model again; it records
+// from values).
 std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::Module module,
                                           std::shared_ptr<torch::jit::Graph> graph,
                                           const std::string& identity,
-                                          ExecutionObserver* also = nullptr);
+                                          ExecutionObserver* also = nullptr,
+                                          RecordFrom record_from = RecordFrom::kAsTheBase);
 
 // LoadOptions from --input flags (name:shape:dtype[:kind]).
 LoadOptions loadOptionsFromFlags(const std::vector<std::string>& input_flags);

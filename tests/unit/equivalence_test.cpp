@@ -20,9 +20,12 @@
 #include "adapters/engine/equivalence/change_region.h"
 #include "adapters/engine/equivalence/equivalence.h"
 #include "adapters/engine/equivalence/region_program.h"
+#include "adapters/engine/recipe_replay.h"
 #include "adapters/engine/stacking_record.h"
+#include "simulator/backends/device_run_job.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/graph_fingerprint.h"
+#include "simulator/graph/graph_nodes.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/model_card.h"
 #include "simulator/graph/model_facts.h"
@@ -435,6 +438,13 @@ TEST(StackingRecord, AStackingCheckedBeforeIsAppliedAgainWithoutItsChecks) {
   EXPECT_EQ(second.pushedNames(again), first.pushedNames(checked));
   EXPECT_EQ(graphFingerprint(*again.current()->graph), graphFingerprint(*checked.current()->graph));
   EXPECT_EQ(recipeKeyOf(*again.current()), recipeKeyOf(*checked.current()));
+  // Only the last model's outputs are read (the diagnosis's reference): the models before it
+  // record from shapes, which is all an adapter reads of them.
+  EXPECT_TRUE(again.applied().front().after->records_from_shapes);
+  EXPECT_FALSE(again.current()->records_from_shapes);
+  EXPECT_EQ(recordsFingerprint(*again.current()), recordsFingerprint(*checked.current()));
+  EXPECT_TRUE(at::allclose(flattenTensors(again.current()->example_outputs).at(0),
+                           flattenTensors(checked.current()->example_outputs).at(0), 1e-4, 1e-5));
 
   AdapterStack gate(original);
   EXPECT_FALSE(stackAdapters(gate, entries, profile, StackingChecks::kChecked).remembered);
@@ -505,6 +515,47 @@ TEST(StackingRecord, ARecordThatNoLongerAppliesOrIsDamagedIsCheckedAgain) {
 // The README's test command runs the adapter and equivalence tests twice: on OpenBLAS (the
 // set-up's choice) and on Debian's reference BLAS, whose sums run in another order. This proves
 // the second run really used the reference library (STICKLER_EXPECT_BLAS=reference).
+// A model host makes its model from the caller's recipe (the archive, the adapters replayed) and
+// records what each node sees from shapes alone, without a CPU run of the model per adapter,
+// when that gives the records the caller lowers from; the model still runs with its weights.
+// Where routing follows values (a mixture of experts), shapes say otherwise and the host records
+// from values, as the caller did.
+TEST(ModelHost, RecordsFromShapesWhereShapesGiveTheCallersRecords) {
+  const ScopedCacheDir cache("model-host-records");
+  const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  AdapterStack stack(loadModel(zooPath("../zoo-bfloat16/llama-tiny.pt")));
+  const auto entries = entriesNamed(catalog, {"pad-attention-heads", "precompute-rotary-tables"});
+  ASSERT_EQ(entries.size(), 2u);
+  ASSERT_EQ(stackAdapters(stack, entries, profile, StackingChecks::kUnchecked).pushed, 2u);
+  const LoadedModel& caller = *stack.current();
+  const auto maker = [](const ModelRecipe& recipe, bool from_shapes) {
+    return modelFromRecipe(recipe, from_shapes);
+  };
+
+  const HostModel host = makeHostModel(maker, caller.recipe, recordsFingerprint(caller));
+  EXPECT_TRUE(host.recorded_from_shapes);
+  EXPECT_EQ(graphFingerprint(*host.model->graph), graphFingerprint(*caller.graph));
+  EXPECT_EQ(recordsFingerprint(*host.model), recordsFingerprint(caller));
+  EXPECT_TRUE(flattenTensors(host.model->example_outputs).at(0).is_meta());
+  const at::Tensor expected = flattenTensors(caller.example_outputs).at(0);
+  const at::Tensor ran = flattenTensors(host.model->interpreter->run(caller.example_inputs)).at(0);
+  EXPECT_FALSE(ran.is_meta());
+  EXPECT_TRUE(at::allclose(ran, expected, 1e-4, 1e-5));
+
+  // Without the caller's records to agree with, the host records from values.
+  EXPECT_FALSE(makeHostModel(maker, caller.recipe, "").recorded_from_shapes);
+
+  const std::shared_ptr<const LoadedModel> routed = loadModel(zooPath("mixtral-tiny.pt"));
+  const HostModel mixture = makeHostModel(maker, routed->recipe, recordsFingerprint(*routed));
+  EXPECT_FALSE(mixture.recorded_from_shapes);
+  EXPECT_EQ(recordsFingerprint(*mixture.model), recordsFingerprint(*routed));
+  LoadOptions from_shapes;
+  from_shapes.records_from_shapes = true;
+  EXPECT_NE(recordsFingerprint(*loadModel(zooPath("mixtral-tiny.pt"), from_shapes)),
+            recordsFingerprint(*routed));
+}
+
 TEST(BlasLibrary, IsTheOneThisRunAskedFor) {
   const char* expected = std::getenv("STICKLER_EXPECT_BLAS");
   const std::string library = blasLibraryPath();

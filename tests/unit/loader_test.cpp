@@ -182,6 +182,12 @@ TEST(ShapesOnlyLoad, AModelThatNeedsItsWeightsValuesIsLoadedWithThem) {
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0].sizes(), c10::IntArrayRef({16}));
   EXPECT_FALSE(outputs[0].is_meta());
+  // A model host's load (records from shapes, weights kept) reads them too.
+  LoadOptions host;
+  host.records_from_shapes = true;
+  const auto hosted = loadModel(path, host);
+  EXPECT_FALSE(hosted->records_from_shapes);
+  EXPECT_FALSE(flattenTensors(hosted->example_outputs).at(0).is_meta());
   std::remove(path.c_str());
 }
 
