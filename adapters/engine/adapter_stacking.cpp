@@ -7,6 +7,7 @@
 #include "adapters/engine/equivalence/equivalence.h"
 #include "adapters/engine/stacking_record.h"
 #include "simulator/device/device_profile.h"
+#include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
 #include "simulator/support/task_control.h"
@@ -38,7 +39,8 @@ StackingOutcome stackUnchecked(AdapterStack& stack, const std::vector<const Cata
 std::optional<StackingOutcome> stackRemembered(AdapterStack& stack,
                                                const std::vector<const CatalogEntry*>& entries,
                                                const DeviceProfile& profile,
-                                               const std::vector<std::string>& pushed) {
+                                               const RememberedStacking& remembered) {
+  const std::vector<std::string>& pushed = remembered.pushed;
   StackingOutcome outcome;
   outcome.remembered = true;
   const auto undo = [&] {
@@ -65,6 +67,7 @@ std::optional<StackingOutcome> stackRemembered(AdapterStack& stack,
       return undo();
     }
   }
+  if (outcome.pushed > 0 && stackingResult(*stack.current()) != remembered.result) return undo();
   return outcome;
 }
 
@@ -88,13 +91,19 @@ StackingOutcome stackAdapters(AdapterStack& stack, const std::vector<const Catal
     return outcome;
   }
   const std::string key = stackingKey(stack, entries, profile);
-  if (checks == StackingChecks::kCheckedOrRemembered) {
-    if (const auto pushed = rememberedStacking(key)) {
-      if (auto outcome = stackRemembered(stack, entries, profile, *pushed)) {
+  if (checks == StackingChecks::kCheckedOrRemembered || checks == StackingChecks::kRememberedOnly) {
+    if (const auto remembered = rememberedStacking(key)) {
+      if (auto outcome = stackRemembered(stack, entries, profile, *remembered)) {
         if (beside) beside();
         return std::move(*outcome);
       }
     }
+  }
+  if (checks == StackingChecks::kRememberedOnly) {
+    StackingOutcome none;
+    none.checked = false;
+    if (beside) beside();
+    return none;
   }
   StackingOutcome outcome;
   // The whole stack is judged against the original model's float64 results, which no adapter
@@ -186,8 +195,25 @@ StackingOutcome stackAdapters(AdapterStack& stack, const std::vector<const Catal
   }
   // Refusals are not remembered: one for what an adapter's code did (an error, a sandbox
   // limit, time) may go otherwise next time.
-  if (outcome.refused.empty()) rememberStacking(key, outcome.pushedNames(stack));
+  if (outcome.refused.empty()) {
+    rememberStacking(key, {outcome.pushedNames(stack), stackingResult(*stack.current())});
+  }
   return outcome;
+}
+
+std::optional<RememberedAdaptation> rememberedAdaptation(
+    const std::string& model_path, const std::vector<std::string>& input_flags,
+    const std::function<std::vector<const CatalogEntry*>(const LoadedModel&)>& meant_for,
+    const DeviceProfile& profile) {
+  LoadOptions options = loadOptionsFromFlags(input_flags);
+  options.records_from_shapes = true;
+  AdapterStack stack(loadModel(model_path, options));
+  const StackingOutcome stacking =
+      stackAdapters(stack, meant_for(*stack.current()), profile, StackingChecks::kRememberedOnly);
+  if (!stacking.remembered || stacking.pushed == 0 || stack.current()->records_from_shapes) {
+    return std::nullopt;
+  }
+  return RememberedAdaptation{stack.current(), stacking.pushedNames(stack)};
 }
 
 }  // namespace stickler

@@ -43,6 +43,11 @@ enum class StackingChecks {
   // Checked, unless an identical stacking was checked before and every adapter passed: then
   // the adapters it pushed are applied unchecked (a diagnosis after adapt; never the gate).
   kCheckedOrRemembered,
+  // The remembered stacking only, applied unchecked; nothing when there is none or it no longer
+  // applies (StackingOutcome::remembered says which). For a model whose records came from shapes
+  // (a command line's diagnosis, which reads the last adapted model's outputs only), which
+  // cannot be checked.
+  kRememberedOnly,
 };
 
 // Applies `entries` in order on top of `stack`, skipping those the stack has and those that do not
@@ -59,5 +64,21 @@ StackingOutcome stackAdapters(AdapterStack& stack, const std::vector<const Catal
                               const DeviceProfile& profile,
                               StackingChecks checks = StackingChecks::kChecked,
                               const std::function<void()>& beside = {});
+
+// A command line's diagnosis after adapt (localize and diagnose with adapt), which reads the
+// adapted model's outputs only (its reference): the archive and every adapted model but the
+// last record from shapes (LoadOptions::records_from_shapes), and the stacking adapt checked is
+// applied again (kRememberedOnly), which must make the model the checks passed
+// (stackingResult). At 8B that spares a CPU run of the model, half a minute. None when no
+// stacking of the entries `meant_for` the model gives is remembered, or it no longer applies
+// alike, or it pushed none.
+struct RememberedAdaptation {
+  std::shared_ptr<const LoadedModel> model;
+  std::vector<std::string> pushed;
+};
+std::optional<RememberedAdaptation> rememberedAdaptation(
+    const std::string& model_path, const std::vector<std::string>& input_flags,
+    const std::function<std::vector<const CatalogEntry*>(const LoadedModel&)>& meant_for,
+    const DeviceProfile& profile);
 
 }  // namespace stickler

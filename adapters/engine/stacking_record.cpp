@@ -11,6 +11,8 @@
 #include "adapters/engine/adapter_stack.h"
 #include "adapters/engine/equivalence/equivalence.h"
 #include "simulator/device/device_profile.h"
+#include "simulator/graph/graph_fingerprint.h"
+#include "simulator/graph/loaded_model.h"
 #include "simulator/graph/model_facts.h"
 #include "simulator/support/resource_dirs.h"
 #include "simulator/support/sha256.h"
@@ -22,7 +24,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // Raised when what a record means changes.
-constexpr int kRecordVersion = 1;
+constexpr int kRecordVersion = 2;
 
 // This executable, as its file stands: a rebuild gives another identity.
 std::string executableIdentity() {
@@ -54,30 +56,36 @@ std::string stackingKey(const AdapterStack& stack, const std::vector<const Catal
   return sha256Bytes(key.dump());
 }
 
-std::optional<std::vector<std::string>> rememberedStacking(const std::string& key) {
+std::optional<RememberedStacking> rememberedStacking(const std::string& key) {
   std::ifstream in(recordPath(key));
   if (!in) return std::nullopt;
   try {
-    return json::parse(in).at("pushed").get<std::vector<std::string>>();
+    const json record = json::parse(in);
+    return RememberedStacking{record.at("pushed").get<std::vector<std::string>>(),
+                              record.at("result").get<std::string>()};
   } catch (const json::exception&) {
     return std::nullopt;  // a damaged record: the stacking is checked again and rewritten
   }
 }
 
-void rememberStacking(const std::string& key, const std::vector<std::string>& pushed) {
+void rememberStacking(const std::string& key, const RememberedStacking& stacking) {
   const fs::path file = recordPath(key);
   std::error_code ignored;
   fs::create_directories(file.parent_path(), ignored);
   const fs::path partial = file.string() + ".partial." + std::to_string(::getpid());
   {
     std::ofstream out(partial);
-    out << json{{"pushed", pushed}}.dump();
+    out << json{{"pushed", stacking.pushed}, {"result", stacking.result}}.dump();
     if (!out) {
       fs::remove(partial, ignored);
       return;  // a cache that cannot be written costs time, nothing else
     }
   }
   fs::rename(partial, file, ignored);  // readers see a whole record or none
+}
+
+std::string stackingResult(const LoadedModel& model) {
+  return graphFingerprint(*model.graph) + " " + recordsFingerprint(model);
 }
 
 }  // namespace stickler

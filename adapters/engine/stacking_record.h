@@ -14,6 +14,7 @@ namespace stickler {
 
 class AdapterStack;
 struct DeviceProfile;
+struct LoadedModel;
 
 // The key of stacking `entries` on `stack` for `profile`: the stack's model (its recipe: the
 // archive's bytes, its inputs, the adapters under it), the profile's rules (its faults aside:
@@ -23,9 +24,20 @@ struct DeviceProfile;
 std::string stackingKey(const AdapterStack& stack, const std::vector<const CatalogEntry*>& entries,
                         const DeviceProfile& profile);
 
-// The adapters a checked stacking under `key` pushed, in order; none when there is no record
-// (or it is damaged). Under cacheDir("stackings").
-std::optional<std::vector<std::string>> rememberedStacking(const std::string& key);
-void rememberStacking(const std::string& key, const std::vector<std::string>& pushed);
+struct RememberedStacking {
+  std::vector<std::string> pushed;  // the adapters it pushed, in order
+  // stackingResult of the model it made: applying them again must make the same one.
+  std::string result;
+};
+
+// What a checked stacking under `key` did; none when there is no record (or it is damaged).
+// Under cacheDir("stackings").
+std::optional<RememberedStacking> rememberedStacking(const std::string& key);
+void rememberStacking(const std::string& key, const RememberedStacking& stacking);
+
+// The adapted model's graph and what each of its nodes saw (graph_fingerprint.h), in one string:
+// a stacking applied again from its record, its models before the last recorded from shapes,
+// made the model the checks passed.
+std::string stackingResult(const LoadedModel& model);
 
 }  // namespace stickler

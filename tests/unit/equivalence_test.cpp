@@ -488,7 +488,7 @@ TEST(StackingRecord, ARecordThatNoLongerAppliesOrIsDamagedIsCheckedAgain) {
 
   // A record naming an adapter this stacking does not offer: the stack is left as it was, and
   // the stacking is checked (and remembered as checked).
-  rememberStacking(key, {"pow-cube-as-mul", "precompute-rotary-tables"});
+  rememberStacking(key, {{"pow-cube-as-mul", "precompute-rotary-tables"}, ""});
   AdapterStack stale(original);
   const StackingOutcome rechecked =
       stackAdapters(stale, entries, profile, StackingChecks::kCheckedOrRemembered);
@@ -496,7 +496,16 @@ TEST(StackingRecord, ARecordThatNoLongerAppliesOrIsDamagedIsCheckedAgain) {
   EXPECT_EQ(rechecked.pushedNames(stale),
             (std::vector<std::string>{"pow-cube-as-mul", "pad-lm-head-vocabulary"}));
   ASSERT_TRUE(rememberedStacking(key).has_value());
-  EXPECT_EQ(*rememberedStacking(key), rechecked.pushedNames(stale));
+  EXPECT_EQ(rememberedStacking(key)->pushed, rechecked.pushedNames(stale));
+  EXPECT_EQ(rememberedStacking(key)->result, stackingResult(*stale.current()));
+
+  // The same adapters, but applied again they make another model than the checked one (records
+  // from shapes that differ from values, say): checked again.
+  rememberStacking(key, {rechecked.pushedNames(stale), "another model"});
+  AdapterStack other(original);
+  EXPECT_FALSE(
+      stackAdapters(other, entries, profile, StackingChecks::kCheckedOrRemembered).remembered);
+  EXPECT_EQ(other.applied().size(), 2u);
 
   // A damaged record is no record.
   {
@@ -554,6 +563,32 @@ TEST(ModelHost, RecordsFromShapesWhereShapesGiveTheCallersRecords) {
   from_shapes.records_from_shapes = true;
   EXPECT_NE(recordsFingerprint(*loadModel(zooPath("mixtral-tiny.pt"), from_shapes)),
             recordsFingerprint(*routed));
+}
+
+// A command line's diagnosis after adapt reads the adapted model's outputs only: the archive and
+// the adapted models before the last record from shapes, and the stacking adapt checked is
+// applied again; the model it makes is the checked one, node for node and record for record,
+// and computes the same outputs.
+TEST(StackingRecord, ACommandLineDiagnosisAppliesItWithoutACpuRunOfTheArchive) {
+  const ScopedCacheDir cache("stacking-records-command-line");
+  const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const std::string path = zooPath("../zoo-bfloat16/llama-tiny.pt");
+  const auto meant_for = [&](const LoadedModel& model) {
+    return adaptersMeantFor(catalog, model, &profile);
+  };
+  EXPECT_FALSE(rememberedAdaptation(path, {}, meant_for, profile).has_value());  // no record
+
+  AdapterStack checked(loadModel(path));
+  const StackingOutcome adapt = stackAdapters(checked, meant_for(*checked.current()), profile);
+  ASSERT_GE(adapt.pushed, 2u);
+  const auto again = rememberedAdaptation(path, {}, meant_for, profile);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->pushed, adapt.pushedNames(checked));
+  EXPECT_FALSE(again->model->records_from_shapes);
+  EXPECT_EQ(stackingResult(*again->model), stackingResult(*checked.current()));
+  EXPECT_TRUE(at::allclose(flattenTensors(again->model->example_outputs).at(0),
+                           flattenTensors(checked.current()->example_outputs).at(0), 1e-4, 1e-5));
 }
 
 TEST(BlasLibrary, IsTheOneThisRunAskedFor) {

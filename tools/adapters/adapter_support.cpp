@@ -145,6 +145,18 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
                                                    const std::vector<std::string>& input_flags,
                                                    const DeviceProfile* adapt_for,
                                                    nlohmann::json* applied) {
+  // A command line (no session cache, no session adapters): nothing else reads the archive's
+  // own outputs.
+  if (adapt_for != nullptr && context.models() == nullptr && context.adapterStacks() == nullptr) {
+    const auto catalog = adapterCatalog(context);
+    const auto meant_for = [&](const LoadedModel& model) {
+      return adaptersMeantFor(catalog, model, adapt_for);
+    };
+    if (auto adapted = rememberedAdaptation(model_path, input_flags, meant_for, *adapt_for)) {
+      for (const std::string& name : adapted->pushed) applied->push_back(name);
+      return adapted->model;
+    }
+  }
   std::shared_ptr<const LoadedModel> model;
   {
     ModelAdapters session(context, model_path, input_flags);
