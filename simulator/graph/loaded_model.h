@@ -14,8 +14,8 @@
 #include "simulator/graph/model_card.h"
 #include "simulator/graph/model_identity.h"
 #include "simulator/graph/model_recipe.h"
-#include "simulator/graph/record_from.h"
 #include "simulator/graph/module_table.h"
+#include "simulator/graph/record_from.h"
 #include "simulator/graph/value_desc.h"
 #include "simulator/interpreter/interpreter.h"
 
