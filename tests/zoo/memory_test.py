@@ -115,9 +115,15 @@ def main():
         fail(f"{archive} holds {weights} bytes of weights, not a bfloat16 model of about 110M parameters")
     problems = []
     for backend, bounds in BOUNDS.items():
-        base, status, _, err = peak_of([stickler, "run", os.path.join(zoo, "qwen2-hd128.pt"), "--backend", backend])
-        if status != 0:
-            fail(f"qwen2-hd128 on {backend} exited {status}: {err}")
+        # The baseline (the libraries, a tiny model) is the largest of three runs: a run of a
+        # fraction of a second on a loaded machine can end between two samples of its peak, and a
+        # baseline measured low makes the model's ratio look high (85 MiB instead of 173 in CI).
+        base = (0, 0)
+        for _ in range(3):
+            sample, status, _, err = peak_of([stickler, "run", os.path.join(zoo, "qwen2-hd128.pt"), "--backend", backend])
+            if status != 0:
+                fail(f"qwen2-hd128 on {backend} exited {status}: {err}")
+            base = (max(base[0], sample[0]), max(base[1], sample[1]))
         peak, status, out, err = peak_of([stickler, "run", archive, "--backend", backend, "--json"])
         if status != 0:
             fail(f"{MODEL} on {backend} exited {status}: {err}")
