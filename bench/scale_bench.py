@@ -96,9 +96,6 @@ def main():
                             measured([stickler, "adapt", archive, "--profile", PROFILE, "--save", adapted, "--json"])))
         device_model = adapted if os.path.exists(adapted) else archive
         which = " (the adapted model)" if device_model == adapted else ""
-        # The adapted archive adapt just wrote is still being written back: its first reader would
-        # otherwise share the disk with that.
-        os.sync()
         device = measured([stickler, "run", device_model, "--backend", "spyre-sim:" + PROFILE, "--json"] + timeout)
         results.insert(0, ("run, device" + which, device))
         # The CPU run of the same model (the adapted one computes padded heads too).

@@ -53,7 +53,6 @@ struct HostState {
   std::string key;
   std::shared_ptr<const LoadedModel> model;
   std::string fingerprint;
-  std::string recorded_from;  // "shapes" or "values": what the model's records came from
   struct Compiled {
     std::string key;
     std::unique_ptr<Backend> backend;  // a compiled model may point into its backend's profile
@@ -75,9 +74,7 @@ void makeModel(HostState& state, const ModelMaker& maker, const json& header) {
   if (state.model && state.key == key) return;
   state.compiled.clear();
   state.model.reset();
-  HostModel made = makeHostModel(maker, recipe, header.value("records", ""));
-  state.model = std::move(made.model);
-  state.recorded_from = made.recorded_from_shapes ? "shapes" : "values";
+  state.model = makeHostModel(maker, recipe, header.value("records", "")).model;
   state.key = key;
   state.fingerprint = graphFingerprint(*state.model->graph);
 }
@@ -124,7 +121,6 @@ WireMessage hostLoad(const ModelMaker& maker, const WireMessage& job) {
   const auto start = std::chrono::steady_clock::now();
   makeModel(state, maker, job.header);
   return {{{"fingerprint", state.fingerprint},
-           {"recorded_from", state.recorded_from},
            {"seconds",
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}},
           {}};
