@@ -25,6 +25,7 @@
 
 #include "bench/bench_args.h"
 #include "bench/bench_context.h"
+#include "bench/bench_paths.h"
 #include "bench/bench_timing.h"
 #include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
@@ -40,7 +41,7 @@ using stickler::bench::BenchContext;
 struct Args {
   std::string profile = "spyre-2026";
   int rounds = 3;
-  std::string model = std::string(STICKLER_BENCH_MODELS_DIR) + "/llama-480m.pt";
+  std::string model = std::string(stickler::bench::kBenchModelsDir) + "/llama-480m.pt";
 };
 
 Args parseArgs(int argc, char** argv) {
@@ -94,10 +95,10 @@ int runBenchmark(int argc, char** argv) {
   const Args args = parseArgs(argc, argv);
   namespace fs = std::filesystem;
   if (!fs::exists(args.model)) {
-    const std::string command = std::string(STICKLER_PYTHON) + " " + STICKLER_SOURCE_DIR +
-                                "/bench/models/generate_large.py --out " +
-                                fs::path(args.model).parent_path().string() + " --only " +
-                                fs::path(args.model).stem().string();
+    const std::string command =
+        std::string(stickler::bench::kPython) + " " + stickler::bench::kSourceDir +
+        "/bench/models/generate_large.py --out " + fs::path(args.model).parent_path().string() +
+        " --only " + fs::path(args.model).stem().string();
     std::printf("generating %s (once; about a minute)\n", args.model.c_str());
     std::fflush(stdout);
     if (std::system(command.c_str()) != 0 || !fs::exists(args.model)) {

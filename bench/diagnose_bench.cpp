@@ -22,6 +22,7 @@
 
 #include "bench/bench_args.h"
 #include "bench/bench_context.h"
+#include "bench/bench_paths.h"
 #include "bench/bench_timing.h"
 #include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
@@ -98,7 +99,8 @@ void localizeAgainstItsRuns(const std::string& zoo, const std::string& scratch,
 }
 
 int runBenchmarks(int argc, char** argv) {
-  const auto args = stickler::bench::parseBenchArgs(argc, argv, STICKLER_ZOO_DIR, "spyre-2025");
+  const auto args =
+      stickler::bench::parseBenchArgs(argc, argv, stickler::bench::kZooDir, "spyre-2025");
   const auto index = stickler::bench::zooIndex(args.zoo, "diagnose_bench");
   if (!index) return 2;
   const std::string scratch =

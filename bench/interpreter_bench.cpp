@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_args.h"
+#include "bench/bench_paths.h"
 #include "bench/bench_timing.h"
 
 #include <torch/csrc/jit/runtime/graph_executor.h>
@@ -37,7 +38,7 @@ torch::jit::Module scalarChain(int count) {
 }  // namespace
 
 static int runBenchmarks(int argc, char** argv) {
-  const auto options = stickler::bench::parseBenchArgs(argc, argv, STICKLER_ZOO_DIR, "");
+  const auto options = stickler::bench::parseBenchArgs(argc, argv, stickler::bench::kZooDir, "");
   const auto& zoo = options.zoo;
   const double seconds = options.seconds;
   const auto found = stickler::bench::zooIndex(zoo, "interpreter_bench");

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_args.h"
+#include "bench/bench_paths.h"
 #include "bench/bench_timing.h"
 
 #include "simulator/backends/backend.h"
@@ -62,7 +63,7 @@ class StoreAll : public stickler::ExecutionObserver {
 
 int runBenchmarks(int argc, char** argv) {
   const auto args =
-      stickler::bench::parseBenchArgs(argc, argv, STICKLER_ZOO_DIR, "spyre-2026-clean");
+      stickler::bench::parseBenchArgs(argc, argv, stickler::bench::kZooDir, "spyre-2026-clean");
   const auto& zoo = args.zoo;
   const double seconds = args.seconds;
   const std::string& profile = args.profile;

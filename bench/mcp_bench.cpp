@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_paths.h"
+
 namespace {
 
 using nlohmann::json;
@@ -45,7 +47,8 @@ struct Server {
       ::dup2(to_child[0], STDIN_FILENO);
       ::dup2(from_child[1], STDOUT_FILENO);
       ::dup2(err[1], STDERR_FILENO);
-      std::vector<std::string> args = {STICKLER_BINARY, "serve", "--root", STICKLER_ZOO_DIR};
+      std::vector<std::string> args = {stickler::bench::kSticklerBinary, "serve", "--root",
+                                       stickler::bench::kZooDir};
       args.insert(args.end(), extra.begin(), extra.end());
       std::vector<char*> argv;
       argv.reserve(args.size() + 1);

@@ -24,6 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_paths.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -69,7 +71,7 @@ json readJson(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string targets = std::string(STICKLER_BUILD_DIR) + "/targets";
+  std::string targets = std::string(stickler::bench::kBuildDir) + "/targets";
   size_t limit = 0;
   size_t sample = 20;
   size_t jobs = 2;
@@ -87,8 +89,9 @@ int main(int argc, char** argv) {
   }
   if (!fs::exists(targets + "/index.json")) {
     std::printf("generating the target set into %s (once; minutes)\n", targets.c_str());
-    const std::string generate = std::string(STICKLER_PYTHON) + " " + STICKLER_SOURCE_DIR +
-                                 "/tests/zoo/targets.py --out " + quote(targets) + " --jobs 2";
+    const std::string generate = std::string(stickler::bench::kPython) + " " +
+                                 stickler::bench::kSourceDir + "/tests/zoo/targets.py --out " +
+                                 quote(targets) + " --jobs 2";
     if (std::system(generate.c_str()) != 0) {
       std::fprintf(stderr, "sweep_bench: generating the target set failed\n");
       return 1;
@@ -111,7 +114,7 @@ int main(int argc, char** argv) {
     std::ofstream list(work + "/models.txt");
     for (const std::string& model : models) list << model << "\n";
   }
-  const std::string binary = quote(STICKLER_BINARY);
+  const std::string binary = quote(stickler::bench::kSticklerBinary);
 
   // The baseline: bare runs of a sample of the variants, one at a time.
   std::vector<std::string> sampled;

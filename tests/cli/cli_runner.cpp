@@ -1,4 +1,5 @@
 #include "tests/cli/cli_runner.h"
+#include "tests/build_paths.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -41,7 +42,7 @@ Result sticklerIn(const std::string& cwd, const std::vector<std::string>& args,
   std::string command = cwd.empty() ? "" : "cd " + quote(cwd) + " && ";
   if (!environment.empty()) command += "env ";
   for (const auto& variable : environment) command += quote(variable) + " ";
-  command += STICKLER_BINARY;
+  command += kSticklerBinary;
   for (const auto& arg : args) command += " " + quote(arg);
   command += " >" + out + " 2>" + err;
   const int raw = std::system(command.c_str());

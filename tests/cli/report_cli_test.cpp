@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/build_paths.h"
 #include "tests/cli/cli_runner.h"
 #include "tests/cli/fault_profiles.h"
 #include "tests/unit/zoo.h"
@@ -31,7 +32,7 @@ std::string readFile(const std::string& path) {
 }
 
 std::string testProfile(const std::string& name) {
-  return std::string(STICKLER_TEST_PROFILES) + "/" + name;
+  return std::string(testing::kTestProfiles) + "/" + name;
 }
 
 std::string scratch(const std::string& name) {

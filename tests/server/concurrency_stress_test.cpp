@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/build_paths.h"
 #include "tests/server/served_process.h"
 #include "tests/unit/zoo.h"
 
@@ -32,7 +33,7 @@ struct Call {
 
 Call callNumber(int i) {
   const std::string abort_profile =
-      std::string(STICKLER_TEST_PROFILES) + "/abort-in-attention.json";
+      std::string(testing::kTestProfiles) + "/abort-in-attention.json";
   switch (i % 10) {
     case 0:
     case 1:

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "simulator/device/device_profile.h"
+#include "tests/build_paths.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
 
@@ -45,7 +46,7 @@ class McpServerTest : public ::testing::Test {
 
   static ServerOptions options() {
     ServerOptions options;
-    options.roots = {zooRoot(), STICKLER_TEST_PROFILES};
+    options.roots = {zooRoot(), testing::kTestProfiles};
     options.conformance_fixtures = true;
     return options;
   }
@@ -459,7 +460,7 @@ TEST_F(McpServerTest, ToolSchemasMatchTheirSnapshot) {
           ->at("result")
           .at("tools");
   const std::string path =
-      std::string(STICKLER_SOURCE_DIR) + "/tests/server/tool_schemas.snapshot.json";
+      std::string(testing::kSourceDir) + "/tests/server/tool_schemas.snapshot.json";
   if (std::getenv("STICKLER_UPDATE_SNAPSHOTS")) std::ofstream(path) << tools.dump(2) << "\n";
   std::ifstream in(path);
   ASSERT_TRUE(in) << "no snapshot at " << path

@@ -20,6 +20,7 @@
 #include "adapters/engine/equivalence/region_program.h"
 #include "adapters/review/proposal_store.h"
 #include "simulator/graph/loaded_model.h"
+#include "tests/build_paths.h"
 #include "tests/server/workspace_server.h"
 
 namespace stickler {
@@ -68,7 +69,7 @@ class ReviewGate : public WorkspaceServerTest {
     return run;
   }
   Command reviewer(const std::string& args, const std::string& env = "") {
-    return shell(std::string(STICKLER_BINARY) + " " + args, env);
+    return shell(std::string(testing::kSticklerBinary) + " " + args, env);
   }
   json reviewerJson(const std::string& args) {
     const Command run = reviewer(args + " --json");
@@ -353,8 +354,8 @@ TEST_F(ReviewGate, TheServerKilledDuringAnApprovalFromThePageRestartsWithNothing
     const std::string env = point.empty() ? "" : "STICKLER_TEST_CRASH_AT=" + point;
     const std::string pid_file = log + ".pid";
     const Command started =
-        shell("{ " + env + " " + STICKLER_BINARY + " review serve --http 127.0.0.1:0 2>'" + log +
-              "' & echo $! >'" + pid_file + "'; }");
+        shell("{ " + env + " " + testing::kSticklerBinary + " review serve --http 127.0.0.1:0 2>'" +
+              log + "' & echo $! >'" + pid_file + "'; }");
     ASSERT_EQ(started.status, 0);
     // Whatever happens below, this server does not outlive the test.
     struct Stop {
@@ -415,7 +416,7 @@ TEST_F(ReviewGate, TwoReviewersApprovingAtOnceGetOneApprovalAndOneClearConflict)
       submit({"pow-cube-as-mul"}, {{testing::zooPath("gpt2-tiny.pt"), "spyre-2025-clean"}});
   const std::string main_before = mainCommit();
   const std::string approve =
-      std::string(STICKLER_BINARY) + " review approve " + std::to_string(id);
+      std::string(testing::kSticklerBinary) + " review approve " + std::to_string(id);
   shell("(" + approve + " >a.out 2>a.err; echo $? >a.rc) & (" + approve +
         " >b.out 2>b.err; echo $? >b.rc) & wait");
   const std::string a = slurp(workspace_ + "/a.rc");

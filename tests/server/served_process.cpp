@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tests/build_paths.h"
 #include "tests/unit/zoo.h"
 
 namespace stickler::testing {
@@ -30,8 +31,8 @@ nlohmann::json initializeRequest() {
 ServedProcess::ServedProcess(Transport transport, std::vector<std::string> extra) {
   int in[2], out[2], err[2];
   if (::pipe(in) != 0 || ::pipe(out) != 0 || ::pipe(err) != 0) throw std::runtime_error("pipe");
-  std::vector<std::string> args = {STICKLER_BINARY, "serve",  "--root",
-                                   zooPath(""),     "--root", STICKLER_TEST_PROFILES};
+  std::vector<std::string> args = {kSticklerBinary, "serve",  "--root",
+                                   zooPath(""),     "--root", kTestProfiles};
   if (transport == Transport::kHttp) args.insert(args.end(), {"--http", "127.0.0.1:0"});
   args.insert(args.end(), extra.begin(), extra.end());
   pid_ = ::fork();

@@ -13,6 +13,7 @@
 #include "knowledge/kb_page.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/support/errors.h"
+#include "tests/build_paths.h"
 
 namespace stickler {
 namespace {
@@ -105,7 +106,7 @@ TEST(KnowledgeBase, EveryShippedPageAndSkillIsWellFormed) {
   }
   // One page per catalog adapter.
   for (const auto& entry :
-       fs::directory_iterator(std::string(STICKLER_SOURCE_DIR) + "/adapters/catalog")) {
+       fs::directory_iterator(std::string(testing::kSourceDir) + "/adapters/catalog")) {
     if (entry.path().extension() != ".py") continue;
     EXPECT_TRUE(ids.count("adapter-" + entry.path().stem().string())) << entry.path();
   }

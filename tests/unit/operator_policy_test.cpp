@@ -20,6 +20,7 @@
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
 #include "simulator/workers/worker_pool.h"
+#include "tests/build_paths.h"
 #include "tests/unit/zoo.h"
 
 namespace stickler {
@@ -105,7 +106,7 @@ TEST(OperatorPolicy, EveryShippedAdapterPasses) {
 }
 
 TEST(OperatorPolicy, SecurityPageListsEveryOperatorRefusedByName) {
-  std::ifstream in(std::string(STICKLER_SOURCE_DIR) + "/docs/security.md");
+  std::ifstream in(std::string(testing::kSourceDir) + "/docs/security.md");
   std::stringstream page;
   page << in.rdbuf();
   for (const std::string& name : operatorsRefusedByName()) {

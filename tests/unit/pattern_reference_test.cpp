@@ -10,6 +10,7 @@
 #include "adapters/engine/adapter_file.h"
 #include "adapters/engine/pattern_reference.h"
 #include "simulator/support/errors.h"
+#include "tests/build_paths.h"
 
 namespace stickler {
 namespace {
@@ -60,7 +61,7 @@ TEST(PatternReference, EachOverloadGetsAPatternTheCompilerAccepts) {
 }
 
 TEST(PatternReference, TheDocsPageIsWhatTheRewriteCompilerGenerates) {
-  const std::string path = std::string(STICKLER_SOURCE_DIR) + "/docs/pattern-reference.md";
+  const std::string path = std::string(testing::kSourceDir) + "/docs/pattern-reference.md";
   const std::string generated = patternReferenceMarkdown();
   if (std::getenv("STICKLER_UPDATE_SNAPSHOTS") != nullptr) {
     std::ofstream(path) << generated;

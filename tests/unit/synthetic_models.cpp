@@ -1,4 +1,5 @@
 #include "tests/unit/synthetic_models.h"
+#include "tests/build_paths.h"
 
 #include <gtest/gtest.h>
 #include <torch/script.h>
@@ -16,7 +17,7 @@ std::string writeScriptedModel(const std::string& name, const std::string& forwa
 }
 
 std::string testProfile(const std::string& file) {
-  return std::string(STICKLER_TEST_PROFILES) + "/" + file;
+  return std::string(kTestProfiles) + "/" + file;
 }
 
 }  // namespace stickler::testing

@@ -1,4 +1,5 @@
 #include "tests/unit/zoo.h"
+#include "tests/build_paths.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -13,7 +14,7 @@ namespace {
 
 std::string zooDir() {
   if (const char* dir = std::getenv("STICKLER_ZOO_DIR")) return dir;
-  return STICKLER_ZOO_DIR;
+  return kBuiltZooDir;
 }
 
 }  // namespace
