@@ -9,7 +9,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <exception>
+#include <string>
+#include <utility>
 
 namespace stickler {
 namespace {
@@ -166,6 +170,27 @@ void answerAndClose(socket_t sock, const char* status, const std::string& messag
 
 void closeConnectionAfterResponse() {
   close_after_response = true;
+}
+
+GatedHttpServer::GatedHttpServer(const ConnectionLimits& limits) : limits_(limits) {
+  // What went wrong goes to the server's log; the client learns only that it did.
+  set_exception_handler([](const httplib::Request& request, httplib::Response& response,
+                           std::exception_ptr error) {
+    std::string what = "an exception that is not a std::exception";
+    try {
+      std::rethrow_exception(std::move(error));
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    std::fprintf(stderr, "stickler serve: %s %s failed: %s\n", request.method.c_str(),
+                 request.path.c_str(), what.c_str());
+    response.status = 500;
+    response.set_header("Connection", "close");
+    response.set_content(
+        R"({"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error; the server's log says more"}})",
+        "application/json");
+  });
 }
 
 bool GatedHttpServer::admit(const std::string& address) {

@@ -32,7 +32,9 @@ void closeConnectionAfterResponse();
 
 class GatedHttpServer : public httplib::Server {
  public:
-  explicit GatedHttpServer(const ConnectionLimits& limits) : limits_(limits) {}
+  // Also answers a handler's exception as a plain 500: without a handler of its own,
+  // cpp-httplib would send the exception's text to the client in an EXCEPTION_WHAT header.
+  explicit GatedHttpServer(const ConnectionLimits& limits);
 
  private:
   // Called on a worker for each accepted connection (cpp-httplib's listen loop and pool).

@@ -4,9 +4,9 @@
 #include <cctype>
 #include <string>
 
-#include "server/transport/http_connection_gate.h"
 #include "server/mcp/json_rpc.h"
 #include "server/mcp/mcp_server.h"
+#include "server/transport/http_connection_gate.h"
 #include "server/transport/review_page.h"
 
 namespace stickler {
@@ -131,6 +131,12 @@ std::optional<GuardAnswer> HttpRequestGuard::framing(const httplib::Request& req
        {"Host", "Origin", "Content-Length", "Authorization", kSessionHeader, kVersionHeader}) {
     if (request.headers.count(name) > 1) {
       return refuse(400, std::string("more than one ") + name + " header");
+    }
+    // These are ASCII by their grammar. A byte past it would reach the answer's JSON (which
+    // quotes Host, Origin and the version) as invalid UTF-8.
+    const std::string value = request.get_header_value(name);
+    if (std::any_of(value.begin(), value.end(), [](unsigned char c) { return c >= 0x80; })) {
+      return refuse(400, std::string("header ") + name + " holds a byte that is not ASCII");
     }
   }
   // From the header table itself: get_header_value() goes through a C string and would stop

@@ -90,6 +90,22 @@ TEST(HttpRequestGuard, AControlCharacterInAHeaderIsRefused) {
   expectRefusal(guard.beforeRouting(del), 400, "header X-Note holds a control character", true);
 }
 
+TEST(HttpRequestGuard, AByteBeyondAsciiInAHeaderItReadsIsRefused) {
+  const HttpRequestGuard guard{withToken()};
+  for (const char* name : {"Host", "Origin", "Authorization", "MCP-Protocol-Version"}) {
+    auto request = cleanPost();
+    request.headers.erase(name);
+    request.headers.emplace(name, "local\xffhost");
+    expectRefusal(guard.beforeRouting(request), 400,
+                  std::string("header ") + name + " holds a byte that is not ASCII", true);
+  }
+  // Other headers may carry obsolete text (RFC 9110): the guard neither reads nor quotes them.
+  auto agent = cleanPost();
+  agent.headers.emplace("User-Agent", "caf\xc3\xa9");
+  agent.headers.emplace("Authorization", "Bearer " + kToken);
+  EXPECT_FALSE(guard.beforeRouting(agent).has_value());
+}
+
 TEST(HttpRequestGuard, ContentLengthMustBeOnePlainDecimalWithinTheLimit) {
   HttpOptions options;
   options.max_request_bytes = 1000;

@@ -462,5 +462,30 @@ TEST(HttpToken, ABearerTokenIsRequiredWhenConfigured) {
             200);
 }
 
+// A byte past ASCII in a header the server reads and quotes was a 500 whose EXCEPTION_WHAT header
+// carried the JSON library's message, before authentication (issue 34).
+TEST(HttpToken, ANonAsciiByteInAQuotedHeaderIsA400BeforeTheTokenAndShowsNoException) {
+  const std::string token_file = ::testing::TempDir() + "/stickler-token-ascii";
+  std::ofstream(token_file) << "s3cret-token-of-some-length\n";
+  ServedProcess served(ServedProcess::Transport::kHttp, {"--token-file", token_file});
+  const std::string body = initializeRequest().dump();
+  const std::string tail =
+      "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  const std::pair<std::string, std::string> headers[] = {
+      {"Host", "Host: local\xffhost\r\n"},
+      {"Origin", "Host: localhost\r\nOrigin: http://local\xffhost\r\n"},
+      {"MCP-Protocol-Version", "Host: localhost\r\nMCP-Protocol-Version: 2025-06-1\xff\r\n"},
+  };
+  for (const auto& [name, lines] : headers) {
+    const std::string answer = rawExchange(served.port(), "POST /mcp HTTP/1.1\r\n" + lines + tail);
+    EXPECT_EQ(statusLine(answer).substr(0, 12), "HTTP/1.1 400") << name << ": " << answer;
+    EXPECT_EQ(answer.find("EXCEPTION"), std::string::npos) << answer;
+    EXPECT_NE(answer.find("header " + name + " holds a byte that is not ASCII"), std::string::npos)
+        << answer;
+  }
+  EXPECT_TRUE(served.alive());
+}
+
 }  // namespace
 }  // namespace stickler
