@@ -10,8 +10,8 @@
 #include "tools/reports/report_retention.h"
 #include "tools/sweep/sweep_history.h"
 #include "tools/sweep/sweep_models.h"
-#include "tools/sweep/sweep_presentation.h"
 #include "tools/sweep/sweep_page.h"
+#include "tools/sweep/sweep_presentation.h"
 #include "tools/sweep/sweep_summary.h"
 
 namespace stickler {
@@ -107,6 +107,44 @@ TEST(SweepModelList, PathsGlobsCommentsAndManifests) {
                                throw UserError("outside the workspace: " + path);
                              }),
                UserError);
+}
+
+// A glob's base is confined before the glob is expanded, and the error names the list's line:
+// '/etc/*' answered "path '/etc/ODBCDataSources' is outside the workspace", which told a list's
+// writer which files exist outside it (issue 34).
+TEST(SweepModelList, AGlobOutsideTheWorkspaceNamesItsLineNotItsMatches) {
+  const std::string dir = freshDir("confined-globs");
+  fs::create_directories(dir + "/zoo");
+  std::ofstream(dir + "/zoo/a.pt") << "x";
+  fs::create_symlink("/etc/hostname", dir + "/zoo/leak.pt");
+  const std::string root = fs::weakly_canonical(dir).string();
+  const auto confined = [&](const std::string& path) -> std::string {
+    const std::string real = fs::weakly_canonical(path).string();
+    if (real.rfind(root, 0) != 0) throw UserError("path '" + real + "' is outside the workspace");
+    return real;
+  };
+  const auto errorOf = [&](const std::string& lines) {
+    std::ofstream(dir + "/list.txt") << lines;
+    try {
+      readModelList(dir + "/list.txt", confined);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string outside = errorOf("zoo/a.pt\n/etc/*\n");
+  EXPECT_NE(outside.find("list.txt:2: '/etc/*': path '/etc' is outside the workspace"),
+            std::string::npos)
+      << outside;
+  EXPECT_EQ(outside.find("/etc/", outside.find("'/etc/*'") + 7), std::string::npos) << outside;
+  const std::string climbing = errorOf("zoo/../../*/*.pt\n");
+  EXPECT_NE(climbing.find("list.txt:1: 'zoo/../../*/*.pt'"), std::string::npos) << climbing;
+  // A match inside that links outside names the line, not the link's target.
+  const std::string linked = errorOf("zoo/*.pt\n");
+  EXPECT_NE(linked.find("list.txt:1: 'zoo/*.pt' matches a path that leads outside the workspace"),
+            std::string::npos)
+      << linked;
+  EXPECT_EQ(linked.find("hostname"), std::string::npos) << linked;
 }
 
 json entry(const std::string& model, const std::string& category, bool covered,

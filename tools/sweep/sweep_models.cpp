@@ -57,6 +57,15 @@ std::vector<std::string> expandGlob(const std::string& pattern) {
   return paths;
 }
 
+// The directories of a glob before its first component with a wildcard: what it can match lies
+// under them.
+std::string globBase(const std::string& pattern) {
+  const size_t wildcard = pattern.find_first_of("*?[");
+  const size_t slash = pattern.rfind('/', wildcard);
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : pattern.substr(0, slash);
+}
+
 std::vector<std::string> entriesOfManifest(const std::string& list, const std::string& text) {
   const nlohmann::json index = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!index.is_object() || !index.contains("models") || !index["models"].is_array()) {
@@ -147,11 +156,23 @@ std::vector<std::string> readModelList(
       models.insert(resolve(path));
       continue;
     }
-    const std::vector<std::string> matched = expandGlob(path);
-    if (matched.empty()) {
-      throw UserError(list + ":" + std::to_string(number) + ": '" + entry + "' matches no archive");
+    // Confined before it is expanded, and errors name the line, not what it matched: a list's
+    // writer must not learn which files exist outside the workspace.
+    const std::string where = list + ":" + std::to_string(number) + ": '" + entry + "'";
+    try {
+      resolve(globBase(path));
+    } catch (const UserError& e) {
+      throw UserError(where + ": " + e.what());
     }
-    for (const std::string& match : matched) models.insert(resolve(match));
+    const std::vector<std::string> matched = expandGlob(path);
+    if (matched.empty()) throw UserError(where + " matches no archive");
+    for (const std::string& match : matched) {
+      try {
+        models.insert(resolve(match));
+      } catch (const UserError&) {
+        throw UserError(where + " matches a path that leads outside the workspace");
+      }
+    }
   }
   if (models.empty()) throw UserError(list + ": the model list names no archive");
   return {models.begin(), models.end()};
