@@ -164,15 +164,17 @@ std::vector<std::string> readModelList(
     } catch (const UserError& e) {
       throw UserError(where + ": " + e.what());
     }
-    const std::vector<std::string> matched = expandGlob(path);
-    if (matched.empty()) throw UserError(where + " matches no archive");
-    for (const std::string& match : matched) {
+    // A match that leads outside (a link, or '..' after a wildcard) counts as no match: an error
+    // of its own would say that the outside path exists.
+    size_t inside = 0;
+    for (const std::string& match : expandGlob(path)) {
       try {
         models.insert(resolve(match));
+        ++inside;
       } catch (const UserError&) {
-        throw UserError(where + " matches a path that leads outside the workspace");
       }
     }
+    if (inside == 0) throw UserError(where + " matches no archive");
   }
   if (models.empty()) throw UserError(list + ": the model list names no archive");
   return {models.begin(), models.end()};
