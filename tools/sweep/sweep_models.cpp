@@ -164,8 +164,8 @@ std::vector<std::string> readModelList(
     } catch (const UserError& e) {
       throw UserError(where + ": " + e.what());
     }
-    // A match that leads outside (a link, or '..' after a wildcard) counts as no match: an error
-    // of its own would say that the outside path exists.
+    // A match that leads outside (through a link; '..' is resolved with the base above) counts
+    // as no match: an error of its own would say that the outside path exists.
     size_t inside = 0;
     for (const std::string& match : expandGlob(path)) {
       try {
