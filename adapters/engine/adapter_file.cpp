@@ -319,6 +319,40 @@ json literalValue(TSNode node, const FileErrors& errors) {
                 errors.textOf(node) + "'");
 }
 
+// `torch.ops.aten.add` -> {"torch", "ops", "aten", "add"}; a callee that is not a chain of
+// names keeps its last name (`x[0].fill_` -> {"fill_"}).
+std::vector<std::string> calleeOf(TSNode callee, const FileErrors& errors) {
+  std::vector<std::string> names;
+  TSNode node = callee;
+  while (typeOf(node) == "attribute") {
+    names.insert(names.begin(), errors.textOf(field(node, "attribute")));
+    node = field(node, "object");
+  }
+  if (typeOf(node) == "identifier") {
+    names.insert(names.begin(), errors.textOf(node));
+  } else if (names.size() > 1) {
+    names.erase(names.begin(), names.end() - 1);
+  }
+  return names;
+}
+
+// Every call in `node`, dead code included: TorchScript drops a branch it can decide while
+// compiling (`if False:`), so only the text shows what such a branch would call.
+void collectCalls(TSNode node, const FileErrors& errors, std::vector<WrittenCall>& calls) {
+  if (typeOf(node) == "call") {
+    WrittenCall call;
+    call.callee = calleeOf(field(node, "function"), errors);
+    call.position = positionOf(node);
+    for (TSNode argument : namedChildren(field(node, "arguments"))) {
+      if (typeOf(argument) == "keyword_argument") {
+        call.keywords.push_back(errors.textOf(field(argument, "name")));
+      }
+    }
+    if (!call.callee.empty()) calls.push_back(std::move(call));
+  }
+  for (TSNode child : namedChildren(node)) collectCalls(child, errors, calls);
+}
+
 AdapterFunction functionOf(TSNode node, const FileErrors& errors) {
   AdapterFunction function;
   function.name = errors.textOf(field(node, "name"));
@@ -336,6 +370,7 @@ AdapterFunction functionOf(TSNode node, const FileErrors& errors) {
       errors.at(parameter, "parameters are plain names (with a type): no *args or **kwargs");
     }
   }
+  collectCalls(node, errors, function.calls);  // default values are code too
   return function;
 }
 

@@ -31,12 +31,22 @@ struct AdapterMetadata {
   int64_t max_ulps = 0;               // the equivalence bound: 0 is bitwise equal
 };
 
+// A call as written in a function's text, whether or not the code around it can run:
+// `torch.save(x, f)` is callee {"torch", "save"}, keywords {}. A callee that is not a chain of
+// names (`x[0].fill_`) keeps its last name alone.
+struct WrittenCall {
+  std::vector<std::string> callee;
+  std::vector<std::string> keywords;
+  SourcePosition position;
+};
+
 // A top-level function, in the file's own text, to be compiled by LibTorch.
 struct AdapterFunction {
   std::string name;
   std::string source;  // the whole `def`, dedented as written at top level
   SourcePosition position;
   std::vector<std::string> parameters;
+  std::vector<WrittenCall> calls;  // every call in its body, in the order written
 };
 
 // `transform = name(key=value, ...)`: a built-in transform with literal arguments.

@@ -1,10 +1,12 @@
 #include "adapters/engine/operator_policy.h"
 
 #include <map>
+#include <set>
 
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include "adapters/engine/adapter_file.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -99,7 +101,110 @@ void checkBlock(const torch::jit::Block& block, AdapterCodeRole role, const std:
   }
 }
 
+// Python names whose operator is named otherwise (torch.jit.fork is prim::fork by its own name).
+const std::map<std::string, std::string>& operatorsCalledOtherwise() {
+  static const std::map<std::string, std::string> kOtherwise = {
+      {"print", "prim::Print"},
+      {"_awaitable", "prim::awaitable"},
+      {"_awaitable_wait", "prim::awaitable_wait"},
+      {"_fork", "prim::fork"},
+  };
+  return kOtherwise;
+}
+
+// What a name would run as a call, for the checks that need a schema, computed once from the
+// registered operators (by string, so that the names a file writes are not interned).
+struct WrittenNameFacts {
+  std::map<std::string, std::string> writes_first_argument;  // aten name -> argument
+  std::set<std::string> draws_random_numbers;                // aten names
+};
+
+const WrittenNameFacts& writtenNameFacts() {
+  static const WrittenNameFacts kFacts = [] {
+    WrittenNameFacts facts;
+    for (const auto& op : torch::jit::getAllOperators()) {
+      const c10::FunctionSchema& schema = op->schema();
+      const c10::Symbol kind = c10::Symbol::fromQualString(schema.name());
+      if (!kind.is_aten()) continue;
+      const std::string name = kind.toUnqualString();
+      const auto& arguments = schema.arguments();
+      if (!arguments.empty() && arguments[0].alias_info() != nullptr &&
+          arguments[0].alias_info()->isWrite() && holdsTensors(arguments[0].type())) {
+        facts.writes_first_argument.emplace(name, arguments[0].name());
+      }
+      if (drawsRandomNumbers(kind)) facts.draws_random_numbers.insert(name);
+    }
+    return facts;
+  }();
+  return kFacts;
+}
+
+std::optional<std::string> writtenCallRefusal(const WrittenCall& call, AdapterCodeRole role,
+                                              std::string& operator_name) {
+  const std::vector<std::string>& callee = call.callee;
+  if (callee.size() >= 3 && callee[0] == "torch" && callee[1] == "ops" && callee[2] != "aten") {
+    // As the resolver answers it when the call is compiled.
+    operator_name = "torch.ops." + callee[2];
+    return std::string("adapter code may use torch.ops.aten only");
+  }
+  const std::string& name = callee.back();
+  const auto otherwise = operatorsCalledOtherwise().find(name);
+  std::vector<std::string> candidates = {"aten::" + name, "prim::" + name};
+  if (otherwise != operatorsCalledOtherwise().end()) candidates = {otherwise->second};
+  for (const std::string& candidate : candidates) {
+    const auto named = refusedByName().find(candidate);
+    if (named != refusedByName().end()) {
+      operator_name = candidate;
+      return named->second;
+    }
+  }
+  if (role == AdapterCodeRole::kMatched) return std::nullopt;
+  operator_name = "aten::" + name;
+  const WrittenNameFacts& facts = writtenNameFacts();
+  if (facts.draws_random_numbers.count(name)) return std::string("it draws random numbers");
+  const auto written = facts.writes_first_argument.find(name);
+  if (written != facts.writes_first_argument.end()) {
+    return "it writes its argument `" + written->second +
+           "` in place (a replacement computes new values; use the out-of-place operator)";
+  }
+  for (const std::string& keyword : call.keywords) {
+    if (keyword == "out") {
+      return std::string(
+          "it writes its argument `out` in place (a replacement computes new values; use the "
+          "out-of-place operator)");
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+void checkWrittenCalls(const AdapterFile& file) {
+  std::set<std::string> own_names;
+  std::vector<const AdapterFunction*> functions;
+  for (const auto* function : {&file.pattern, &file.replacement, &file.condition}) {
+    if (*function) functions.push_back(&**function);
+  }
+  for (const AdapterFunction& helper : file.helpers) functions.push_back(&helper);
+  for (const AdapterFunction* function : functions) own_names.insert(function->name);
+  for (const AdapterFunction* function : functions) {
+    const auto role =
+        function->name == "pattern" ? AdapterCodeRole::kMatched : AdapterCodeRole::kRun;
+    for (const WrittenCall& call : function->calls) {
+      if (call.callee.size() == 1 && own_names.count(call.callee[0])) continue;
+      std::string operator_name;
+      if (auto reason = writtenCallRefusal(call, role, operator_name)) {
+        const std::string where = file.path + ":" + std::to_string(call.position.line) + ":" +
+                                  std::to_string(call.position.column) + ": ";
+        const std::string what =
+            operator_name.rfind("torch.ops.", 0) == 0
+                ? *reason + ", not " + operator_name
+                : operator_name + " is not allowed in adapter code: " + *reason;
+        throw UserError(where + what + " (adapters may only compute on tensors; docs/security.md)");
+      }
+    }
+  }
+}
 
 std::optional<std::string> operatorRefusal(const Node& node, AdapterCodeRole role) {
   const c10::Symbol kind = node.kind();

@@ -26,6 +26,15 @@ std::optional<std::string> operatorRefusal(const torch::jit::Node& node, Adapter
 void checkAdapterOperators(const torch::jit::Graph& graph, AdapterCodeRole role,
                            const std::string& path);
 
+// Throws UserError "path:line:column: ..." at the first call written in the file's functions
+// that names a refused operator, wherever it is written: TorchScript never compiles a branch it
+// decides while compiling (`if False:`, `if not torch.jit.is_scripting():`), so the graph
+// check above cannot see it, yet a reviewer and the catalog would take it in. Calls are
+// judged by their names: `torch.save` and `x.save` are aten::save, `print` is prim::Print,
+// `x.fill_` is in place, `out=` writes its argument. Names the file defines are its own.
+struct AdapterFile;
+void checkWrittenCalls(const AdapterFile& file);
+
 // Operators refused by name, whatever their arguments: for docs/security.md's table.
 std::vector<std::string> operatorsRefusedByName();
 

@@ -118,6 +118,8 @@ CompiledRewrite compileRewrite(const AdapterFile& file) {
   if (!file.pattern || !file.replacement) {
     throw UserError(file.path + ": not a rewrite (it calls a built-in transform)");
   }
+  // Before TorchScript sees the code, what it is written to call, dead code included.
+  checkWrittenCalls(file);
   CompiledRewrite compiled;
   try {
     compiled.unit = compileAdapterSource(functionsAtTheirLines(file));

@@ -18,6 +18,7 @@ namespace {
 
 constexpr size_t kPageSize = 50;
 constexpr size_t kMaxCompletions = 100;
+constexpr size_t kMaxSubscriptionUriBytes = 2048;
 
 const char* kInstructions =
     "Stickler brings neural-network models (TorchScript archives) onto the IBM Spyre "
@@ -212,7 +213,7 @@ json McpServer::dispatch(McpSession& session, const RpcMessage& request, ClientC
   if (method == "resources/subscribe" || method == "resources/unsubscribe") {
     const std::string uri = requireParam(params, "uri");
     if (method == "resources/subscribe") {
-      session.subscribe(uri, isReviewResource(uri) ? reviewResourceTag(workspace_, uri) : "");
+      subscribe(session, uri);
     } else {
       session.unsubscribe(uri);
     }
@@ -293,6 +294,23 @@ json McpServer::callTool(McpSession& session, const RpcMessage& request, ClientC
   session.endRequest(request.id);
   if (cancelled->load()) throw Cancelled();
   return result;
+}
+
+void McpServer::subscribe(McpSession& session, const std::string& uri) const {
+  // Each subscription is held for the session's life and looked at on every change of the
+  // workspace, so its size and number are bounded, and only what exists can be watched.
+  if (uri.size() > kMaxSubscriptionUriBytes) {
+    throw RpcFailure(rpc_error::kInvalidParams,
+                     "a subscribed URI may hold " + std::to_string(kMaxSubscriptionUriBytes) +
+                         " bytes; this one holds " + std::to_string(uri.size()));
+  }
+  readResource({{"uri", uri}});  // kResourceNotFound for what does not exist
+  const std::string tag = isReviewResource(uri) ? reviewResourceTag(workspace_, uri) : "";
+  if (!session.subscribe(uri, tag)) {
+    throw RpcFailure(rpc_error::kInvalidParams,
+                     "this session already holds " + std::to_string(McpSession::kMaxSubscriptions) +
+                         " subscriptions, the most one may; unsubscribe from one first");
+  }
 }
 
 json McpServer::readResource(const json& params) const {

@@ -60,6 +60,7 @@ class McpServer {
   nlohmann::json initialize(McpSession& session, const nlohmann::json& params);
   nlohmann::json callTool(McpSession& session, const RpcMessage& request, ClientChannel& channel);
   nlohmann::json readResource(const nlohmann::json& params) const;
+  void subscribe(McpSession& session, const std::string& uri) const;
   nlohmann::json getPrompt(const nlohmann::json& params) const;
   nlohmann::json complete(const nlohmann::json& params) const;
   void endExpiredSessions();  // with sessions_mutex_ held

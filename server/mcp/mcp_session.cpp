@@ -29,9 +29,12 @@ bool McpSession::busy() const {
   return !in_flight_.empty();
 }
 
-void McpSession::subscribe(const std::string& uri, const std::string& tag) {
+bool McpSession::subscribe(const std::string& uri, const std::string& tag,
+                           size_t max_subscriptions) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (subscriptions_.count(uri) == 0 && subscriptions_.size() >= max_subscriptions) return false;
   subscriptions_[uri] = tag;
+  return true;
 }
 
 void McpSession::unsubscribe(const std::string& uri) {

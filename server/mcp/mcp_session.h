@@ -58,8 +58,11 @@ class McpSession {
   AdapterStacks adapter_stacks;  // adapters applied to its models, kept across calls
 
   // A subscription remembers the state of its resource when last notified (`tag`: for a
-  // review, its revision), so that a change is notified once.
-  void subscribe(const std::string& uri, const std::string& tag = "");
+  // review, its revision), so that a change is notified once. A session holds at most
+  // `max_subscriptions`: false when `uri` is new and would exceed them (nothing changes).
+  bool subscribe(const std::string& uri, const std::string& tag = "",
+                 size_t max_subscriptions = kMaxSubscriptions);
+  static constexpr size_t kMaxSubscriptions = 256;
   void unsubscribe(const std::string& uri);
   bool subscribed(const std::string& uri) const;
   std::map<std::string, std::string> subscriptions() const;  // uri -> tag

@@ -159,10 +159,11 @@ class ConnectionStream : public httplib::Stream {
 void answerAndClose(socket_t sock, const char* status, const std::string& message) {
   const std::string body =
       R"({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":")" + message + "\"}}";
-  const std::string response = std::string("HTTP/1.1 ") + status +
-                               "\r\nContent-Type: application/json\r\nConnection: close\r\n"
-                               "Retry-After: 1\r\nContent-Length: " +
-                               std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string response =
+      std::string("HTTP/1.1 ") + status +
+      "\r\nContent-Type: application/json\r\nConnection: close\r\n"
+      "Referrer-Policy: no-referrer\r\nRetry-After: 1\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   (void)::send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
@@ -173,6 +174,9 @@ void closeConnectionAfterResponse() {
 }
 
 GatedHttpServer::GatedHttpServer(const ConnectionLimits& limits) : limits_(limits) {
+  // The review page's addresses name proposals and may carry a one-time token: a link
+  // followed from it must not tell the next site where it came from.
+  set_default_headers({{"Referrer-Policy", "no-referrer"}});
   // What went wrong goes to the server's log; the client learns only that it did.
   set_exception_handler([](const httplib::Request& request, httplib::Response& response,
                            std::exception_ptr error) {

@@ -95,7 +95,8 @@ void writeGuardAnswer(const GuardAnswer& answer, httplib::Response& response) {
   }
 }
 
-HttpRequestGuard::HttpRequestGuard(const HttpOptions& options) : options_(options) {
+HttpRequestGuard::HttpRequestGuard(const HttpOptions& options)
+    : options_(options), port_(options.port) {
   allowed_hosts_ = {"localhost", "127.0.0.1", "[::1]", "::1"};
   if (options.host != "0.0.0.0" && options.host != "::")
     allowed_hosts_.push_back(lower(options.host));
@@ -147,7 +148,24 @@ std::optional<GuardAnswer> HttpRequestGuard::framing(const httplib::Request& req
     });
     if (control) return refuse(400, "header " + name + " holds a control character");
   }
-  if (!request.has_header("Content-Length")) return std::nullopt;
+  // A body is framed one of two ways. Any other transfer coding (`identity`, `gzip`) or none
+  // at all on a method that carries a body would have the body read until the client closes.
+  if (request.has_header("Transfer-Encoding")) {
+    const std::string coding = request.get_header_value("Transfer-Encoding");
+    if (request.headers.count("Transfer-Encoding") > 1 || lower(coding) != "chunked") {
+      return refuse(400, "Transfer-Encoding '" + coding.substr(0, 40) +
+                             "' is not supported: send the body with Content-Length, or chunked");
+    }
+  }
+  if (!request.has_header("Content-Length")) {
+    const bool carries_body =
+        request.method == "POST" || request.method == "PUT" || request.method == "PATCH";
+    if (carries_body && !request.has_header("Transfer-Encoding")) {
+      return refuse(411,
+                    "a " + request.method + " needs Content-Length or Transfer-Encoding: chunked");
+    }
+    return std::nullopt;
+  }
   if (request.has_header("Transfer-Encoding")) {
     return refuse(400, "both Content-Length and Transfer-Encoding: the body's end is ambiguous");
   }
@@ -167,7 +185,9 @@ std::optional<GuardAnswer> HttpRequestGuard::framing(const httplib::Request& req
 }
 
 // A web page that reaches the server through a name it controls (DNS rebinding) sends that name
-// as Host, and its own address as Origin.
+// as Host, and its own address as Origin. An Origin is the server's own (http://, an accepted
+// host, the port it listens on) or one configured: a page served from another port of the same
+// host is another site, which must not post review decisions or drive /mcp.
 std::optional<GuardAnswer> HttpRequestGuard::hostAndOrigin(const httplib::Request& request) const {
   const std::string host = lower(hostWithoutPort(request.get_header_value("Host")));
   if (std::find(allowed_hosts_.begin(), allowed_hosts_.end(), host) == allowed_hosts_.end()) {
@@ -175,15 +195,28 @@ std::optional<GuardAnswer> HttpRequestGuard::hostAndOrigin(const httplib::Reques
   }
   if (!request.has_header("Origin")) return std::nullopt;
   const std::string origin = lower(request.get_header_value("Origin"));
-  const auto scheme = origin.find("://");
-  const std::string origin_host =
-      scheme == std::string::npos ? "" : hostWithoutPort(origin.substr(scheme + 3));
   const bool listed = std::find(options_.allowed_origins.begin(), options_.allowed_origins.end(),
                                 origin) != options_.allowed_origins.end();
-  const bool local =
-      std::find(allowed_hosts_.begin(), allowed_hosts_.end(), origin_host) != allowed_hosts_.end();
-  if (!listed && !local) return rpcRefusal(403, "Origin '" + origin + "' is not allowed");
+  if (!listed && !ownOrigin(origin)) {
+    return rpcRefusal(403, "Origin '" + origin + "' is not allowed");
+  }
   return std::nullopt;
+}
+
+// "http://localhost:8765" when the server listens on 8765: plain HTTP (TLS ends in a proxy,
+// whose origin is configured), an accepted host, and the port, written or HTTP's default 80.
+bool HttpRequestGuard::ownOrigin(const std::string& origin) const {
+  const std::string scheme = "http://";
+  if (origin.rfind(scheme, 0) != 0 || port_ <= 0) return false;
+  const std::string authority = origin.substr(scheme.size());
+  const std::string origin_host = hostWithoutPort(authority);
+  if (std::find(allowed_hosts_.begin(), allowed_hosts_.end(), origin_host) ==
+      allowed_hosts_.end()) {
+    return false;
+  }
+  const std::string port = authority.substr(origin_host.size());
+  if (port.empty()) return port_ == 80;
+  return port == ":" + std::to_string(port_);
 }
 
 // The page's own checks after Host and Origin: a form POST must say where it comes from (a

@@ -45,6 +45,10 @@ class HttpRequestGuard {
  public:
   explicit HttpRequestGuard(const HttpOptions& options);
 
+  // The port the server listens on, once bound (options.port may be 0): the server's own
+  // origin is http://, an accepted host and this port.
+  void listeningOn(int port) { port_ = port; }
+
   // Before routing, for every request: its framing; for /mcp and the review page also Host,
   // Origin and the token. Nothing when the request goes on to its handler (or to a 404).
   std::optional<GuardAnswer> beforeRouting(const httplib::Request& request) const;
@@ -57,9 +61,11 @@ class HttpRequestGuard {
  private:
   std::optional<GuardAnswer> framing(const httplib::Request& request) const;
   std::optional<GuardAnswer> hostAndOrigin(const httplib::Request& request) const;
+  bool ownOrigin(const std::string& origin) const;
   std::optional<GuardAnswer> reviewPage(const httplib::Request& request) const;
 
   HttpOptions options_;
+  int port_ = 0;
   std::vector<std::string> allowed_hosts_;  // lower case, without a port
 };
 

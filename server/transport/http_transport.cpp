@@ -13,10 +13,10 @@
 #include <mutex>
 #include <thread>
 
-#include "server/transport/http_connection_gate.h"
-#include "server/transport/http_request_guard.h"
 #include "server/mcp/json_rpc.h"
 #include "server/mcp/task_pool.h"
+#include "server/transport/http_connection_gate.h"
+#include "server/transport/http_request_guard.h"
 #include "simulator/support/untrusted_json.h"
 
 namespace stickler {
@@ -175,6 +175,7 @@ class HttpTransport {
                    options_.port);
       return 1;
     }
+    guard_.listeningOn(port);  // before any request is read
     if (on_listening) on_listening(port);
     return http.listen_after_bind() ? 0 : 1;
   }

@@ -14,6 +14,7 @@
 #include "simulator/graph/model_archive.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/interpreter/shape_only.h"
+#include "simulator/support/available_memory.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/task_control.h"
 #include "simulator/support/text_format.h"
@@ -320,6 +321,7 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
   std::string card_origin = path + " (" + ModelCard::kArchivePath + ")";
   if (!options.inputs.empty()) {
     if (model->card.fixed_shapes) refuseOtherShapes(model->card.inputs, options.inputs, path);
+    checkInputBytes(options.inputs, "--input");
     model->card.inputs = options.inputs;
     model->card.from_archive = false;
     card_origin = "--input";
@@ -328,6 +330,7 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
                     ") in the archive: give the inputs with --input name:shape:dtype");
   }
 
+  checkArchiveFitsInMemory(archive, options.shapes_only, availableMemoryBytes(), path);
   model->module = loadModule(path);
   if (!model->module.find_method("forward")) throw UserError(path + ": the model has no forward");
   checkCardAgainstSignature(model->card, model->module.get_method("forward").function().getSchema(),

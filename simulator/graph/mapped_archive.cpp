@@ -22,9 +22,7 @@ namespace {
 
 // torch.jit.save aligns each record's data to 64 bytes so that it can be used where it lies.
 constexpr uint64_t kRecordAlignment = 64;
-// Smaller records are read: they weigh nothing, and a small constant may be dropped during the
-// load (its storage then found nowhere), which would cost the mapping of the whole archive.
-constexpr uint64_t kSmallestMapped = uint64_t{64} << 10;
+constexpr uint64_t kSmallestMapped = kSmallestMappedRecord;
 
 class FileMapping {
  public:
@@ -67,9 +65,7 @@ class FileMapping {
 std::map<uint64_t, uint64_t> tensorRecords(const std::string& path, int fd, uint64_t file_size) {
   std::map<uint64_t, uint64_t> records;
   for (const ZipEntry& entry : readZipDirectory(path)) {
-    if (entry.method != 0 || entry.uncompressed < kSmallestMapped || !isTensorRecord(entry.name)) {
-      continue;
-    }
+    if (!isMappableRecord(entry)) continue;
     unsigned char header[30];
     if (::pread(fd, header, sizeof header, static_cast<off_t>(entry.header_offset)) !=
             static_cast<ssize_t>(sizeof header) ||

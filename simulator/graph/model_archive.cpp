@@ -11,6 +11,7 @@
 
 #include "simulator/graph/model_card.h"
 #include "simulator/graph/zip_directory.h"
+#include "simulator/support/available_memory.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/sha256.h"
 
@@ -59,6 +60,10 @@ ArchiveSummary inspectArchive(const std::string& path) {
   // What each entry says it holds, before LibTorch inflates any of it into memory.
   const std::vector<ZipEntry> entries = readZipDirectory(path);
   checkZipSizes(entries, path);
+  for (const ZipEntry& entry : entries) {
+    summary.record_bytes += entry.uncompressed;
+    if (!isMappableRecord(entry)) summary.copied_bytes += entry.uncompressed;
+  }
   if (const ZipEntry* card = cardEntry(entries);
       card && card->uncompressed > ModelCard::kMaxBytes) {
     throw UserError(path + ": the model card is " + std::to_string(card->uncompressed) +
@@ -111,6 +116,19 @@ ArchiveSummary inspectArchive(const std::string& path) {
     throw UserError(path + ": corrupt archive (" + firstLine(e.what_without_backtrace()) + ")");
   }
   return summary;
+}
+
+void checkArchiveFitsInMemory(const ArchiveSummary& archive, bool shapes_only,
+                              std::optional<uint64_t> available, const std::string& path) {
+  const uint64_t needed = shapes_only ? archive.copied_bytes : archive.record_bytes;
+  if (!available || needed <= *available) return;
+  const std::string what =
+      shapes_only ? " of records its load copies into memory"
+                  : " of records (its weights, which a run reads, and what its load copies)";
+  throw UserError(path + ": it holds " + gigabytesText(needed) + what + ", more than the " +
+                  gigabytesText(*available) +
+                  " of memory available (MemAvailable, or the cgroup's limit); free memory or "
+                  "use a machine with more");
 }
 
 std::optional<std::string> readModelCardText(const std::string& path) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -12,12 +13,23 @@ struct ArchiveSummary {
   // The extra file stickler/inputs.pkl: a pickled tuple of the inputs of kind "captured".
   std::optional<std::string> captured_inputs;
   std::optional<std::string> module_paths;  // stickler/module_paths.json, if present
+  // What its records hold inflated, as the zip's directory says: all of them, and those a load
+  // copies into memory of its own (the rest, stored weights, are mapped from the file).
+  uint64_t record_bytes = 0;
+  uint64_t copied_bytes = 0;
 };
 
 // Checks that `path` is a readable TorchScript archive and reads its hash and model card.
 // Every failure is a UserError naming the file and the problem: missing, not a zip, truncated,
 // a plain torch.save checkpoint, a format version newer than this LibTorch reads.
 ArchiveSummary inspectArchive(const std::string& path);
+
+// Refuses, before anything of it is read, an archive that cannot fit in `available` bytes of
+// memory: what its load copies, and unless only its shapes are wanted, the weights a run reads
+// too (mapped, they are the page cache's, which must hold them to run at disk speed at best).
+// Nothing is refused when `available` is unknown.
+void checkArchiveFitsInMemory(const ArchiveSummary& archive, bool shapes_only,
+                              std::optional<uint64_t> available, const std::string& path);
 
 // The model card of the archive at `path`, read from the zip's directory and that one entry
 // (nothing hashed, no weight read: cheap at any size); nullopt when the file is not a readable

@@ -115,6 +115,13 @@ void validateInput(const InputSpec& input, const std::string& where) {
                     std::to_string(kMaxInputElements) +
                     " elements, the most an example input may hold (docs/model-card.md)");
   }
+  const uint64_t bytes = static_cast<uint64_t>(elements) * dtypeBytes(input.dtype);
+  if (bytes > kMaxInputBytes) {
+    throw UserError(where + ": shape " + shapeString(input.shape) + " of " +
+                    dtypeName(input.dtype) + " takes " + std::to_string(bytes) +
+                    " bytes, more than the " + std::to_string(kMaxInputBytes) +
+                    " an example input may take (docs/model-card.md)");
+  }
   if (input.kind == InputKind::kTokenIds) {
     if (!isIntegral(input.dtype)) {
       throw UserError(where + ": token ids need an integer dtype, not " + dtypeName(input.dtype));
@@ -175,6 +182,40 @@ InputSpec inputFromJson(const json& entry, const std::string& where) {
 }
 
 }  // namespace
+
+uint64_t dtypeBytes(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat64:
+    case DType::kInt64:
+      return 8;
+    case DType::kFloat32:
+    case DType::kInt32:
+      return 4;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return 2;
+    case DType::kInt8:
+    case DType::kUInt8:
+    case DType::kBool:
+      return 1;
+  }
+  return 8;
+}
+
+uint64_t checkInputBytes(const std::vector<InputSpec>& inputs, const std::string& origin) {
+  uint64_t total = 0;
+  for (const InputSpec& input : inputs) {
+    uint64_t elements = 1;
+    for (int64_t dim : input.shape) elements *= static_cast<uint64_t>(dim);
+    total += elements * dtypeBytes(input.dtype);  // each within kMaxInputBytes: no overflow
+  }
+  if (total > kMaxTotalInputBytes) {
+    throw UserError(origin + ": the example inputs take " + std::to_string(total) +
+                    " bytes together, more than the " + std::to_string(kMaxTotalInputBytes) +
+                    " all of a model's inputs may take (docs/model-card.md)");
+  }
+  return total;
+}
 
 std::string dtypeName(DType dtype) {
   for (const auto& entry : kDTypeNames) {
@@ -265,6 +306,7 @@ ModelCard parseModelCard(const std::string& json_text, const std::string& origin
     card.inputs.push_back(
         inputFromJson(doc["inputs"][i], origin + ": inputs[" + std::to_string(i) + "]"));
   }
+  checkInputBytes(card.inputs, origin);
   if (doc.contains("outputs")) {
     if (!doc["outputs"].is_array()) fail(origin, "\"outputs\" must be an array");
     for (const auto& entry : doc["outputs"]) {

@@ -23,9 +23,14 @@ enum class InputKind {
 // The element types Stickler accepts for inputs, by their canonical names.
 enum class DType { kFloat32, kFloat16, kBFloat16, kFloat64, kInt64, kInt32, kInt8, kUInt8, kBool };
 
-// The most elements one example input may hold (1 GiB of float32): a card asking for more is an
-// error before anything is allocated (a [1000000000] input made inspect grow to 24 GB).
+// The most elements one example input may hold: a card asking for more is an error before
+// anything is allocated (a [1000000000] input made inspect grow to 24 GB).
 inline constexpr int64_t kMaxInputElements = int64_t{1} << 28;
+// And the most bytes, one input and all of them: 2^28 int64 elements passed the element bound
+// and cost the server 4.4 GB and 28 s before their allocation failed. Real inputs are token ids
+// of a few KB, hidden states or images of tens of MB.
+inline constexpr uint64_t kMaxInputBytes = uint64_t{256} << 20;
+inline constexpr uint64_t kMaxTotalInputBytes = uint64_t{512} << 20;
 
 struct InputSpec {
   std::string name;
@@ -73,6 +78,11 @@ nlohmann::json modelCardToJson(const ModelCard& card);
 
 // Parses `name:shape:dtype[:kind]`, e.g. `input_ids:1x16:int64:tokens=50257`.
 InputSpec parseInputFlag(const std::string& flag);
+
+// The bytes one element of `dtype` takes.
+uint64_t dtypeBytes(DType dtype);
+// The bytes `inputs` take together; a UserError naming `origin` beyond kMaxTotalInputBytes.
+uint64_t checkInputBytes(const std::vector<InputSpec>& inputs, const std::string& origin);
 
 std::string dtypeName(DType dtype);
 std::optional<DType> dtypeFromName(const std::string& name);

@@ -150,4 +150,9 @@ bool isTensorRecord(const std::string& name) {
   return endsWith("data") || endsWith("constants");
 }
 
+bool isMappableRecord(const ZipEntry& entry) {
+  return entry.method == 0 && entry.uncompressed >= kSmallestMappedRecord &&
+         isTensorRecord(entry.name);
+}
+
 }  // namespace stickler

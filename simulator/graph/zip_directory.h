@@ -34,4 +34,13 @@ void checkZipSizes(const std::vector<ZipEntry>& entries, const std::string& path
 // module's weights and buffers) or `<archive>/constants/N` (its code's tensor constants).
 bool isTensorRecord(const std::string& name);
 
+// Records smaller than this are read rather than mapped (simulator/graph/mapped_archive.h):
+// they weigh nothing, and a small constant may be dropped during the load (its storage then
+// found nowhere), which would cost the mapping of the whole archive.
+inline constexpr uint64_t kSmallestMappedRecord = uint64_t{64} << 10;
+
+// Whether a load may map `entry` from the file instead of copying it: a stored tensor record
+// of at least kSmallestMappedRecord (its alignment is checked where it is mapped).
+bool isMappableRecord(const ZipEntry& entry);
+
 }  // namespace stickler

@@ -130,8 +130,39 @@ TEST(HttpRequestGuard, ContentLengthMustBeOnePlainDecimalWithinTheLimit) {
   EXPECT_FALSE(guard.beforeRouting(at_limit).has_value());
 }
 
+// With any other coding, or none on a POST, cpp-httplib read the body until the client closed
+// (30 s for `Transfer-Encoding: identity`, issue 34 item 8).
+TEST(HttpRequestGuard, ABodyIsFramedByContentLengthOrChunkedAndNothingElse) {
+  const HttpRequestGuard guard{HttpOptions{}};
+  const auto withCoding = [](const std::string& coding) {
+    auto request = cleanPost();
+    request.headers.erase("Content-Length");
+    request.headers.emplace("Transfer-Encoding", coding);
+    return request;
+  };
+  EXPECT_FALSE(guard.beforeRouting(withCoding("chunked")).has_value());
+  EXPECT_FALSE(guard.beforeRouting(withCoding("Chunked")).has_value());
+  for (const std::string coding : {"identity", "gzip, chunked", "chunked, gzip", ""}) {
+    expectRefusal(guard.beforeRouting(withCoding(coding)), 400,
+                  "Transfer-Encoding '" + coding +
+                      "' is not supported: send the body with Content-Length, or chunked",
+                  true);
+  }
+  auto twice = withCoding("chunked");
+  twice.headers.emplace("Transfer-Encoding", "chunked");
+  EXPECT_EQ(statusOf(guard.beforeRouting(twice)), 400);
+  auto unframed = cleanPost();
+  unframed.headers.erase("Content-Length");
+  expectRefusal(guard.beforeRouting(unframed), 411,
+                "a POST needs Content-Length or Transfer-Encoding: chunked", true);
+  auto get = unframed;  // a GET or a DELETE carries no body: nothing is read
+  get.method = "GET";
+  EXPECT_FALSE(guard.beforeRouting(get).has_value());
+}
+
 TEST(HttpRequestGuard, OnlyAcceptedHostsAndOriginsAreServed) {
   HttpOptions options;
+  options.port = 8765;
   options.allowed_origins = {"https://tools.example.com"};
   const HttpRequestGuard guard{options};
   auto evil_origin = cleanPost();
@@ -146,9 +177,43 @@ TEST(HttpRequestGuard, OnlyAcceptedHostsAndOriginsAreServed) {
   auto listed = cleanPost();
   listed.headers.emplace("Origin", "https://tools.example.com");
   EXPECT_FALSE(guard.beforeRouting(listed).has_value());
-  auto local = cleanPost();  // an Origin on an accepted host
+  auto local = cleanPost();  // the server's own origin, under any accepted host
   local.headers.emplace("Origin", "http://[::1]:8765");
   EXPECT_FALSE(guard.beforeRouting(local).has_value());
+}
+
+// A page served from another port of an accepted host (another local server) could post
+// review decisions and drive /mcp (issue 34 item 6): only the server's own origin is accepted,
+// and others only when configured.
+TEST(HttpRequestGuard, AnOriginOnAnAcceptedHostMustAlsoBeTheServersSchemeAndPort) {
+  HttpOptions options;
+  options.port = 8765;
+  options.allowed_origins = {"http://localhost:3000"};
+  HttpRequestGuard guard{options};
+  const auto withOrigin = [](const std::string& origin) {
+    auto request = cleanPost();
+    request.headers.emplace("Origin", origin);
+    return request;
+  };
+  for (const std::string origin :
+       {"http://localhost:1234", "http://127.0.0.1:8766", "http://localhost",
+        "https://localhost:8765", "http://localhost:8765.evil.example", "http://localhost:08765",
+        "http://[::1]:1234"}) {
+    expectRefusal(guard.beforeRouting(withOrigin(origin)), 403,
+                  "Origin '" + origin + "' is not allowed", false);
+  }
+  for (const std::string origin : {"http://localhost:8765", "http://127.0.0.1:8765",
+                                   "http://LOCALHOST:8765", "http://localhost:3000"}) {
+    EXPECT_FALSE(guard.beforeRouting(withOrigin(origin)).has_value()) << origin;
+  }
+  // Port 0 asks for any free port: the origin is the one bound, told once listening.
+  HttpRequestGuard unbound{HttpOptions{}};
+  EXPECT_EQ(statusOf(unbound.beforeRouting(withOrigin("http://localhost:8765"))), 403);
+  unbound.listeningOn(8765);
+  EXPECT_FALSE(unbound.beforeRouting(withOrigin("http://localhost:8765")).has_value());
+  HttpOptions on_80;
+  on_80.port = 80;
+  EXPECT_FALSE(HttpRequestGuard{on_80}.beforeRouting(withOrigin("http://localhost")).has_value());
 }
 
 TEST(HttpRequestGuard, ATokenWhenConfiguredIsRequiredAsABearer) {
@@ -206,6 +271,7 @@ TEST(HttpRequestGuard, FramingComesFirstThenHostAndOriginThenTheToken) {
 
 TEST(HttpRequestGuard, TheReviewPageTakesTheTokenAsABearerACookieOrOnceInItsAddress) {
   HttpOptions options = withToken();
+  options.port = 8765;
   options.review_root = "/nonexistent-workspace";  // the guard only asks whether there is one
   const HttpRequestGuard guard{options};
   auto get = [] {
@@ -244,6 +310,7 @@ TEST(HttpRequestGuard, TheReviewPageTakesTheTokenAsABearerACookieOrOnceInItsAddr
 
   auto form_post = with_cookie;
   form_post.method = "POST";
+  form_post.headers.emplace("Content-Length", "9");
   const auto no_origin = guard.beforeRouting(form_post);
   ASSERT_TRUE(no_origin.has_value());
   EXPECT_EQ(no_origin->status, 403);

@@ -145,6 +145,11 @@ TEST_F(HttpTest, DnsRebindingIsRefused) {
   EXPECT_EQ(
       c.Post("/mcp", {{"Origin", local}}, initializeRequest().dump(), "application/json")->status,
       200);
+  // Another port of the same host is another site (issue 34 item 6).
+  const std::string other_port = "http://localhost:" + std::to_string(served_->port() + 1);
+  EXPECT_EQ(c.Post("/mcp", {{"Origin", other_port}}, initializeRequest().dump(), "application/json")
+                ->status,
+            403);
 }
 
 TEST_F(HttpTest, DeeplyNestedOrBadlyEncodedBodiesAreParseErrors) {
@@ -240,6 +245,9 @@ TEST_F(HttpTest, AmbiguousFramingIsAnsweredAtOnce) {
       {start + std::string("Host: localhost") + '\0' + ".evil.example.com\r\n" +
            "Content-Length: 2\r\n\r\n{}",
        "HTTP/1.1 400"},
+      // Bodies framed otherwise were read until the client closed (issue 34 item 8).
+      {start + host + "Transfer-Encoding: identity\r\n\r\n{}", "HTTP/1.1 400"},
+      {start + host + "\r\n{}", "HTTP/1.1 411"},
       // Not even /mcp: a body the server has no handler for is not read either.
       {"POST /elsewhere HTTP/1.1\r\n" + host + "Content-Length: 107374182400\r\n\r\n",
        "HTTP/1.1 413"},
@@ -251,6 +259,23 @@ TEST_F(HttpTest, AmbiguousFramingIsAnsweredAtOnce) {
   const std::string id = startSession();
   EXPECT_EQ(rpc(id, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}})->status, 200);
   EXPECT_TRUE(served_->alive());
+}
+
+// Review pages name proposals and may carry a one-time token in their address.
+TEST_F(HttpTest, EveryAnswerTellsBrowsersToSendNoReferrer) {
+  auto c = client();
+  const auto page = c.Get("/review");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Referrer-Policy"), "no-referrer");
+  const auto refused = c.Post("/review/1/approve", {{"Origin", "http://evil.example.com"}},
+                              "comment=x", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_EQ(refused->get_header_value("Referrer-Policy"), "no-referrer");
+  const auto rpc = c.Post("/mcp", initializeRequest().dump(), "application/json");
+  ASSERT_TRUE(rpc);
+  EXPECT_EQ(rpc->get_header_value("Referrer-Policy"), "no-referrer");
 }
 
 TEST_F(HttpTest, ToolCallsStreamOverSseAndAbortsAreResults) {

@@ -405,6 +405,38 @@ TEST_F(McpServerTest, ResourcesPromptsAndCompletion) {
   EXPECT_TRUE(session_->subscribed("test://watched-resource"));
 }
 
+// An attacker subscribed one session to 3,000 URIs of 100 KB, none of them a resource, and
+// the server grew by 290 MB (issue 34 item 2).
+TEST_F(McpServerTest, SubscriptionsAreToResourcesThatExistAndAreBoundedInSizeAndNumber) {
+  initialize();
+  const json missing = request("resources/subscribe", {{"uri", "test://no-such-resource"}});
+  EXPECT_EQ(missing.at("error").at("code"), -32002) << missing.dump();
+  EXPECT_FALSE(session_->subscribed("test://no-such-resource"));
+
+  const std::string long_uri = "test://template/" + std::string(4096, 'a') + "/data";
+  ASSERT_TRUE(request("resources/read", {{"uri", long_uri}}).contains("result"));
+  const json too_long = request("resources/subscribe", {{"uri", long_uri}});
+  EXPECT_EQ(too_long.at("error").at("code"), -32602) << too_long.dump();
+  EXPECT_NE(too_long.at("error").at("message").get<std::string>().find("2048 bytes"),
+            std::string::npos);
+
+  const auto uri = [](size_t i) { return "test://template/" + std::to_string(i) + "/data"; };
+  for (size_t i = 0; i < McpSession::kMaxSubscriptions; ++i) {
+    ASSERT_TRUE(request("resources/subscribe", {{"uri", uri(i)}}).contains("result")) << i;
+  }
+  const json one_more =
+      request("resources/subscribe", {{"uri", uri(McpSession::kMaxSubscriptions)}});
+  EXPECT_EQ(one_more.at("error").at("code"), -32602) << one_more.dump();
+  EXPECT_NE(one_more.at("error").at("message").get<std::string>().find("unsubscribe"),
+            std::string::npos);
+  EXPECT_EQ(session_->subscriptions().size(), McpSession::kMaxSubscriptions);
+  // Subscribing again to a held URI is not a new one, and unsubscribing makes room.
+  EXPECT_TRUE(request("resources/subscribe", {{"uri", uri(0)}}).contains("result"));
+  request("resources/unsubscribe", {{"uri", uri(0)}});
+  EXPECT_TRUE(request("resources/subscribe", {{"uri", uri(McpSession::kMaxSubscriptions)}})
+                  .contains("result"));
+}
+
 ServerOptions zooOnly() {
   ServerOptions options;
   options.roots = {zooRoot()};

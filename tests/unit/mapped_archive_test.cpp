@@ -9,9 +9,13 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <vector>
 
+#include "simulator/graph/model_archive.h"
 #include "simulator/graph/zip_directory.h"
+#include "simulator/support/available_memory.h"
+#include "simulator/support/errors.h"
 #include "simulator/support/sha256.h"
 #include "tests/unit/zoo.h"
 
@@ -162,6 +166,37 @@ TEST(MappedArchive, LargeCodeConstantsOfEqualShapeAreEachMapped) {
   ASSERT_EQ(::mallopt(M_MMAP_THRESHOLD, 128 * 1024), 1);  // glibc's default
 }
 
+// Before anything of an archive is read, what it would take is compared with the memory left:
+// its load's own copies always, the weights a run reads unless only shapes are wanted.
+TEST(MappedArchive, AnArchiveThatCannotFitInTheMemoryLeftIsRefusedBeforeItIsRead) {
+  const std::string path = zooPath("gpt2-tiny.pt");
+  const ArchiveSummary archive = inspectArchive(path);
+  size_t weight_bytes = 0;
+  std::set<const void*> storages;  // tied weights (the LM head's) are one record
+  for (const auto& [name, tensor] : tensorsOf(torch::jit::load(path, torch::kCPU))) {
+    if (storages.insert(tensor.storage().data()).second) weight_bytes += tensor.nbytes();
+  }
+  EXPECT_GE(archive.record_bytes, weight_bytes);
+  EXPECT_GT(archive.copied_bytes, 0u);  // its code, and records too small to map
+  EXPECT_LT(archive.copied_bytes, archive.record_bytes) << "its large weights are mapped";
+
+  EXPECT_NO_THROW(checkArchiveFitsInMemory(archive, false, archive.record_bytes, path));
+  EXPECT_NO_THROW(checkArchiveFitsInMemory(archive, false, std::nullopt, path));
+  try {
+    checkArchiveFitsInMemory(archive, false, archive.record_bytes - 1, path);
+    ADD_FAILURE() << "an archive larger than the memory left was let through";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": it holds ", 0), 0) << e.what();
+    EXPECT_NE(std::string(e.what()).find("of memory available"), std::string::npos);
+  }
+  // Inspecting reads no weight: only what the load copies must fit.
+  EXPECT_NO_THROW(checkArchiveFitsInMemory(archive, true, archive.copied_bytes, path));
+  EXPECT_THROW(checkArchiveFitsInMemory(archive, true, archive.copied_bytes - 1, path), UserError);
+  const auto available = availableMemoryBytes();
+  ASSERT_TRUE(available.has_value());
+  EXPECT_GT(*available, archive.record_bytes);
+}
+
 TEST(MappedArchive, ADeflatedArchiveIsReadTheOrdinaryWay) {
   const std::string deflated = uniqueTempPath("deflated.pt");
   const std::string command =
@@ -171,6 +206,9 @@ TEST(MappedArchive, ADeflatedArchiveIsReadTheOrdinaryWay) {
       "    [out.writestr(i.filename, source.read(i.filename)) for i in source.infolist()]\" " +
       zooPath("gpt2-tiny.pt") + " " + deflated;
   ASSERT_EQ(std::system(command.c_str()), 0);
+  // Every record inflated is the load's own.
+  const ArchiveSummary archive = inspectArchive(deflated);
+  EXPECT_EQ(archive.copied_bytes, archive.record_bytes);
   const MappedLoad load = loadArchiveMapped(deflated);
   EXPECT_FALSE(load.mapped);
   EXPECT_EQ(load.mapped_records, 0u);

@@ -97,6 +97,55 @@ TEST(OperatorPolicy, ComputingIsAllowedAndPatternsMayNameWhatModelsContain) {
   EXPECT_NE(compileError(file_pattern).find("aten::from_file"), std::string::npos);
 }
 
+// TorchScript never compiles a branch it decides while compiling, so the graph held no trace
+// of these and the files were accepted and committed (issue 34 item 8): refused wherever
+// written, at the call's position.
+TEST(OperatorPolicy, ARefusedOperatorIsRefusedInCodeThatCanNeverRun) {
+  const std::string save =
+      compileError(rewrite("    if False:\n        torch.save(x, \"/tmp/f\")\n    return x * x"));
+  EXPECT_EQ(save.rfind("hostile.py:16:9: aten::save is not allowed in adapter code: it writes a "
+                       "file",
+                       0),
+            0)
+      << save;
+  const std::string printed = compileError(
+      rewrite("    if not torch.jit.is_scripting():\n        print(x)\n    return x * x"));
+  EXPECT_EQ(printed.rfind("hostile.py:16:9: prim::Print is not allowed", 0), 0) << printed;
+  // In a helper no one calls, through torch.jit, the outer call first.
+  std::string helper = rewrite("    return x * x");
+  helper +=
+      "\n\ndef unused(x: torch.Tensor) -> torch.Tensor:\n"
+      "    if False:\n        return torch.jit.wait(torch.jit.fork(torch.neg, x))\n"
+      "    return x\n";
+  EXPECT_EQ(compileError(helper).rfind("hostile.py:20:16: aten::wait is not allowed", 0), 0)
+      << compileError(helper);
+  std::string forked = helper;
+  forked.replace(forked.find("torch.jit.wait("), 15, "(");
+  EXPECT_EQ(compileError(forked).rfind("hostile.py:20:17: prim::fork is not allowed", 0), 0)
+      << compileError(forked);
+  EXPECT_NE(compileError(rewrite("    if False:\n        x.fill_(0.0)\n    return x * x"))
+                .find("hostile.py:16:9: aten::fill_ is not allowed in adapter code: it writes its "
+                      "argument `self` in place"),
+            std::string::npos);
+  EXPECT_NE(compileError(rewrite("    if False:\n        torch.add(x, x, out=x)\n    return x * x"))
+                .find("writes its argument `out`"),
+            std::string::npos);
+  EXPECT_NE(compileError(rewrite("    if False:\n        torch.ops.quantized.add(x, x, 1.0, 0)\n"
+                                 "    return x * x"))
+                .find("hostile.py:16:9: adapter code may use torch.ops.aten only, not "
+                      "torch.ops.quantized"),
+            std::string::npos);
+  // The file's own functions are its own, whatever they are called; and a pattern may still
+  // name in-place operators in any branch.
+  std::string own = rewrite("    return save(x)");
+  own += "\n\ndef save(x: torch.Tensor) -> torch.Tensor:\n    return x * x\n";
+  EXPECT_EQ(compileError(own), "");
+  std::string pattern = rewrite("    return x * 2.0");
+  pattern.replace(pattern.find("return x * x"), 12,
+                  "if False:\n        x.add_(1.0)\n    return x.mul_(2.0)");
+  EXPECT_EQ(compileError(pattern), "");
+}
+
 TEST(OperatorPolicy, EveryShippedAdapterPasses) {
   for (const auto& entry : std::filesystem::directory_iterator(shippedCatalogDir())) {
     const AdapterFile file = readAdapterFile(entry.path().string());
