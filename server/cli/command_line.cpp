@@ -211,6 +211,9 @@ int runCommandLine(const std::vector<std::string>& arguments) {
   serve_command->add_option("--body-timeout", serve.body_timeout_seconds,
                             "Seconds an HTTP request's body may take after its headers "
                             "(default 60)");
+  serve_command->add_option("--resume-grace", serve.resume_grace_seconds,
+                            "Seconds a tool call whose HTTP connection dropped waits for its "
+                            "client to resume its stream before it is cancelled (default 30)");
   serve_command->add_option("--allow-host", serve.allowed_hosts,
                             "Also accept this Host name over HTTP");
   serve_command->add_option("--allow-origin", serve.allowed_origins,

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "server/transport/http_transport.h"
 #include "server/mcp/mcp_server.h"
+#include "server/transport/http_transport.h"
 #include "server/transport/stdio_transport.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/text_files.h"
@@ -93,6 +93,8 @@ int runServe(const ServeOptions& options) {
     throw UserError("--http-threads must be between 4 and 1024");
   if (options.header_timeout_seconds < 1) throw UserError("--header-timeout must be at least 1");
   if (options.body_timeout_seconds < 1) throw UserError("--body-timeout must be at least 1");
+  if (options.resume_grace_seconds < 0) throw UserError("--resume-grace must not be negative");
+  http.resume_grace_seconds = options.resume_grace_seconds;
   http.threads = options.http_threads;
   http.header_seconds = options.header_timeout_seconds;
   http.body_seconds = options.body_timeout_seconds;

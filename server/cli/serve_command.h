@@ -16,6 +16,7 @@ struct ServeOptions {
   int http_threads = 32;            // HTTP workers: concurrent requests
   int header_timeout_seconds = 10;  // an HTTP request's headers must arrive within this
   int body_timeout_seconds = 60;    // and its body within this after them
+  int resume_grace_seconds = 30;    // a call whose SSE stream dropped waits this long for a resume
   std::vector<std::string> allowed_hosts;
   std::vector<std::string> allowed_origins;
   double session_idle_minutes = 60;

@@ -22,6 +22,7 @@ using Clock = std::chrono::steady_clock;
 
 // Set by closeConnectionAfterResponse() on the worker thread that runs the request.
 thread_local bool close_after_response = false;
+thread_local int serving_socket = -1;
 
 int millisecondsUntil(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -173,6 +174,16 @@ void closeConnectionAfterResponse() {
   close_after_response = true;
 }
 
+int servingSocket() {
+  return serving_socket;
+}
+
+bool peerHungUp(int socket) {
+  if (socket < 0) return false;
+  pollfd ready{socket, POLLRDHUP, 0};
+  return ::poll(&ready, 1, 0) > 0 && (ready.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 GatedHttpServer::GatedHttpServer(const ConnectionLimits& limits) : limits_(limits) {
   // The review page's addresses name proposals and may carry a one-time token: a link
   // followed from it must not tell the next site where it came from.
@@ -212,6 +223,7 @@ void GatedHttpServer::release(const std::string& address) {
 
 bool GatedHttpServer::process_and_close_socket(socket_t sock) {
   ConnectionStream stream(sock, limits_.io_seconds);
+  serving_socket = sock;
   std::string address;
   int port = 0;
   stream.get_remote_ip_and_port(address, port);
@@ -241,6 +253,7 @@ bool GatedHttpServer::process_and_close_socket(socket_t sock) {
     }
     release(address);
   }
+  serving_socket = -1;
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
   return served;

@@ -30,6 +30,11 @@ struct ConnectionLimits {
 // connection is closed once the response is written, as when the body was left unread.
 void closeConnectionAfterResponse();
 
+// The socket of the connection this worker serves (-1 outside a request), and whether its peer
+// has closed it or shut its side: a handler's way to learn that its client left.
+int servingSocket();
+bool peerHungUp(int socket);
+
 class GatedHttpServer : public httplib::Server {
  public:
   // Also answers a handler's exception as a plain 500: without a handler of its own,

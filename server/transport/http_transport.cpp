@@ -8,9 +8,11 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "server/mcp/json_rpc.h"
@@ -35,10 +37,19 @@ std::string lower(std::string text) {
 
 // The messages of one SSE response, kept so that a client can resume it (GET with
 // Last-Event-ID) after the stream closed before its response.
-class EventStream {
+class EventStream : public std::enable_shared_from_this<EventStream> {
  public:
   explicit EventStream(std::string id) : id_(std::move(id)) {}
   const std::string& id() const { return id_; }
+
+  // What to do when no client has read the unfinished stream for `grace`: cancel its request.
+  // A disconnection is not a cancellation by itself (the client may resume the stream, as the
+  // MCP transport says), but a client that never comes back must not leave its call running.
+  void whenAbandoned(std::function<void()> cancel, std::chrono::seconds grace) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    abandon_ = std::move(cancel);
+    grace_ = grace;
+  }
 
   void push(const json& message) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -61,8 +72,10 @@ class EventStream {
   }
 
   // Writes the events after `next` (1-based) to the sink as they come, until the stream is
-  // finished (true), detached (true: the client resumes later), or the client left (false).
-  bool relay(httplib::DataSink& sink, size_t next, bool priming) {
+  // finished (true), detached (true: the client resumes later), or the client left (false):
+  // its write failed, or it closed `socket`, the connection the sink writes to.
+  bool relay(httplib::DataSink& sink, size_t next, bool priming, int socket) {
+    Reading reading(*this);
     if (priming) {
       // An event with an id and no data first, so that the client can resume from it.
       const std::string event =
@@ -83,7 +96,7 @@ class EventStream {
       if (finished_) return true;
       if (detached_ && !resumed_) return true;
       changed_.wait_for(lock, std::chrono::milliseconds(500));
-      if (!sink.is_writable()) return false;
+      if (!sink.is_writable() || peerHungUp(socket)) return false;
       // A stream that may stay quiet for long (the standalone one) writes a comment now and
       // then: a client that went away is found when the write fails, and its worker freed.
       if (++quiet_ticks_ % kKeepAliveTicks == 0) {
@@ -101,6 +114,41 @@ class EventStream {
   }
 
  private:
+  // A client reading the stream, for as long as relay() runs.
+  class Reading {
+   public:
+    explicit Reading(EventStream& stream) : stream_(stream) {
+      std::lock_guard<std::mutex> lock(stream_.mutex_);
+      ++stream_.readers_;
+    }
+    ~Reading() { stream_.readerLeft(); }
+    Reading(const Reading&) = delete;
+    Reading& operator=(const Reading&) = delete;
+
+   private:
+    EventStream& stream_;
+  };
+
+  // The last reader gone before the end: after the grace, unless one came back, cancel.
+  void readerLeft() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--readers_ > 0 || finished_ || !abandon_) return;
+    const auto left = ++departures_;
+    std::thread([weak = weak_from_this(), left, grace = grace_] {
+      std::this_thread::sleep_for(grace);
+      if (auto stream = weak.lock()) stream->abandonIfStillLeft(left);
+    }).detach();
+  }
+  void abandonIfStillLeft(uint64_t left) {
+    std::function<void()> abandon;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (readers_ > 0 || finished_ || departures_ != left) return;
+      abandon = abandon_;
+    }
+    abandon();
+  }
+
   std::string id_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
@@ -110,6 +158,10 @@ class EventStream {
   bool resumed_ = false;
   size_t quiet_ticks_ = 0;
   static constexpr size_t kKeepAliveTicks = 30;  // of 500 ms
+  int readers_ = 0;
+  uint64_t departures_ = 0;  // the last reader's departure this stream has seen
+  std::function<void()> abandon_;
+  std::chrono::seconds grace_{30};
 };
 
 class SseChannel : public ClientChannel {
@@ -120,6 +172,39 @@ class SseChannel : public ClientChannel {
 
  private:
   std::shared_ptr<EventStream> stream_;
+};
+
+// While a request is handled for a JSON answer, watches its connection: when the client closes
+// it, `on_hang_up` runs (once), so that the call stops instead of running to its timeout.
+class HangUpWatch {
+ public:
+  HangUpWatch(int socket, std::function<void()> on_hang_up)
+      : thread_([this, socket, on_hang_up = std::move(on_hang_up)] {
+          std::unique_lock<std::mutex> lock(mutex_);
+          while (!done_) {
+            if (peerHungUp(socket)) {
+              on_hang_up();
+              return;
+            }
+            ended_.wait_for(lock, std::chrono::milliseconds(200));
+          }
+        }) {}
+  ~HangUpWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    ended_.notify_all();
+    thread_.join();
+  }
+  HangUpWatch(const HangUpWatch&) = delete;
+  HangUpWatch& operator=(const HangUpWatch&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ended_;
+  bool done_ = false;
+  std::thread thread_;  // last: started once the members it reads exist
 };
 
 // A JSON response cannot carry notifications or requests: they are dropped.
@@ -225,12 +310,11 @@ class HttpTransport {
   static void streamFromStart(httplib::Response& response,
                               const std::shared_ptr<EventStream>& events) {
     response.set_header("Cache-Control", "no-cache");
-    response.set_chunked_content_provider("text/event-stream",
-                                          [events](size_t, httplib::DataSink& sink) {
-                                            if (events->relay(sink, 1, /*priming=*/true))
-                                              sink.done();
-                                            return true;
-                                          });
+    response.set_chunked_content_provider(
+        "text/event-stream", [events, socket = servingSocket()](size_t, httplib::DataSink& sink) {
+          if (events->relay(sink, 1, /*priming=*/true, socket)) sink.done();
+          return true;
+        });
   }
 
   static bool checkVersion(const httplib::Request& request, httplib::Response& response) {
@@ -328,7 +412,15 @@ class HttpTransport {
       return;
     }
     NoChannel channel;
-    const auto answer = server_.handle(*session, message, channel);
+    std::optional<json> answer;
+    if (McpServer::mayStream(message)) {
+      // A JSON answer cannot be resumed: a client that leaves has given up on it.
+      const HangUpWatch watch(servingSocket(),
+                              [&session, id = parsed.id] { session->cancelRequest(id); });
+      answer = server_.handle(*session, message, channel);
+    } else {
+      answer = server_.handle(*session, message, channel);
+    }
     if (!answer) {
       jsonError(response, 200, rpc_error::kInternalError, "request cancelled", parsed.id);
       return;
@@ -343,6 +435,8 @@ class HttpTransport {
               httplib::Response& response) {
     auto events =
         std::make_shared<EventStream>(session->id().substr(0, 8) + std::to_string(next_stream_++));
+    events->whenAbandoned([session, id = message.at("id")] { session->cancelRequest(id); },
+                          std::chrono::seconds(options_.resume_grace_seconds));
     {
       std::lock_guard<std::mutex> lock(streams_mutex_);
       streams_[events->id()] = events;
@@ -388,12 +482,12 @@ class HttpTransport {
     }
     events->resume();
     response.set_header("Cache-Control", "no-cache");
-    response.set_chunked_content_provider("text/event-stream",
-                                          [events, next](size_t, httplib::DataSink& sink) {
-                                            if (events->relay(sink, next, /*priming=*/false))
-                                              sink.done();
-                                            return true;
-                                          });
+    response.set_chunked_content_provider(
+        "text/event-stream",
+        [events, next, socket = servingSocket()](size_t, httplib::DataSink& sink) {
+          if (events->relay(sink, next, /*priming=*/false, socket)) sink.done();
+          return true;
+        });
   }
 
   // GET without Last-Event-ID: the session's standalone stream, which carries what answers no

@@ -22,6 +22,9 @@ struct HttpOptions {
   int threads = 32;          // concurrent requests (SSE streams hold one while they last)
   int header_seconds = 10;   // a request's headers must arrive whole within this
   int body_seconds = 60;     // and its body within this after them
+  // A tool call whose client's connection closed: at once for a JSON response, after this
+  // many seconds without a resumed stream for an SSE one (docs/mcp.md).
+  int resume_grace_seconds = 30;
   bool mcp_endpoint = true;  // /mcp; `stickler review serve` serves the review page alone
   // The review page (/review) for the workspace at this root; none when empty.
   std::string review_root;

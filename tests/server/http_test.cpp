@@ -471,6 +471,64 @@ TEST(HttpSessions, ANewSessionBeyondTheCapEndsTheIdleOne) {
   EXPECT_EQ(live->status, 200);
 }
 
+// A client that left kept its call running until the call's timeout: a model whose forward
+// never ends ran on after the client had gone (issue 34 item 4). A JSON answer cannot be
+// resumed: its call is cancelled when the connection closes. An SSE stream may be resumed, so
+// its call waits --resume-grace for the client first. Cancelled, the session is idle again,
+// and with --max-sessions 1 a new session may take its place.
+TEST(HttpCancel, ACallWhoseClientLeftIsCancelled) {
+  ServedProcess served(ServedProcess::Transport::kHttp,
+                       {"--max-sessions", "1", "--resume-grace", "3"});
+  httplib::Client c("127.0.0.1", served.port());
+  const auto newSession = [&] {
+    auto started = c.Post("/mcp", initializeRequest().dump(), "application/json");
+    return started ? started->status : 0;
+  };
+  const auto sessionId = [&] {
+    auto started = c.Post("/mcp", initializeRequest().dump(), "application/json");
+    EXPECT_EQ(started->status, 200);
+    return started->get_header_value("Mcp-Session-Id");
+  };
+  // Sends a call of a forward that never ends, reads what comes within `read_ms`, hangs up.
+  const auto callAndLeave = [&](const std::string& session, const std::string& accept,
+                                int read_ms) {
+    const std::string call = json{{"jsonrpc", "2.0"},
+                                  {"id", 3},
+                                  {"method", "tools/call"},
+                                  {"params",
+                                   {{"name", "inspect_model"},
+                                    {"arguments", {{"model", "broken/forward-never-ends.pt"}}}}}}
+                                 .dump();
+    const std::string request =
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+        "Content-Type: application/json\r\nAccept: " +
+        accept + "\r\nMcp-Session-Id: " + session +
+        "\r\nContent-Length: " + std::to_string(call.size()) + "\r\n\r\n" + call;
+    return rawExchange(served.port(), request, read_ms);
+  };
+  const auto idleWithin = [&](int seconds) {
+    for (int i = 0; i < seconds * 4; ++i) {
+      if (newSession() == 200) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return false;
+  };
+
+  EXPECT_EQ(callAndLeave(sessionId(), "application/json", 1000), "");  // no answer yet
+  EXPECT_TRUE(idleWithin(10)) << "the call went on after its client left";
+
+  const std::string streamed =
+      callAndLeave(sessionId(), "application/json, text/event-stream", 500);
+  EXPECT_NE(streamed.find("text/event-stream"), std::string::npos) << streamed;
+  EXPECT_EQ(newSession(), 503);  // within the grace, the stream may still be resumed
+  EXPECT_TRUE(idleWithin(15)) << "the call went on after its client left for good";
+  // The loop stopped: the server is idle, not spinning a core.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const double before = served.cpuSeconds();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_LT(served.cpuSeconds() - before, 0.5);
+}
+
 TEST(HttpToken, ABearerTokenIsRequiredWhenConfigured) {
   const std::string token_file = ::testing::TempDir() + "/stickler-token";
   std::ofstream(token_file) << "s3cret-token-of-some-length\n";
