@@ -220,13 +220,16 @@ class HttpTransport {
       : server_(server), options_(options), guard_(options) {}
 
   int run(const std::function<void(int)>& on_listening) {
-    // One client address may hold all workers but a reserve (a quarter, at least 2), so that a
-    // client holding its connections (slow headers, long streams) cannot shut others out.
+    // All workers but a reserve (a quarter, at least 2) are shared, by one client address and
+    // by all together; the reserve serves requests that arrive whole (http_connection_gate.h),
+    // so that clients holding connections (slow headers, long streams) cannot shut others out.
     const int threads = options_.threads;
     ConnectionLimits limits;
     limits.header_seconds = options_.header_seconds;
     limits.body_seconds = options_.body_seconds;
+    limits.workers = threads;
     limits.per_address = std::max(1, threads - std::max(2, threads / 4));
+    limits.max_body_bytes = options_.max_request_bytes;
     GatedHttpServer http(limits);
     http.new_task_queue = [threads] {
       return new httplib::ThreadPool(static_cast<size_t>(threads));
@@ -352,7 +355,9 @@ class HttpTransport {
     if (complete) return true;
     response.set_header("Connection", "close");  // the rest of the body is not read
     closeConnectionAfterResponse();
-    if (too_large || response.status == 413) {
+    if (const auto framing = requestBodyError()) {
+      jsonError(response, framing->status, rpc_error::kInvalidRequest, framing->message);
+    } else if (too_large || response.status == 413) {
       jsonError(response, 413, rpc_error::kInvalidRequest,
                 "request body larger than the limit of " + std::to_string(limit) + " bytes");
     } else {
