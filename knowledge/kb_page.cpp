@@ -6,18 +6,12 @@
 
 #include "simulator/support/errors.h"
 #include "simulator/support/text_files.h"
+#include "simulator/support/text_format.h"
 
 namespace stickler {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string trimmed(const std::string& text) {
-  const size_t start = text.find_first_not_of(" \t\r");
-  if (start == std::string::npos) return "";
-  const size_t end = text.find_last_not_of(" \t\r");
-  return text.substr(start, end - start + 1);
-}
 
 // A value with any surrounding quotes removed.
 std::string unquoted(const std::string& text) {

@@ -9,21 +9,13 @@
 
 #include "simulator/support/errors.h"
 #include "simulator/support/git_support.h"
+#include "simulator/support/text_format.h"
 
 namespace stickler::catalog {
 namespace {
 
 bool isBlank(const std::string& line) {
   return std::all_of(line.begin(), line.end(), [](unsigned char c) { return std::isspace(c); });
-}
-
-std::string trimmed(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) {
-    return "";
-  }
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
 }
 
 std::vector<std::string> linesOf(const std::string& text) {

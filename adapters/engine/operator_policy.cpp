@@ -1,5 +1,6 @@
 #include "adapters/engine/operator_policy.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -90,12 +91,23 @@ std::string positionOf(const Node& node, const std::string& path) {
   return path + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1);
 }
 
+// "<where>: aten::save is not allowed in adapter code: it writes a file (...)".
+UserError refusal(const std::string& where, const std::string& what) {
+  return UserError(where + ": " + what +
+                   " (adapters may only compute on tensors; docs/security.md)");
+}
+std::string notAllowed(const std::string& operator_name, const std::string& reason) {
+  return operator_name + " is not allowed in adapter code: " + reason;
+}
+std::string writesInPlace(const std::string& argument) {
+  return "it writes its argument `" + argument +
+         "` in place (a replacement computes new values; use the out-of-place operator)";
+}
+
 void checkBlock(const torch::jit::Block& block, AdapterCodeRole role, const std::string& path) {
   for (const Node* node : block.nodes()) {
     if (auto reason = operatorRefusal(*node, role)) {
-      throw UserError(positionOf(*node, path) + ": " + node->kind().toQualString() +
-                      " is not allowed in adapter code: " + *reason +
-                      " (adapters may only compute on tensors; docs/security.md)");
+      throw refusal(positionOf(*node, path), notAllowed(node->kind().toQualString(), *reason));
     }
     for (const torch::jit::Block* inner : node->blocks()) checkBlock(*inner, role, path);
   }
@@ -139,13 +151,12 @@ const WrittenNameFacts& writtenNameFacts() {
   return kFacts;
 }
 
-std::optional<std::string> writtenCallRefusal(const WrittenCall& call, AdapterCodeRole role,
-                                              std::string& operator_name) {
+// Why `call` may not be written in code of that role, or nullopt when it may.
+std::optional<std::string> writtenCallRefusal(const WrittenCall& call, AdapterCodeRole role) {
   const std::vector<std::string>& callee = call.callee;
   if (callee.size() >= 3 && callee[0] == "torch" && callee[1] == "ops" && callee[2] != "aten") {
     // As the resolver answers it when the call is compiled.
-    operator_name = "torch.ops." + callee[2];
-    return std::string("adapter code may use torch.ops.aten only");
+    return "adapter code may use torch.ops.aten only, not torch.ops." + callee[2];
   }
   const std::string& name = callee.back();
   const auto otherwise = operatorsCalledOtherwise().find(name);
@@ -153,26 +164,19 @@ std::optional<std::string> writtenCallRefusal(const WrittenCall& call, AdapterCo
   if (otherwise != operatorsCalledOtherwise().end()) candidates = {otherwise->second};
   for (const std::string& candidate : candidates) {
     const auto named = refusedByName().find(candidate);
-    if (named != refusedByName().end()) {
-      operator_name = candidate;
-      return named->second;
-    }
+    if (named != refusedByName().end()) return notAllowed(candidate, named->second);
   }
   if (role == AdapterCodeRole::kMatched) return std::nullopt;
-  operator_name = "aten::" + name;
+  const std::string aten = "aten::" + name;
   const WrittenNameFacts& facts = writtenNameFacts();
-  if (facts.draws_random_numbers.count(name)) return std::string("it draws random numbers");
+  if (facts.draws_random_numbers.count(name)) return notAllowed(aten, "it draws random numbers");
   const auto written = facts.writes_first_argument.find(name);
-  if (written != facts.writes_first_argument.end()) {
-    return "it writes its argument `" + written->second +
-           "` in place (a replacement computes new values; use the out-of-place operator)";
-  }
-  for (const std::string& keyword : call.keywords) {
-    if (keyword == "out") {
-      return std::string(
-          "it writes its argument `out` in place (a replacement computes new values; use the "
-          "out-of-place operator)");
-    }
+  const bool writes_out =
+      std::find(call.keywords.begin(), call.keywords.end(), "out") != call.keywords.end();
+  if (written != facts.writes_first_argument.end() || writes_out) {
+    return notAllowed(
+        aten,
+        writesInPlace(written != facts.writes_first_argument.end() ? written->second : "out"));
   }
   return std::nullopt;
 }
@@ -192,15 +196,10 @@ void checkWrittenCalls(const AdapterFile& file) {
         function->name == "pattern" ? AdapterCodeRole::kMatched : AdapterCodeRole::kRun;
     for (const WrittenCall& call : function->calls) {
       if (call.callee.size() == 1 && own_names.count(call.callee[0])) continue;
-      std::string operator_name;
-      if (auto reason = writtenCallRefusal(call, role, operator_name)) {
-        const std::string where = file.path + ":" + std::to_string(call.position.line) + ":" +
-                                  std::to_string(call.position.column) + ": ";
-        const std::string what =
-            operator_name.rfind("torch.ops.", 0) == 0
-                ? *reason + ", not " + operator_name
-                : operator_name + " is not allowed in adapter code: " + *reason;
-        throw UserError(where + what + " (adapters may only compute on tensors; docs/security.md)");
+      if (auto what = writtenCallRefusal(call, role)) {
+        throw refusal(file.path + ":" + std::to_string(call.position.line) + ":" +
+                          std::to_string(call.position.column),
+                      *what);
       }
     }
   }
@@ -218,8 +217,7 @@ std::optional<std::string> operatorRefusal(const Node& node, AdapterCodeRole rol
   if (drawsRandomNumbers(kind)) return std::string("it draws random numbers");
   if (const c10::FunctionSchema* schema = node.maybeSchema()) {
     if (auto written = writtenTensorArgument(*schema)) {
-      return "it writes its argument `" + *written +
-             "` in place (a replacement computes new values; use the out-of-place operator)";
+      return writesInPlace(*written);
     }
   }
   return std::nullopt;

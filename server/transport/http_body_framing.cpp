@@ -3,23 +3,13 @@
 #include <algorithm>
 #include <cctype>
 
+#include "simulator/support/text_format.h"
+
 namespace stickler {
 namespace {
 
 // A chunk-size line, or a trailer line, longer than this is not one a client writes.
 constexpr size_t kMaxLineBytes = 4096;
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
-std::string trimmed(const std::string& text) {
-  const auto begin = text.find_first_not_of(" \t");
-  if (begin == std::string::npos) return "";
-  return text.substr(begin, text.find_last_not_of(" \t") - begin + 1);
-}
 
 // What a chunk-size line, a trailer line, or a header value looks like in a message.
 std::string shown(const std::string& text) {
@@ -50,10 +40,10 @@ BodyFraming BodyFraming::fromHeaders(const std::string& header_block, uint64_t m
     start = end < header_block.size() ? end : std::string::npos;
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
-    const std::string name = lower(trimmed(line.substr(0, colon)));
+    const std::string name = asciiLower(trimmed(line.substr(0, colon)));
     std::string value = line.substr(colon + 1);
     if (!value.empty() && value.back() == '\r') value.pop_back();
-    value = lower(trimmed(value));
+    value = asciiLower(trimmed(value));
     if (name == "transfer-encoding" && value == "chunked") {
       kind = Kind::kChunked;
     } else if (name == "content-length" && kind != Kind::kChunked && !value.empty() &&

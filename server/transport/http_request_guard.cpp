@@ -8,17 +8,12 @@
 #include "server/mcp/mcp_server.h"
 #include "server/transport/http_connection_gate.h"
 #include "server/transport/review_page.h"
+#include "simulator/support/text_format.h"
 
 namespace stickler {
 namespace {
 
 constexpr const char* kPageCookie = "stickler_review";
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
 
 // "example.com:8080" -> "example.com"; "[::1]:8080" -> "[::1]".
 std::string hostWithoutPort(const std::string& host) {
@@ -99,8 +94,8 @@ HttpRequestGuard::HttpRequestGuard(const HttpOptions& options)
     : options_(options), port_(options.port) {
   allowed_hosts_ = {"localhost", "127.0.0.1", "[::1]", "::1"};
   if (options.host != "0.0.0.0" && options.host != "::")
-    allowed_hosts_.push_back(lower(options.host));
-  for (const auto& host : options.allowed_hosts) allowed_hosts_.push_back(lower(host));
+    allowed_hosts_.push_back(asciiLower(options.host));
+  for (const auto& host : options.allowed_hosts) allowed_hosts_.push_back(asciiLower(host));
 }
 
 std::optional<GuardAnswer> HttpRequestGuard::beforeRouting(const httplib::Request& request) const {
@@ -152,7 +147,7 @@ std::optional<GuardAnswer> HttpRequestGuard::framing(const httplib::Request& req
   // at all on a method that carries a body would have the body read until the client closes.
   if (request.has_header("Transfer-Encoding")) {
     const std::string coding = request.get_header_value("Transfer-Encoding");
-    if (request.headers.count("Transfer-Encoding") > 1 || lower(coding) != "chunked") {
+    if (request.headers.count("Transfer-Encoding") > 1 || asciiLower(coding) != "chunked") {
       return refuse(400, "Transfer-Encoding '" + coding.substr(0, 40) +
                              "' is not supported: send the body with Content-Length, or chunked");
     }
@@ -189,12 +184,12 @@ std::optional<GuardAnswer> HttpRequestGuard::framing(const httplib::Request& req
 // host, the port it listens on) or one configured: a page served from another port of the same
 // host is another site, which must not post review decisions or drive /mcp.
 std::optional<GuardAnswer> HttpRequestGuard::hostAndOrigin(const httplib::Request& request) const {
-  const std::string host = lower(hostWithoutPort(request.get_header_value("Host")));
+  const std::string host = asciiLower(hostWithoutPort(request.get_header_value("Host")));
   if (std::find(allowed_hosts_.begin(), allowed_hosts_.end(), host) == allowed_hosts_.end()) {
     return rpcRefusal(403, "Host '" + host + "' is not allowed");
   }
   if (!request.has_header("Origin")) return std::nullopt;
-  const std::string origin = lower(request.get_header_value("Origin"));
+  const std::string origin = asciiLower(request.get_header_value("Origin"));
   const bool listed = std::find(options_.allowed_origins.begin(), options_.allowed_origins.end(),
                                 origin) != options_.allowed_origins.end();
   if (!listed && !ownOrigin(origin)) {

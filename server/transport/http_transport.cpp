@@ -19,6 +19,7 @@
 #include "server/mcp/task_pool.h"
 #include "server/transport/http_connection_gate.h"
 #include "server/transport/http_request_guard.h"
+#include "simulator/support/text_format.h"
 #include "simulator/support/untrusted_json.h"
 
 namespace stickler {
@@ -28,12 +29,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int kRetryMilliseconds = 1000;
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
 
 // The messages of one SSE response, kept so that a client can resume it (GET with
 // Last-Event-ID) after the stream closed before its response.
@@ -367,7 +362,7 @@ class HttpTransport {
   }
 
   void post(const httplib::Request& request, const std::string& body, httplib::Response& response) {
-    const std::string type = lower(request.get_header_value("Content-Type"));
+    const std::string type = asciiLower(request.get_header_value("Content-Type"));
     if (type.rfind("application/json", 0) != 0) {
       jsonError(response, 415, rpc_error::kInvalidRequest, "Content-Type must be application/json");
       return;
@@ -411,21 +406,19 @@ class HttpTransport {
       response.status = 202;
       return;
     }
-    const std::string accept = lower(request.get_header_value("Accept"));
+    const std::string accept = asciiLower(request.get_header_value("Accept"));
     if (McpServer::mayStream(message) && accept.find("text/event-stream") != std::string::npos) {
       stream(session, message, response);
       return;
     }
     NoChannel channel;
-    std::optional<json> answer;
+    // A tool call's JSON answer cannot be resumed: a client that leaves has given up on it.
+    std::optional<HangUpWatch> watch;
     if (McpServer::mayStream(message)) {
-      // A JSON answer cannot be resumed: a client that leaves has given up on it.
-      const HangUpWatch watch(servingSocket(),
-                              [&session, id = parsed.id] { session->cancelRequest(id); });
-      answer = server_.handle(*session, message, channel);
-    } else {
-      answer = server_.handle(*session, message, channel);
+      watch.emplace(servingSocket(), [&session, id = parsed.id] { session->cancelRequest(id); });
     }
+    const auto answer = server_.handle(*session, message, channel);
+    watch.reset();  // before the answer is written
     if (!answer) {
       jsonError(response, 200, rpc_error::kInternalError, "request cancelled", parsed.id);
       return;

@@ -22,7 +22,6 @@ namespace {
 
 // torch.jit.save aligns each record's data to 64 bytes so that it can be used where it lies.
 constexpr uint64_t kRecordAlignment = 64;
-constexpr uint64_t kSmallestMapped = kSmallestMappedRecord;
 
 class FileMapping {
  public:
@@ -94,7 +93,7 @@ constexpr size_t kMarkerBytes = 128;
 void markAsRecord(void* buf, uint64_t offset) {
   auto* bytes = static_cast<unsigned char*>(buf);
   constexpr size_t kBits = kMarkerBytes / 2;
-  static_assert(kBits == 64 && kMarkerBytes <= kSmallestMapped);
+  static_assert(kBits == 64 && kMarkerBytes <= kSmallestMappedRecord);
   for (size_t bit = 0; bit < kBits; ++bit) {
     const bool set = ((offset >> bit) & 1U) != 0;
     bytes[bit] = set ? 0x20 : 0x10;

@@ -14,4 +14,10 @@ std::string isoTimeUtcNow();
 // The text up to its first newline: library errors carry tracebacks after it.
 std::string firstLine(const std::string& text);
 
+// ASCII letters in lower case (header names, hosts, schemes compare this way); other bytes kept.
+std::string asciiLower(std::string text);
+
+// The text without the spaces, tabs, carriage returns and newlines around it.
+std::string trimmed(const std::string& text);
+
 }  // namespace stickler

@@ -1,19 +1,15 @@
 // kb_read: one knowledge-base page, skill or recorded gotcha, whole or one section.
 #include "knowledge/kb_index.h"
 #include "simulator/support/errors.h"
-#include "tools/knowledge/knowledge_support.h"
+#include "simulator/support/text_format.h"
 #include "tools/framework/operation_table.h"
+#include "tools/knowledge/knowledge_support.h"
 
 namespace stickler {
 
 namespace {
 
 using nlohmann::json;
-
-std::string lowered(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 json run(const json& input, OperationContext& context) {
   const std::string id = requireString(input, "id");
@@ -37,14 +33,14 @@ json run(const json& input, OperationContext& context) {
     return output;
   }
   // A section by its heading: exactly, else the first whose heading contains the words.
-  const std::string wanted = lowered(requireString(input, "section"));
+  const std::string wanted = asciiLower(requireString(input, "section"));
   const KbSection* found = nullptr;
   for (const KbSection& section : page->sections) {
-    if (lowered(section.heading) == wanted) found = &section;
+    if (asciiLower(section.heading) == wanted) found = &section;
   }
   for (const KbSection& section : page->sections) {
     if (found == nullptr && !wanted.empty() &&
-        lowered(section.heading).find(wanted) != std::string::npos) {
+        asciiLower(section.heading).find(wanted) != std::string::npos) {
       found = &section;
     }
   }
