@@ -7,7 +7,7 @@
 //     on the device, which stops at "blocked", for the models blocked there;
 //   - `localize` against the device runs it makes (target: at most 1.2x).
 //
-//   build/bench/diagnose_bench [ZOO_DIR] [--seconds S] [--profile P]
+//   build/bench/diagnose_bench [ZOO_DIR] [--seconds S] [--profile P] [--localize-only]
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -99,8 +100,15 @@ void localizeAgainstItsRuns(const std::string& zoo, const std::string& scratch,
 }
 
 int runBenchmarks(int argc, char** argv) {
-  const auto args =
-      stickler::bench::parseBenchArgs(argc, argv, stickler::bench::kZooDir, "spyre-2025");
+  // --localize-only: the last table alone.
+  std::vector<char*> rest(argv, argv + argc);
+  const auto flag = std::find_if(rest.begin(), rest.end(), [](const char* arg) {
+    return std::string(arg) == "--localize-only";
+  });
+  const bool localize_only = flag != rest.end();
+  if (localize_only) rest.erase(flag);
+  const auto args = stickler::bench::parseBenchArgs(static_cast<int>(rest.size()), rest.data(),
+                                                    stickler::bench::kZooDir, "spyre-2025");
   const auto index = stickler::bench::zooIndex(args.zoo, "diagnose_bench");
   if (!index) return 2;
   const std::string scratch =
@@ -117,6 +125,7 @@ int runBenchmarks(int argc, char** argv) {
               "bundles");
   stickler::bench::GeometricMean run_mode, compile_mode;
   for (const auto& entry : index->at("models")) {
+    if (localize_only) break;
     const std::string model = args.zoo + "/" + entry.at("file").get<std::string>();
     const json plain = {{"model", model}, {"backend", "spyre-sim:" + args.profile}};
     const json first = stickler::runOperation(run, plain, context);

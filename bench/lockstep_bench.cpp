@@ -3,11 +3,9 @@
 // activation bytes held at once against storing every module's outputs.
 //
 //   build/bench/lockstep_bench [ZOO_DIR] [--seconds S] [--profile P]
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -74,11 +72,6 @@ int runBenchmarks(int argc, char** argv) {
   // thread of its own next to the device run.
 
   const auto sim = stickler::makeBackend(stickler::parseBackendSpec("spyre-sim:" + profile));
-  const std::string scratch =
-      (std::filesystem::temp_directory_path() / ("lockstep-bench-" + std::to_string(::getpid())))
-          .string();
-  std::filesystem::create_directories(scratch);
-  const std::string errors = scratch + "/errors.txt";
 
   std::printf("lockstep comparison on spyre-sim:%s (in process; medians of interleaved runs)\n",
               profile.c_str());
@@ -99,7 +92,7 @@ int runBenchmarks(int argc, char** argv) {
         },
         [&] {
           // The reference runs on its own thread, in step with the device run.
-          stickler::LockstepComparer comparer(*model->interpreter, inputs, errors);
+          stickler::LockstepComparer comparer(*model->interpreter, inputs);
           stickler::RunOptions observed = plain;
           observed.observer = &comparer;
           compiled->run(inputs, observed);
@@ -117,7 +110,6 @@ int runBenchmarks(int argc, char** argv) {
                 entry.at("name").get<std::string>().c_str(), baseline * 1e3, lockstep * 1e3, ratio,
                 store.heldAtOnce() / 1024.0, store.total() / 1024.0, memory);
   }
-  std::filesystem::remove_all(scratch);
   if (time_ratio.count == 0) {
     std::printf("no zoo model compiles on %s\n", profile.c_str());
     return 1;

@@ -1,5 +1,8 @@
 #include "adapters/engine/adapter_catalog.h"
 
+#include <sys/stat.h>
+#include <time.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -97,6 +100,66 @@ std::vector<CatalogEntry> catalogFromJson(const nlohmann::json& json) {
   return catalog;
 }
 
+namespace {
+
+// A catalog file as last read: every tool call that stacks adapters reads the whole catalog,
+// and a file whose size, inode and change times are unchanged is not read again.
+struct FileStamp {
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  int64_t size = 0;
+  uint64_t inode = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+int64_t nanoseconds(const timespec& time) {
+  return static_cast<int64_t>(time.tv_sec) * 1000000000 + time.tv_nsec;
+}
+
+std::optional<FileStamp> stampOf(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return std::nullopt;
+  return FileStamp{nanoseconds(info.st_mtim), nanoseconds(info.st_ctim),
+                   static_cast<int64_t>(info.st_size), static_cast<uint64_t>(info.st_ino)};
+}
+
+// A file changed within the last two seconds may change again without its times moving (they
+// advance by the kernel's clock tick, not by the nanosecond): it is read every time until it has
+// been still for longer, as git treats a "racily clean" file.
+bool stillLongEnough(const FileStamp& stamp) {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return nanoseconds(now) - std::max(stamp.mtime_ns, stamp.ctime_ns) > 2'000'000'000;
+}
+
+CatalogEntry readCatalogFile(const std::string& name, const std::string& path,
+                             const std::string& origin) {
+  constexpr size_t kFilesKept = 1024;
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::pair<FileStamp, CatalogEntry>> kept;
+  const std::string key = origin + '\0' + path;
+  const std::optional<FileStamp> stamp = stampOf(path);
+  if (stamp) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto found = kept.find(key);
+    if (found != kept.end() && found->second.first == *stamp && found->second.second.name == name) {
+      return found->second.second;
+    }
+  }
+  const auto text = readTextFileIfPresent(path);
+  if (!text) return {name, origin, path, "", std::nullopt, path + ": cannot read it"};
+  CatalogEntry entry = catalogEntryFromText(name, *text, path, origin);
+  // Kept only when the file did not change while it was read: its stamp before and after agree.
+  if (stamp && stillLongEnough(*stamp) && stampOf(path) == stamp) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (kept.size() >= kFilesKept) kept.clear();
+    kept.insert_or_assign(key, std::make_pair(*stamp, entry));
+  }
+  return entry;
+}
+
+}  // namespace
+
 std::vector<CatalogEntry> readCatalogDir(const std::string& dir, const std::string& origin) {
   namespace fs = std::filesystem;
   std::vector<CatalogEntry> entries;
@@ -104,13 +167,7 @@ std::vector<CatalogEntry> readCatalogDir(const std::string& dir, const std::stri
   if (!fs::is_directory(dir, error)) return entries;
   for (const auto& item : fs::directory_iterator(dir, error)) {
     if (!item.is_regular_file() || item.path().extension() != ".py") continue;
-    const std::string name = item.path().stem().string();
-    if (const auto text = readTextFileIfPresent(item.path().string())) {
-      entries.push_back(catalogEntryFromText(name, *text, item.path().string(), origin));
-    } else {
-      entries.push_back({name, origin, item.path().string(), "", std::nullopt,
-                         item.path().string() + ": cannot read it"});
-    }
+    entries.push_back(readCatalogFile(item.path().stem().string(), item.path().string(), origin));
   }
   std::sort(entries.begin(), entries.end(),
             [](const CatalogEntry& a, const CatalogEntry& b) { return a.name < b.name; });

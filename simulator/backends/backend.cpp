@@ -17,6 +17,8 @@ std::string runStatusName(BackendRun::Status status) {
       return "failed";
     case BackendRun::Status::kCancelled:
       return "cancelled";
+    case BackendRun::Status::kBlocked:
+      return "blocked";
   }
   return "failed";
 }
@@ -27,6 +29,8 @@ RunVerdict incompleteRunVerdict(BackendRun::Status status) {
       return RunVerdict::kAborted;
     case BackendRun::Status::kTimedOut:
       return RunVerdict::kTimedOut;
+    case BackendRun::Status::kBlocked:
+      return RunVerdict::kBlocked;
     default:
       return RunVerdict::kFailed;
   }

@@ -8,6 +8,7 @@
 #include <torch/script.h>
 
 #include "simulator/backends/backend_spec.h"
+#include "simulator/compare/lockstep_record.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/lowering/lowering.h"
 #include "simulator/run/run_verdict.h"
@@ -21,8 +22,8 @@ struct RunOptions {
   // cpu-emulated, in_process). Nothing but data crosses to a model host.
   ExecutionObserver* observer = nullptr;
   // Compare the run with the model's CPU reference module call by module call, wherever it
-  // runs (a model host included), writing each call's errors to this file (module_errors.h).
-  std::string lockstep_errors_path;
+  // runs (a model host included), into BackendRun::lockstep (module_errors.h).
+  bool lockstep = false;
   // Run a device backend in this process instead of a model host (benchmarks, thresholds): a
   // runtime-abort fault then throws instead of aborting.
   bool in_process = false;
@@ -35,7 +36,9 @@ struct RunOptions {
 
 // The outcome of one run on a backend.
 struct BackendRun {
-  enum class Status { kCompleted, kAborted, kTimedOut, kFailed, kCancelled };
+  // kBlocked: the model did not compile where it was to run (a model host lowers a placement
+  // itself, so that its caller need not).
+  enum class Status { kCompleted, kAborted, kTimedOut, kFailed, kCancelled, kBlocked };
   Status status = Status::kFailed;
   std::vector<c10::IValue> outputs;
   std::string message;     // why it did not complete
@@ -47,10 +50,12 @@ struct BackendRun {
   const ModuleCall* last_entered = nullptr;  // the last module boundary crossed inward
   int64_t nodes_run = 0;
   double seconds = 0.0;
+  // A completed run asked to compare in lockstep: what the comparison found.
+  std::optional<LockstepRecord> lockstep;
 };
 
 std::string runStatusName(BackendRun::Status status);
-// The verdict of a run that did not complete: aborted, timed out, or failed.
+// The verdict of a run that did not complete: blocked, aborted, timed out, or failed.
 RunVerdict incompleteRunVerdict(BackendRun::Status status);
 
 // A model compiled for a backend: the lowering report, and, when it compiled, a runnable plan.

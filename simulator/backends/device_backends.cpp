@@ -41,10 +41,9 @@ class DeviceCompiled : public CompiledModel {
   BackendRun runHere(const std::vector<c10::IValue>& inputs, const RunOptions& options) const {
     std::unique_ptr<LockstepComparer> comparer;
     ExecutionObserver* observer = options.observer;
-    if (!options.lockstep_errors_path.empty()) {
-      if (observer != nullptr) throw std::logic_error("a run takes an observer or a lockstep file");
-      comparer = std::make_unique<LockstepComparer>(*model_.interpreter, inputs,
-                                                    options.lockstep_errors_path);
+    if (options.lockstep) {
+      if (observer != nullptr) throw std::logic_error("a run takes an observer or lockstep");
+      comparer = std::make_unique<LockstepComparer>(*model_.interpreter, inputs);
       observer = comparer.get();
     }
     BackendRun run;
@@ -57,6 +56,7 @@ class DeviceCompiled : public CompiledModel {
     run.outputs = model_.interpreter->run(inputs, &device);
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     run.status = BackendRun::Status::kCompleted;
+    if (comparer) run.lockstep = comparer->record();
     return run;
   }
 

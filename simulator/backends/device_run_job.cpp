@@ -92,6 +92,8 @@ const LoadedModel& modelNamed(HostState& state, const json& header) {
   return *state.model;
 }
 
+// The model compiled per the run's backend, placement and pass limit, blocked or not: kept, so
+// that a placement the caller tries again is not lowered again.
 const CompiledModel& compiledFor(HostState& state, const json& header) {
   const std::string key = header.at("backend").get<std::string>() + "\n" +
                           header.at("placement").dump() + "\n" +
@@ -106,10 +108,6 @@ const CompiledModel& compiledFor(HostState& state, const json& header) {
   entry.backend = makeBackend(parseBackendSpec(header.at("backend").get<std::string>()));
   entry.compiled = entry.backend->compileWithPassLimit(
       *state.model, placementFromJson(header.at("placement")), header.at("pass_limit"));
-  if (!entry.compiled->ok()) {
-    throw std::runtime_error("the model does not compile for " +
-                             header.at("backend").get<std::string>() + " in its host");
-  }
   state.compiled.push_front(std::move(entry));
   if (state.compiled.size() > kCompiledKept) state.compiled.pop_back();
   return *state.compiled.front().compiled;
@@ -131,12 +129,16 @@ WireMessage deviceRun(const WireMessage& job, JobContext& context) {
   std::lock_guard<std::mutex> lock(state.mutex);
   modelNamed(state, job.header);
   const CompiledModel& compiled = compiledFor(state, job.header);
+  // The caller does not lower what it asks for: a placement that does not compile is an answer.
+  if (!compiled.ok()) return {{{"blocked", compiled.lowering().blockers.size()}}, {}};
   if (job.blobs.empty()) throw std::runtime_error("a device run job without inputs");
   RunOptions options;
   options.host_progress = &context.progress;
-  options.lockstep_errors_path = job.header.value("lockstep_errors_path", "");
+  options.lockstep = job.header.value("lockstep", false);
   const BackendRun run = compiled.run(unpickled(job.blobs[0]), options);
-  return {{{"seconds", run.seconds}}, {pickled(run.outputs)}};
+  WireMessage reply{{{"seconds", run.seconds}}, {pickled(run.outputs)}};
+  if (run.lockstep) reply.blobs.push_back(encodeLockstepRecord(*run.lockstep));
+  return reply;
 }
 
 // ---- In the caller ----
@@ -233,7 +235,7 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
                 {"backend", spec.backend},
                 {"placement", placementToJson(spec.placement)},
                 {"pass_limit", spec.pass_limit},
-                {"lockstep_errors_path", options.lockstep_errors_path},
+                {"lockstep", options.lockstep},
                 {"seconds", options.timeout_seconds}};
   job.blobs.push_back(pickled(inputs));
   const JobOutcome outcome = lease.worker().run(job, options.timeout_seconds, options.cancelled);
@@ -254,11 +256,20 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
   run.last_entered = callAt(outcome.progress.last_entered);
   switch (outcome.kind) {
     case JobOutcome::Kind::kCompleted:
-      if (outcome.result.blobs.empty()) {
+      if (outcome.result.header.contains("blocked")) {
+        run.status = BackendRun::Status::kBlocked;
+        run.message = "the model does not compile for " + spec.backend + " with this placement (" +
+                      std::to_string(outcome.result.header.value("blocked", 0)) + " blockers)";
+      } else if (outcome.result.blobs.empty()) {
         run.status = BackendRun::Status::kFailed;
         run.message = "the model host answered without outputs";
       } else {
         run.outputs = unpickled(outcome.result.blobs[0]);
+        if (options.lockstep) {
+          run.lockstep = outcome.result.blobs.size() > 1
+                             ? decodeLockstepRecord(outcome.result.blobs[1])
+                             : LockstepRecord{};
+        }
         run.status = BackendRun::Status::kCompleted;
       }
       break;

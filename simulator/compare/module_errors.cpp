@@ -226,19 +226,14 @@ class ReferenceFeeder : public ExecutionObserver {
 
 }  // namespace
 
-LockstepComparer::LockstepComparer(const Interpreter& reference, std::vector<c10::IValue> inputs,
-                                   const std::string& errors_path)
+LockstepComparer::LockstepComparer(const Interpreter& reference, std::vector<c10::IValue> inputs)
     : reference_(reference),
       inputs_(std::move(inputs)),
-      channel_(std::make_unique<LockstepChannel>()),
-      errors_(std::fopen(errors_path.c_str(), "w")) {
-  if (errors_ == nullptr) throw UserError(errors_path + ": cannot write module errors");
-}
+      channel_(std::make_unique<LockstepChannel>()) {}
 
 LockstepComparer::~LockstepComparer() {
   channel_->close();
   if (started_) channel_->waitFinished();  // the reference run must not outlive its inputs
-  std::fclose(errors_);
 }
 
 void LockstepComparer::start() {
@@ -276,9 +271,8 @@ void LockstepComparer::onModuleExit(const ModuleCall& call, const MutableValueVi
   const std::vector<at::Tensor> observed = floatOutputs(outputs);
   if (!reference.empty() && observed.size() == reference.size()) {
     ModuleErrors errors = compareActivations(reference, observed);
-    std::fprintf(errors_, "%lld %.9g %.9g %.9g %.9g %.9g %d\n", static_cast<long long>(index),
-                 errors.max_abs, errors.mean_abs, errors.cosine, errors.rel_l2, errors.sqnr_db,
-                 errors.non_finite ? 1 : 0);
+    errors.call = index;
+    record_.modules.push_back(errors);
   }
   channel_->release();
 }
@@ -316,20 +310,19 @@ int64_t nonFiniteIn(const View& values, bool nan) {
 
 void LockstepComparer::onNode(const torch::jit::Node& node, const ModuleCall* /*module*/,
                               const ValueView& inputs, const MutableValueView& outputs) {
-  if (non_finite_noted_ >= kNonFiniteCandidates) return;
+  if (record_.non_finite.size() >= static_cast<size_t>(kNonFiniteCandidates)) return;
   const int64_t non_finite = nonFiniteIn(outputs, /*nan=*/false);
   if (non_finite == 0) return;
   const int64_t nan = nonFiniteIn(outputs, /*nan=*/true);
-  const char* kind = nullptr;
-  int64_t elements = 0;
+  NonFiniteMark mark;
   if (nan > 0 && nonFiniteIn(inputs, /*nan=*/true) == 0) {
-    kind = "nan";
-    elements = nan;
+    mark.nan = true;
+    mark.elements = nan;
   } else if (nonFiniteIn(inputs, /*nan=*/false) == 0) {
-    kind = "inf";
-    elements = non_finite;
+    mark.elements = non_finite;
+  } else {
+    return;
   }
-  if (kind == nullptr) return;
   // Nodes are named by position: the compared run may be a model host's, of the same graph.
   if (positions_.empty()) {
     const auto nodes = allNodes(*node.owningGraph());
@@ -337,49 +330,19 @@ void LockstepComparer::onNode(const torch::jit::Node& node, const ModuleCall* /*
   }
   const auto position = positions_.find(&node);
   if (position == positions_.end()) return;
-  std::fprintf(errors_, "nonfinite %lld %s %lld\n", static_cast<long long>(position->second), kind,
-               static_cast<long long>(elements));
-  ++non_finite_noted_;
+  mark.position = position->second;
+  record_.non_finite.push_back(mark);
 }
 
-std::vector<NonFiniteCandidate> readNonFiniteCandidates(const std::string& errors_path,
-                                                        const torch::jit::Graph& graph) {
+std::vector<NonFiniteCandidate> nonFiniteCandidates(const LockstepRecord& record,
+                                                    const torch::jit::Graph& graph) {
   const std::vector<const torch::jit::Node*> nodes = allNodes(graph);
   std::vector<NonFiniteCandidate> candidates;
-  std::ifstream in(errors_path);
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream fields(line);
-    std::string tag, kind;
-    long long position = -1;
-    long long elements = 0;
-    if (!(fields >> tag >> position >> kind >> elements) || tag != "nonfinite") continue;
-    if (position < 0 || position >= static_cast<long long>(nodes.size())) continue;
-    candidates.push_back({nodes[static_cast<size_t>(position)], kind == "nan", elements});
+  for (const NonFiniteMark& mark : record.non_finite) {
+    if (mark.position < 0 || mark.position >= static_cast<int64_t>(nodes.size())) continue;
+    candidates.push_back({nodes[static_cast<size_t>(mark.position)], mark.nan, mark.elements});
   }
   return candidates;
-}
-
-std::vector<ModuleErrors> readModuleErrors(const std::string& errors_path) {
-  std::vector<ModuleErrors> list;
-  std::ifstream in(errors_path);
-  std::string line;
-  while (std::getline(in, line)) {
-    // std::stod reads the "inf" and "nan" that printf writes; operator>> does not.
-    std::istringstream fields(line);
-    std::vector<std::string> tokens;
-    for (std::string token; fields >> token;) tokens.push_back(token);
-    if (tokens.size() != 7) continue;
-    ModuleErrors errors;
-    errors.call = std::stoll(tokens[0]);
-    errors.max_abs = std::stod(tokens[1]);
-    errors.mean_abs = std::stod(tokens[2]);
-    errors.cosine = std::stod(tokens[3]);
-    errors.rel_l2 = std::stod(tokens[4]);
-    errors.sqnr_db = std::stod(tokens[5]);
-    errors.non_finite = tokens[6] == "1";
-    list.push_back(errors);
-  }
-  return list;
 }
 
 }  // namespace stickler

@@ -5,9 +5,8 @@
 // reference activations are held at any time (DESIGN.md: compare in lockstep), and the two runs
 // overlap instead of waiting on each other at every boundary. The device run may live in a model
 // host: its comparer is then made there (RunOptions::lockstep_errors_path), runs the host's own
-// reference, and writes one line per module call to a file that the host flushes when the run
-// ends (an aborted run may lose its buffered lines; the abort itself is what localization
-// reports then).
+// reference, and sends the record back with the run's outputs (an aborted run sends none; the
+// abort itself is what localization reports then).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "simulator/compare/lockstep_record.h"
 #include "simulator/interpreter/interpreter.h"
 
 namespace stickler {
@@ -24,28 +24,16 @@ namespace stickler {
 // How many module calls the reference may run ahead of the compared run.
 inline constexpr size_t kLockstepDepth = 2;
 
-// How far a module call's outputs (its float tensors, together) are from the reference's.
-struct ModuleErrors {
-  int64_t call = -1;  // index into the interpreter's module calls
-  double max_abs = 0.0;
-  double mean_abs = 0.0;
-  double cosine = 1.0;
-  double rel_l2 = 0.0;      // |device - reference| / |reference|
-  double sqnr_db = 0.0;     // 10 log10(|reference|^2 / |device - reference|^2); inf when equal
-  bool non_finite = false;  // NaN or inf where the reference is finite
-};
-
 ModuleErrors compareActivations(const std::vector<at::Tensor>& reference,
                                 const std::vector<at::Tensor>& observed);
 
 class LockstepChannel;
 
 // Compares the run it observes with `reference`'s run on the same inputs, module call by module
-// call, and writes one line of ModuleErrors per call to `errors_path`.
+// call, into record().
 class LockstepComparer : public ExecutionObserver {
  public:
-  LockstepComparer(const Interpreter& reference, std::vector<c10::IValue> inputs,
-                   const std::string& errors_path);
+  LockstepComparer(const Interpreter& reference, std::vector<c10::IValue> inputs);
   ~LockstepComparer() override;
   LockstepComparer(const LockstepComparer&) = delete;
   LockstepComparer& operator=(const LockstepComparer&) = delete;
@@ -57,6 +45,8 @@ class LockstepComparer : public ExecutionObserver {
   void onNode(const torch::jit::Node& node, const ModuleCall* module, const ValueView& inputs,
               const MutableValueView& outputs) override;
   bool seesShapeArithmetic() const override { return false; }
+  // What the run observed so far: complete once it has returned.
+  const LockstepRecord& record() const { return record_; }
 
  private:
   void start();
@@ -64,10 +54,9 @@ class LockstepComparer : public ExecutionObserver {
   const Interpreter& reference_;
   std::vector<c10::IValue> inputs_;
   std::unique_ptr<LockstepChannel> channel_;
-  std::FILE* errors_ = nullptr;
+  LockstepRecord record_;
   bool started_ = false;
   bool in_step_ = true;  // false once the two runs left different module calls
-  int non_finite_noted_ = 0;
   std::unordered_map<const torch::jit::Node*, int64_t> positions_;  // in allNodes() order
 };
 
@@ -83,14 +72,11 @@ struct NonFiniteCandidate {
 inline constexpr int kNonFiniteCandidates = 8;
 
 // The candidates a comparer noted, as nodes of `graph` (the compared run's graph: nodes are
-// written by position, as the run may have been a model host's).
-std::vector<NonFiniteCandidate> readNonFiniteCandidates(const std::string& errors_path,
-                                                        const torch::jit::Graph& graph);
+// noted by position, as the run may have been a model host's).
+std::vector<NonFiniteCandidate> nonFiniteCandidates(const LockstepRecord& record,
+                                                    const torch::jit::Graph& graph);
 
 // The float tensors among a module call's outputs, flattened, fp32 and contiguous.
 std::vector<at::Tensor> floatOutputs(const MutableValueView& outputs);
-
-// The lines a comparer wrote, in execution order.
-std::vector<ModuleErrors> readModuleErrors(const std::string& errors_path);
 
 }  // namespace stickler

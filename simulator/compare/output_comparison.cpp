@@ -12,22 +12,27 @@ std::optional<double> finiteOrNone(double value) {
   return std::isfinite(value) ? std::optional<double>(value) : std::nullopt;
 }
 
-// One pass in C++ over both outputs in float64, in order: a dozen whole-tensor operators, each
-// a pass and a read back, cost more than the comparison itself on a small model's outputs, and a
-// serial sum is the same on every machine.
-OutputMetrics commonMetrics(const at::Tensor& reference, const at::Tensor& device) {
-  const at::Tensor r = reference.to(c10::kDouble).contiguous().reshape({-1});
-  const at::Tensor d = device.to(c10::kDouble).contiguous().reshape({-1});
-  const double* ref = r.data_ptr<double>();
-  const double* dev = d.data_ptr<double>();
-  const int64_t count = r.numel();
+// Read as float when float holds every value exactly (fp32, bf16, fp16), as double otherwise:
+// a float64 copy of a large output (logits over a vocabulary) costs more than comparing it.
+at::Tensor flatForReading(const at::Tensor& tensor) {
+  const c10::ScalarType type = tensor.scalar_type() == c10::kDouble ? c10::kDouble : c10::kFloat;
+  return tensor.to(type).contiguous().reshape({-1});
+}
+
+// One pass in C++ over both outputs, summed in float64 in order: a dozen whole-tensor
+// operators, each a pass and a read back, cost more than the comparison itself on a small
+// model's outputs, and a serial sum is the same on every machine.
+template <typename R, typename D>
+OutputMetrics metricsOf(const R* ref, const D* dev, int64_t count) {
   double ref_squares = 0, dev_squares = 0, dot = 0, error_squares = 0, error_sum = 0;
   double error_max = 0;
   bool error_nan = false;
   int64_t non_finite = 0;
   for (int64_t i = 0; i < count; ++i) {
-    if (!std::isfinite(dev[i])) ++non_finite;
-    const double error = std::fabs(dev[i] - ref[i]);
+    const double r = ref[i];
+    const double d = dev[i];
+    if (!std::isfinite(d)) ++non_finite;
+    const double error = std::fabs(d - r);
     if (std::isnan(error)) {
       error_nan = true;
     } else {
@@ -35,9 +40,9 @@ OutputMetrics commonMetrics(const at::Tensor& reference, const at::Tensor& devic
     }
     error_sum += error;
     error_squares += error * error;
-    ref_squares += ref[i] * ref[i];
-    dev_squares += dev[i] * dev[i];
-    dot += ref[i] * dev[i];
+    ref_squares += r * r;
+    dev_squares += d * d;
+    dot += r * d;
   }
   const double ref_norm = std::sqrt(ref_squares);
   const double dev_norm = std::sqrt(dev_squares);
@@ -51,17 +56,38 @@ OutputMetrics commonMetrics(const at::Tensor& reference, const at::Tensor& devic
   return metrics;
 }
 
+template <typename R>
+OutputMetrics metricsAgainst(const R* ref, const at::Tensor& d) {
+  return d.scalar_type() == c10::kDouble ? metricsOf(ref, d.data_ptr<double>(), d.numel())
+                                         : metricsOf(ref, d.data_ptr<float>(), d.numel());
+}
+
+OutputMetrics commonMetrics(const at::Tensor& reference, const at::Tensor& device) {
+  const at::Tensor r = flatForReading(reference);
+  const at::Tensor d = flatForReading(device);
+  return r.scalar_type() == c10::kDouble ? metricsAgainst(r.data_ptr<double>(), d)
+                                         : metricsAgainst(r.data_ptr<float>(), d);
+}
+
 LogitAgreement logitMetrics(const at::Tensor& reference, const at::Tensor& device, double tolerance,
                             bool* pass) {
   // Whole-tensor operations, then one pass over the rows in C++: a row at a time in ATen costs
   // several small operators per position, which dominated a localization trial's comparison.
+  // Ranking, maxima and gathering are exact in the outputs' own precision; only the few
+  // gathered values are subtracted, in float64.
   const int64_t vocab = reference.size(-1);
-  const at::Tensor r = reference.to(c10::kDouble).reshape({-1, vocab}).contiguous();
-  const at::Tensor d = device.to(c10::kDouble).reshape({-1, vocab}).contiguous();
-  const auto [top_values, top_indices] = r.topk(std::min<int64_t>(5, vocab), -1);
-  const at::Tensor worst = (d.gather(1, top_indices) - r.gather(1, top_indices)).abs().amax(-1);
-  const at::Tensor scale = r.abs().amax(-1).clamp_min(1e-30);
-  const at::Tensor dev_top1 = d.argmax(-1);
+  const c10::ScalarType type =
+      reference.scalar_type() == c10::kDouble || device.scalar_type() == c10::kDouble ? c10::kDouble
+                                                                                      : c10::kFloat;
+  const at::Tensor r = reference.to(type).reshape({-1, vocab});
+  const at::Tensor d = device.to(type).reshape({-1, vocab});
+  auto [top_reference, top_indices] = r.topk(std::min<int64_t>(5, vocab), -1);
+  const at::Tensor top_values = top_reference.to(c10::kDouble).contiguous();
+  top_indices = top_indices.contiguous();
+  const at::Tensor worst =
+      (d.gather(1, top_indices).to(c10::kDouble) - top_values).abs().amax(-1).contiguous();
+  const at::Tensor scale = r.abs().amax(-1).to(c10::kDouble).clamp_min(1e-30).contiguous();
+  const at::Tensor dev_top1 = d.argmax(-1).contiguous();
   const auto values = top_values.accessor<double, 2>();
   const auto indices = top_indices.accessor<int64_t, 2>();
   const auto worst_of = worst.accessor<double, 1>();

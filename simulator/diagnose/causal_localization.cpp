@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <future>
 #include <map>
+#include <optional>
 
 #include "simulator/backends/backend.h"
 #include "simulator/backends/model_host_client.h"
@@ -23,6 +23,7 @@ struct Trial {
   std::vector<at::Tensor> outputs;
   const torch::jit::Node* stopped_at = nullptr;  // where an aborted run died
   std::string message;
+  LockstepRecord lockstep;  // when compared in lockstep
 };
 
 bool sameBytes(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
@@ -87,8 +88,8 @@ class Localizer {
     // module by module.
     deviation_ = std::make_unique<ModuleDeviation>(model_, backend_->format(), options_.thresholds);
     const Trial first = trial(units_, "whole model (determinism check, 1 of 2)", /*whole=*/true,
-                              deviation_->errorsPath());
-    deviation_->read();
+                              /*lockstep=*/true);
+    deviation_->take(first.lockstep);
     result_.numerics = deviation_->report();
     const Trial second = trial(units_, "whole model (determinism check, 2 of 2)", /*whole=*/true);
     const bool deterministic =
@@ -162,8 +163,8 @@ class Localizer {
     result_.units = static_cast<int64_t>(units_.size());
     deviation_ = std::make_unique<ModuleDeviation>(model_, backend_->format(), options_.thresholds);
     const Trial first = trial(units_, "whole model, compared in lockstep", /*whole=*/true,
-                              deviation_->errorsPath());
-    deviation_->read();
+                              /*lockstep=*/true);
+    deviation_->take(first.lockstep);
     result_.numerics = deviation_->report();
     result_.whole_model_verdict = first.verdict;
     result_.first_non_finite = deviation_->firstNonFinite();
@@ -219,14 +220,14 @@ class Localizer {
     result_.pass_applications = static_cast<int64_t>(count);
     if (count == 0) return finish(LocalizeStatus::kNoPassApplications);
     const std::string of = " of " + std::to_string(count) + " pass applications";
-    if (trial(units_, "whole model, none" + of, true, "", 0).verdict != RunVerdict::kPass) {
+    if (trial(units_, "whole model, none" + of, true, false, 0).verdict != RunVerdict::kPass) {
       return finish(LocalizeStatus::kFailsWithoutPasses);
     }
     size_t pass = 0, fail = count;  // the first `fail` applications fail; `pass` pass
     while (fail - pass > 1) {
       const size_t middle = pass + (fail - pass) / 2;
       const Trial probe = trial(units_, "whole model, the first " + std::to_string(middle) + of,
-                                true, "", static_cast<int64_t>(middle));
+                                true, false, static_cast<int64_t>(middle));
       (probe.verdict == RunVerdict::kPass ? pass : fail) = middle;
     }
     const PassApplication& culprit = whole.pass_applications[fail - 1];
@@ -237,52 +238,69 @@ class Localizer {
     return finish(LocalizeStatus::kPassLocalized);
   }
 
-  // `lockstep_errors_path`: where the run's comparison with the reference goes ("" for none).
+  // `lockstep`: compare the run with the reference module call by module call.
   Trial trial(const std::vector<std::string>& units, const std::string& what, bool whole = false,
-              const std::string& lockstep_errors_path = "", int64_t pass_limit = -1) {
+              bool lockstep = false, int64_t pass_limit = -1) {
+    announce(what);
+    return judged(deviceRun(placementOf(units, whole), lockstep, pass_limit), units, what, whole);
+  }
+
+  void announce(const std::string& what) {
     options_.control.checkCancelled();
     options_.control.progress(static_cast<double>(result_.runs.size()),
                               static_cast<double>(target()), "device run: " + what);
+  }
+
+  Placement placementOf(const std::vector<std::string>& units, bool whole) const {
     Placement placement;
     if (!whole) {
       placement.device_modules = units;
       placement.own_nodes_only = true;
     }
     placement.host_modules = model_.host_modules;
-    Trial result;
-    double seconds = 0.0;
+    return placement;
+  }
+
+  bool hosted() const { return backend_->spec().kind == BackendSpec::Kind::kSpyreSim; }
+
+  // The run of a placement; none when it does not compile. A simulated device runs in the
+  // model's host, which lowers the placement itself and says when it is blocked: this process
+  // does not lower it too.
+  std::optional<BackendRun> deviceRun(const Placement& placement, bool lockstep,
+                                      int64_t pass_limit) const {
     RunOptions run_options;
     run_options.timeout_seconds = options_.timeout_seconds;
     run_options.cancelled = options_.control.cancelled;
-    run_options.lockstep_errors_path = lockstep_errors_path;
-    // A simulated device runs in the model's host, which lowers the placement itself: the run
-    // starts at once, and this process lowers it meanwhile only to tell a blocked placement
-    // (whose run then fails in the host) from a run.
-    std::future<BackendRun> hosted;
-    if (backend_->spec().kind == BackendSpec::Kind::kSpyreSim) {
-      hosted = std::async(std::launch::async, [&] {
-        return runOnModelHost(model_, DeviceRunSpec{backend_->spec().text, placement, pass_limit},
-                              model_.example_inputs, run_options);
-      });
+    run_options.lockstep = lockstep;
+    if (hosted()) {
+      return runOnModelHost(model_, DeviceRunSpec{backend_->spec().text, placement, pass_limit},
+                            model_.example_inputs, run_options);
     }
     const auto compiled = backend_->compileWithPassLimit(model_, placement, pass_limit);
-    if (!compiled->ok()) {
-      if (hosted.valid()) hosted.wait();
+    if (!compiled->ok()) return std::nullopt;
+    return compiled->run(model_.example_inputs, run_options);
+  }
+
+  // The run's end-to-end verdict against the reference, noted among the runs.
+  Trial judged(std::optional<BackendRun> run, const std::vector<std::string>& units,
+               const std::string& what, bool whole) {
+    Trial result;
+    double seconds = 0.0;
+    if (!run || run->status == BackendRun::Status::kBlocked) {
       result.verdict = RunVerdict::kBlocked;
     } else {
-      const BackendRun run =
-          hosted.valid() ? hosted.get() : compiled->run(model_.example_inputs, run_options);
-      seconds = run.seconds;
+      seconds = run->seconds;
       options_.control.checkCancelled();
-      if (run.status == BackendRun::Status::kCompleted) {
-        result.outputs = flattenTensors(run.outputs);
+      if (run->status == BackendRun::Status::kCompleted) {
+        result.outputs = flattenTensors(run->outputs);
+        if (run->lockstep) result.lockstep = std::move(*run->lockstep);
         const bool passed =
             compareOutputs(reference_, result.outputs, model_.card, backend_->format(), {}).passed;
         result.verdict = passed ? RunVerdict::kPass : RunVerdict::kFail;
       } else {
-        result.verdict = incompleteRunVerdict(run.status);
-        result.stopped_at = run.node;
-        result.message = run.message;
+        result.verdict = incompleteRunVerdict(run->status);
+        result.stopped_at = run->node;
+        result.message = run->message;
       }
     }
     result_.runs.push_back({what, static_cast<int64_t>(whole ? units_.size() : units.size()),

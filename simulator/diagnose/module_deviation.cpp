@@ -1,10 +1,6 @@
 #include "simulator/diagnose/module_deviation.h"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <unordered_map>
 
@@ -16,7 +12,6 @@
 namespace stickler {
 namespace {
 
-namespace fs = std::filesystem;
 std::optional<double> finiteOrNone(double value) {
   return std::isfinite(value) ? std::optional<double>(value) : std::nullopt;
 }
@@ -28,26 +23,11 @@ ModuleDeviation::ModuleDeviation(const LoadedModel& model, NumberFormat format,
     : model_(model),
       format_(format),
       settings_(settings),
-      thresholds_(moduleThresholds(model, format, settings)) {
-  static std::atomic<int> next{0};
-  directory_ = (fs::temp_directory_path() /
-                ("stickler-lockstep-" + std::to_string(::getpid()) + "-" + std::to_string(next++)))
-                   .string();
-  fs::create_directories(directory_);
-}
+      thresholds_(moduleThresholds(model, format, settings)) {}
 
-ModuleDeviation::~ModuleDeviation() {
-  std::error_code ignored;
-  fs::remove_all(directory_, ignored);
-}
-
-std::string ModuleDeviation::errorsPath() const {
-  return directory_ + "/errors.txt";
-}
-
-void ModuleDeviation::read() {
-  errors_ = readModuleErrors(directory_ + "/errors.txt");
-  non_finite_ = readNonFiniteCandidates(directory_ + "/errors.txt", *model_.graph);
+void ModuleDeviation::take(const LockstepRecord& record) {
+  errors_ = record.modules;
+  non_finite_ = nonFiniteCandidates(record, *model_.graph);
 }
 
 namespace {

@@ -22,14 +22,10 @@ struct LoadedModel;
 class ModuleDeviation {
  public:
   ModuleDeviation(const LoadedModel& model, NumberFormat format, const ThresholdSettings& settings);
-  ~ModuleDeviation();
-  ModuleDeviation(const ModuleDeviation&) = delete;
-  ModuleDeviation& operator=(const ModuleDeviation&) = delete;
 
-  // Where one device run on the example inputs writes its comparison with the reference
-  // (RunOptions::lockstep_errors_path); read() after it.
-  std::string errorsPath() const;
-  void read();
+  // What one device run on the example inputs, compared in lockstep (RunOptions::lockstep),
+  // found.
+  void take(const LockstepRecord& record);
 
   // The thresholds' basis and every compared module call, in execution order.
   NumericsReport report() const;
@@ -53,7 +49,6 @@ class ModuleDeviation {
   NumberFormat format_;
   ThresholdSettings settings_;
   ModuleThresholds thresholds_;
-  std::string directory_;
   std::vector<ModuleErrors> errors_;
   std::vector<NonFiniteCandidate> non_finite_;
 };

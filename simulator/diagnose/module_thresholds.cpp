@@ -1,9 +1,6 @@
 #include "simulator/diagnose/module_thresholds.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -57,26 +54,17 @@ ModuleThresholds derive(const LoadedModel& model, NumberFormat format,
   std::vector<std::vector<double>> errors(calls.size());
   const auto backend = makeBackend(parseBackendSpec("cpu-emulated:" + formatName(format)));
   const auto compiled = backend->compile(model, {});
-  static std::atomic<int> next{0};  // server threads of one process need their own
-  const fs::path scratch =
-      fs::temp_directory_path() /
-      ("stickler-thresholds-" + std::to_string(::getpid()) + "-" + std::to_string(next++));
-  fs::create_directories(scratch);
   for (int i = 0; i < settings.inputs; ++i) {
     const std::vector<c10::IValue> inputs = inputSet(model, i);
-    const std::string measured = (scratch / "errors.txt").string();
-    {
-      LockstepComparer comparer(*model.interpreter, inputs, measured);
-      RunOptions options;
-      options.observer = &comparer;
-      options.in_process = true;
-      compiled->run(inputs, options);
-    }
-    for (const ModuleErrors& entry : readModuleErrors(measured)) {
+    LockstepComparer comparer(*model.interpreter, inputs);
+    RunOptions options;
+    options.observer = &comparer;
+    options.in_process = true;
+    compiled->run(inputs, options);
+    for (const ModuleErrors& entry : comparer.record().modules) {
       errors[entry.call].push_back(entry.rel_l2);
     }
   }
-  fs::remove_all(scratch);
   ModuleThresholds thresholds;
   const double floor = unitRoundoff(format);
   for (const auto& values : errors) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "adapters/catalog_repo/workspace_catalog.h"
 #include "adapters/engine/adapted_archive.h"
@@ -30,6 +31,7 @@
 #include "simulator/lowering/check_support.h"
 #include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/text_files.h"
 #include "tests/cli/fault_profiles.h"
 #include "tests/unit/adapter_test_support.h"
 #include "tests/unit/synthetic_models.h"
@@ -1053,6 +1055,42 @@ TEST(AdapterEngine, AnAdaptedArchiveLoadsAndComputesTheSame) {
   EXPECT_LT(std::filesystem::file_size(out), original_bytes + original_bytes / 2)
       << "weights stored twice";
   std::remove(out.c_str());
+}
+
+// A catalog's files are read again only when they changed, and an edit is always seen: an
+// in-place rewrite of the same size within the kernel's clock tick at once (a file changed in
+// the last two seconds is not kept), and one to a file kept since.
+TEST(AdapterCatalog, AnEditedFileIsReadAgainEvenWhenItsSizeIsTheSame) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "stickler-catalog-edits";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path file = dir / "pow-square-as-mul.py";
+  const std::string shipped = readTextFile(shippedCatalogDir() + "/pow-square-as-mul.py");
+  auto write = [&](const std::string& why) {
+    std::string text = shipped;
+    const size_t at = text.find("why = \"");
+    text.replace(at, text.find('\n', at) - at, "why = \"" + why + "\"");
+    std::ofstream out(file, std::ios::trunc);  // the same inode, rewritten
+    out << text;
+  };
+  auto whyRead = [&] {
+    const auto catalog = readCatalogDir(dir.string(), "workspace");
+    EXPECT_EQ(catalog.size(), 1u);
+    EXPECT_EQ(catalog.at(0).error, "");
+    return catalog.empty() || !catalog[0].file ? "" : catalog[0].file->metadata.why;
+  };
+  write("first");
+  EXPECT_EQ(whyRead(), "first");
+  write("again");  // same size, within the same tick
+  EXPECT_EQ(whyRead(), "again");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  EXPECT_EQ(whyRead(), "again");  // now kept
+  write("later");
+  EXPECT_EQ(whyRead(), "later");
+  fs::remove(file);
+  EXPECT_TRUE(readCatalogDir(dir.string(), "workspace").empty());
+  fs::remove_all(dir);
 }
 
 // Every zoo model adapted for spyre-2026 by the catalog and saved keeps its operators' module

@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "simulator/backends/model_host_client.h"
+#include "simulator/compare/module_errors.h"
 #include "simulator/interpreter/rounded_when_widened.h"
 #include "simulator/interpreter/sixteen_bit.h"
 #include "simulator/interpreter/widening_buffers.h"
@@ -213,6 +215,55 @@ TEST(SpyreSim, HybridPlacementRunsOnlyChosenModulesOnTheDevice) {
   EXPECT_GT(cosine(logits, reference), 0.9999);
   EXPECT_EQ(runOn(*model, abort, Placement{{"model.layers.0.self_attn"}}).status,
             BackendRun::Status::kAborted);
+}
+
+// A model host lowers each placement itself, so that its caller need not: one that does not
+// compile is an answer (blocked, with the number of blockers), not a failure, and the host
+// serves the next placement.
+TEST(SpyreSim, AModelHostSaysWhenAPlacementDoesNotCompile) {
+  const auto model = loadModel(zooPath("gpt2-tiny.pt"));  // aten::pow and the 1000-wide lm_head
+  const DeviceRunSpec whole{"spyre-sim:spyre-2025", {}, -1};
+  const BackendRun blocked = runOnModelHost(*model, whole, model->example_inputs, {});
+  EXPECT_EQ(blocked.status, BackendRun::Status::kBlocked);
+  EXPECT_EQ(incompleteRunVerdict(blocked.status), RunVerdict::kBlocked);
+  EXPECT_NE(blocked.message.find("does not compile for spyre-sim:spyre-2025"), std::string::npos)
+      << blocked.message;
+  EXPECT_NE(blocked.message.find("3 blockers"), std::string::npos) << blocked.message;
+  EXPECT_TRUE(blocked.outputs.empty());
+
+  Placement attention_only;
+  attention_only.device_modules = {"transformer.h.0.attn"};
+  const BackendRun ran = runOnModelHost(*model, {"spyre-sim:spyre-2025", attention_only, -1},
+                                        model->example_inputs, {});
+  EXPECT_EQ(ran.status, BackendRun::Status::kCompleted) << ran.message;
+  EXPECT_FALSE(ran.outputs.empty());
+}
+
+// A run compared in lockstep in its model host sends the comparison back with its outputs:
+// one entry per module call compared, and the operators that turned values non-finite.
+TEST(SpyreSim, ALockstepRunInItsHostSendsItsComparisonBack) {
+  const auto model = loadModel(zooPath("vit-tiny.pt"));
+  RunOptions lockstep;
+  lockstep.lockstep = true;
+  const BackendRun clean = runOn(*model, "spyre-sim:spyre-2026-clean", {}, lockstep);
+  ASSERT_EQ(clean.status, BackendRun::Status::kCompleted);
+  ASSERT_TRUE(clean.lockstep.has_value());
+  const size_t calls = model->interpreter->moduleCalls().size();
+  EXPECT_GT(clean.lockstep->modules.size(), calls / 2);
+  for (const ModuleErrors& errors : clean.lockstep->modules) {
+    EXPECT_GE(errors.call, 0);
+    EXPECT_LT(errors.call, static_cast<int64_t>(calls));
+    EXPECT_LT(errors.rel_l2, 0.05);  // DL16 numerics, no fault
+  }
+  EXPECT_TRUE(clean.lockstep->non_finite.empty());
+  EXPECT_FALSE(runOn(*model, "spyre-sim:spyre-2026-clean").lockstep.has_value());  // not asked
+
+  const BackendRun faulty =
+      runOn(*model, "spyre-sim:" + testing::testProfile("layernorm-after-add.json"), {}, lockstep);
+  ASSERT_TRUE(faulty.lockstep.has_value());
+  ASSERT_FALSE(faulty.lockstep->non_finite.empty());
+  EXPECT_TRUE(faulty.lockstep->non_finite.front().nan);
+  EXPECT_GT(faulty.lockstep->non_finite.front().elements, 0);
 }
 
 TEST(SpyreSim, InProcessRunsThrowInsteadOfAborting) {
