@@ -13,6 +13,7 @@
 #include "simulator/device/device_profile.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
+#include "simulator/support/phase_times.h"
 #include "simulator/support/sha256.h"
 #include "simulator/workers/worker_main.h"
 
@@ -165,6 +166,7 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
     const AdapterCodeRunsHere here;
     return applyAdapter(adapter, std::move(model), profile, check_equivalence, record_from);
   }
+  const double start = phaseClock();
   AdapterApplication application;
   application.adapter = adapter;
   application.before = model;
@@ -228,6 +230,7 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
       {adapter.metadata.name, adapter.path, adapter.source, adapter.reviewed, profile.path});
   if (edit.change().fixes_shapes) after->card.fixed_shapes = true;
   application.after = std::move(after);
+  notePhase("applied " + adapter.metadata.name, phaseClock() - start);
   if (check_equivalence) {
     const ChangeRegion seen =
         findChangeRegion(*model, *application.after->graph, origin, &application.after->records);
@@ -242,6 +245,7 @@ AdapterApplication applyAdapter(const AdapterFile& adapter,
     }
     application.equivalence =
         checkAdaptation(*model, *application.after, same ? region : seen, same ? &feeds : nullptr);
+    notePhase("checked " + adapter.metadata.name, phaseClock() - start);
   }
   application.equivalence.stated_max_ulps = adapter.metadata.max_ulps;
   return application;

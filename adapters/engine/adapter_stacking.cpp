@@ -10,6 +10,7 @@
 #include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
+#include "simulator/support/phase_times.h"
 #include "simulator/support/task_control.h"
 
 namespace stickler {
@@ -151,8 +152,12 @@ StackingOutcome stackAdapters(AdapterStack& stack, const std::vector<const Catal
   truth_unneeded = !computes_differently;
   std::shared_ptr<const Float64Truth> original_truth;
   const auto checkWhole = [&](const std::atomic<bool>* cancelled) {
+    const double start = phaseClock();
     if (!original_truth && truth.valid()) original_truth = truth.get();
-    return checkWholeModel(*stack.original(), *stack.current(), 1, original_truth.get(), cancelled);
+    EquivalenceResult whole =
+        checkWholeModel(*stack.original(), *stack.current(), 1, original_truth.get(), cancelled);
+    notePhase("checked the whole adapted model against the original", phaseClock() - start);
+    return whole;
   };
   std::optional<EquivalenceResult> first;
   if (beside) {

@@ -11,6 +11,7 @@
 #include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
+#include "simulator/support/phase_times.h"
 #include "simulator/support/task_control.h"
 #include "simulator/workers/job_registry.h"
 #include "simulator/workers/worker_pool.h"
@@ -210,6 +211,7 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
 
   if (lease.fresh()) {
     // The model is made before the run's clock starts: loading is not the run.
+    const double start = phaseClock();
     const JobOutcome loaded = lease.worker().run(
         {{{"kind", "host_load"}, {"recipe", facts.recipe}, {"records", facts.records}}, {}},
         defaultExecutionSeconds(), options.cancelled);
@@ -221,6 +223,9 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
                        "the model host could not make the model: " + loaded.message +
                            (loaded.stderr_tail.empty() ? "" : " (" + loaded.stderr_tail + ")"));
     }
+    notePhase("model host started and made " + model.card.name + " (" +
+                  secondsText(loaded.result.header.value("seconds", 0.0)) + " s of it making)",
+              phaseClock() - start);
     if (loaded.result.header.value("fingerprint", "") != fingerprint) {
       return runStatus(BackendRun::Status::kFailed,
                        "the model host made a different graph from the model's recipe (a bug: "
@@ -242,6 +247,7 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
 
   BackendRun run;
   run.seconds = outcome.seconds;
+  notePhase("device run in its model host", outcome.seconds);
   run.device_log = outcome.stderr_tail;
   run.nodes_run = outcome.progress.nodes_run;
   const std::vector<const torch::jit::Node*>& nodes = facts.nodes;

@@ -13,6 +13,7 @@
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/phase_times.h"
 
 namespace stickler {
 namespace {
@@ -77,7 +78,9 @@ class Localizer {
   }
 
   LocalizationResult run() {
+    double start = phaseClock();
     const auto whole = compileWhole();
+    notePhase("lowered the whole model", phaseClock() - start);
     if (!whole->ok()) return blocked(*whole);
     collectUnits(whole->lowering());
     result_.units = static_cast<int64_t>(units_.size());
@@ -86,7 +89,9 @@ class Localizer {
 
     // Determinism first: the same whole-model run twice, the first compared with the reference
     // module by module.
+    start = phaseClock();
     deviation_ = std::make_unique<ModuleDeviation>(model_, backend_->format(), options_.thresholds);
+    notePhase("module thresholds", phaseClock() - start);
     const Trial first = trial(units_, "whole model (determinism check, 1 of 2)", /*whole=*/true,
                               /*lockstep=*/true);
     deviation_->take(first.lockstep);

@@ -12,6 +12,7 @@
 #include "simulator/compare/module_errors.h"
 #include "simulator/graph/example_inputs.h"
 #include "simulator/graph/loaded_model.h"
+#include "simulator/support/phase_times.h"
 #include "simulator/support/resource_dirs.h"
 #include "simulator/support/sha256.h"
 
@@ -104,7 +105,11 @@ ModuleThresholds moduleThresholds(const LoadedModel& model, NumberFormat format,
       // A damaged cache entry is derived again and rewritten.
     }
   }
+  const double start = phaseClock();
   ModuleThresholds thresholds = derive(model, format, settings);
+  notePhase("derived module thresholds from " + std::to_string(settings.inputs) +
+                " emulated runs (none cached)",
+            phaseClock() - start);
   thresholds.cache_key = key;
   std::error_code ignored;
   fs::create_directories(file.parent_path(), ignored);

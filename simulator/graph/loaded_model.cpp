@@ -16,6 +16,7 @@
 #include "simulator/interpreter/shape_only.h"
 #include "simulator/support/available_memory.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/phase_times.h"
 #include "simulator/support/task_control.h"
 #include "simulator/support/text_format.h"
 
@@ -190,6 +191,7 @@ void runAndRecord(LoadedModel& model, ExecutionObserver* also = nullptr) {
   model.interpreter = std::make_unique<Interpreter>(
       from_shapes ? withWeightsOnMeta(model.module) : model.module, model.graph, model.modules);
   ShapeRecorder recorder(model.records, also);
+  const double start = phaseClock();
   try {
     model.example_outputs = model.interpreter->run(model.example_inputs, &recorder);
   } catch (const Cancelled&) {
@@ -200,6 +202,9 @@ void runAndRecord(LoadedModel& model, ExecutionObserver* also = nullptr) {
     throw UserError(model.path +
                     ": the model does not run on its example inputs: " + firstLine(e.what()));
   }
+  notePhase(
+      std::string(from_shapes ? "recorded from shapes: " : "ran its example inputs: ") + model.path,
+      phaseClock() - start);
   if (model.records_from_shapes && !model.shapes_only) {
     model.interpreter = std::make_unique<Interpreter>(model.module, model.graph, model.modules);
   }

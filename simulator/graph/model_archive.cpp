@@ -13,6 +13,7 @@
 #include "simulator/graph/zip_directory.h"
 #include "simulator/support/available_memory.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/phase_times.h"
 #include "simulator/support/sha256.h"
 
 namespace stickler {
@@ -50,7 +51,9 @@ ArchiveSummary inspectArchive(const std::string& path) {
   if (fs::file_size(path, ec) == 0) throw UserError(path + ": empty file, not a model archive");
 
   ArchiveSummary summary;
+  const double start = phaseClock();
   summary.sha256 = sha256FileRemembered(path);
+  notePhase("the archive's SHA-256 (remembered or computed): " + path, phaseClock() - start);
   if (!startsLikeZip(path)) {
     throw UserError(path +
                     ": not a TorchScript archive (not a zip file; legacy torch.save pickles are "

@@ -70,6 +70,36 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{"xlm-roberta-tiny", "encoder.layer.1.output.dense"}),
     [](const auto& info) { return testing::testName(info.param.model); });
 
+// STICKLER_PHASE_TIMES=1 prints where a command's time goes, one line per phase on stderr; the
+// JSON on stdout is the same, and without the variable nothing of it is printed.
+TEST(LocalizeCli, PhaseTimesSayWhereTheTimeWent) {
+  const std::vector<std::string> args = {
+      "localize", zooPath("vit-tiny.pt"), "--profile",
+      wrongScaleProfile("encoder.layer.1.attention.output.dense"), "--json"};
+  const Result timed = testing::sticklerIn("", args, {"STICKLER_PHASE_TIMES=1"});
+  ASSERT_EQ(timed.status, 0) << timed.err;
+  const json report = json::parse(timed.out);
+  const std::vector<std::string> phases = {
+      "the archive's SHA-256",       "ran its example inputs",
+      "lowered the whole model",     "module thresholds",
+      "model host started and made", "saved the report " + report["report_id"].get<std::string>()};
+  for (const std::string& phase : phases) {
+    EXPECT_NE(timed.err.find(phase), std::string::npos) << phase << "\n" << timed.err;
+  }
+  size_t runs = 0;
+  for (size_t at = 0;
+       (at = timed.err.find("device run in its model host", at)) != std::string::npos; ++at) {
+    ++runs;
+  }
+  EXPECT_EQ(runs, report["device_runs"].get<size_t>()) << timed.err;
+  EXPECT_NE(timed.err.find("stickler phase "), std::string::npos);
+
+  const Result plain = stickler(args);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("stickler phase"), std::string::npos) << plain.err;
+  EXPECT_EQ(json::parse(plain.out)["culprit"], report["culprit"]);
+}
+
 TEST(LocalizeCli, ARuntimeAbortIsPinnedToItsAttentionModule) {
   // The device aborts in the softmax of the first attention layer: an aborted run counts as a
   // failing one, so the bisection finds the module whose own nodes hold that softmax.

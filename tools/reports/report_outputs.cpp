@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "simulator/support/errors.h"
+#include "simulator/support/phase_times.h"
 #include "simulator/support/text_files.h"
 #include "tools/framework/operation.h"
 #include "tools/framework/operation_table.h"
@@ -30,8 +31,10 @@ void checkReportOutputs(const json& input, OperationContext& context) {
 }
 
 void publishReport(json& report, const json& input, OperationContext& context) {
+  const double start = phaseClock();
   const ReportStore store(context.workspaceRoot());
   const std::string id = store.save(report);
+  notePhase("saved the report " + id, phaseClock() - start);
   json files = {{"json", *store.pathOf(id)}};
   try {
     if (input.contains("html")) {
