@@ -17,6 +17,7 @@
 #include "simulator/graph/mapped_archive.h"
 #include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/sha256.h"
 
 namespace stickler {
 namespace {
@@ -167,11 +168,21 @@ void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>
     const std::string what = e.what();
     throw UserError(out_path + ": cannot write the archive: " + what.substr(0, what.find('\n')));
   }
+  // Hashed while its bytes are in the page cache, before anyone else can see it: every later
+  // command on the archive needs its SHA-256.
+  std::string digest;
+  try {
+    digest = sha256File(partial);
+  } catch (...) {
+    std::remove(partial.c_str());
+    throw;
+  }
   if (std::rename(partial.c_str(), out_path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     std::remove(partial.c_str());
     throw UserError(out_path + ": cannot write the archive: " + why);
   }
+  rememberWrittenSha256(out_path, digest);
 }
 
 }  // namespace stickler

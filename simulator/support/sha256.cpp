@@ -89,6 +89,31 @@ bool isHexDigest(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// Where the hash of the file `path` (real) with `info` is remembered.
+fs::path entryFor(const std::string& real_path, const struct stat& info) {
+  return fs::path(cacheDir("sha256")) / sha256Bytes(statKey(real_path, info));
+}
+
+void writeEntry(const fs::path& entry, const std::string& digest) {
+  std::error_code error;
+  fs::create_directories(entry.parent_path(), error);
+  const fs::path partial = entry.string() + ".partial-" + std::to_string(::getpid());
+  {
+    std::ofstream out(partial);
+    out << digest << "\n";
+    if (!out) {
+      fs::remove(partial, error);
+      return;
+    }
+  }
+  fs::rename(partial, entry, error);
+  if (error) fs::remove(partial, error);
+}
+
+}  // namespace
+
 std::string sha256FileRemembered(const std::string& path) {
   struct stat before {};
   if (::stat(path.c_str(), &before) != 0 || !S_ISREG(before.st_mode) ||
@@ -99,7 +124,7 @@ std::string sha256FileRemembered(const std::string& path) {
   const fs::path real = fs::canonical(path, error);
   if (error) return sha256File(path);
   const std::string key = statKey(real.string(), before);
-  const fs::path entry = fs::path(cacheDir("sha256")) / sha256Bytes(key);
+  const fs::path entry = entryFor(real.string(), before);
   {
     std::ifstream in(entry);
     std::string digest;
@@ -113,19 +138,19 @@ std::string sha256FileRemembered(const std::string& path) {
       nanoseconds(before.st_mtim) > nanoseconds(started) - kSettledNanoseconds) {
     return digest;
   }
-  fs::create_directories(entry.parent_path(), error);
-  const fs::path partial = entry.string() + ".partial-" + std::to_string(::getpid());
-  {
-    std::ofstream out(partial);
-    out << digest << "\n";
-    if (!out) {
-      fs::remove(partial, error);
-      return digest;
-    }
-  }
-  fs::rename(partial, entry, error);
-  if (error) fs::remove(partial, error);
+  writeEntry(entry, digest);
   return digest;
+}
+
+void rememberWrittenSha256(const std::string& path, const std::string& digest) {
+  struct stat info {};
+  if (!isHexDigest(digest) || ::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) ||
+      info.st_size < kRememberedBytes) {
+    return;
+  }
+  std::error_code error;
+  const fs::path real = fs::canonical(path, error);
+  if (!error) writeEntry(entryFor(real.string(), info), digest);
 }
 
 }  // namespace stickler

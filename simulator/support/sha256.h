@@ -17,6 +17,12 @@ std::string sha256File(const std::string& path);
 // the same clock tick cannot leave the same times; a cache that cannot be written is skipped.
 std::string sha256FileRemembered(const std::string& path);
 
+// Remembers `digest` as the hash of `path` as it is now, for a file this process has just
+// written whole and hashed before it was put in place (an adapted archive `adapt --save`
+// wrote): the next command on it would otherwise read all of it again, and could not remember
+// it for two seconds. Nothing is remembered for a small file or one that cannot be read.
+void rememberWrittenSha256(const std::string& path, const std::string& digest);
+
 // Lowercase hex SHA-256 of a byte string.
 std::string sha256Bytes(std::string_view bytes);
 

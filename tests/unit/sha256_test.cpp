@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "simulator/support/errors.h"
 
@@ -102,6 +104,48 @@ TEST(Sha256, ALargeFilesHashIsRememberedUntilItChanges) {
   settle(small);
   EXPECT_EQ(sha256FileRemembered(small), sha256Bytes("small"));
   EXPECT_EQ(filesIn(cache + "/sha256"), 2u);
+  std::filesystem::remove_all(cache);
+  std::remove(path.c_str());
+  std::remove(small.c_str());
+  if (before.empty()) {
+    ::unsetenv("STICKLER_CACHE_DIR");
+  } else {
+    ::setenv("STICKLER_CACHE_DIR", before.c_str(), 1);
+  }
+}
+
+// A file its writer hashed as it wrote it (an adapted archive adapt saved) is not read again:
+// what the writer remembered is what later readers get, written just now or not, until the
+// file changes.
+TEST(Sha256, AHashItsWriterRememberedIsNotReadAgain) {
+  const std::string cache = tempPath("sha256-written-cache");
+  std::filesystem::remove_all(cache);
+  const char* was = std::getenv("STICKLER_CACHE_DIR");
+  const std::string before = was != nullptr ? was : "";
+  ASSERT_EQ(::setenv("STICKLER_CACHE_DIR", cache.c_str(), 1), 0);
+  const std::string path = tempPath("written.bin");
+  std::ofstream(path, std::ios::binary) << "written";
+  std::filesystem::resize_file(path, std::uintmax_t{64} << 20);
+  // A digest no read of the file would give: seen only if the file is not read.
+  const std::string told = sha256Bytes("what the writer said");
+  rememberWrittenSha256(path, told);
+  EXPECT_EQ(filesIn(cache + "/sha256"), 1u);
+  EXPECT_EQ(sha256FileRemembered(path), told);
+
+  // Past the kernel's clock tick, so that the change moves the file's times.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  {
+    std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+    out << "changed";
+  }
+  EXPECT_EQ(sha256FileRemembered(path), sha256File(path));
+
+  rememberWrittenSha256(path, "not a digest");  // ignored
+  const std::string small = tempPath("written-small.bin");
+  std::ofstream(small, std::ios::binary) << "small";
+  rememberWrittenSha256(small, told);  // small files are hashed each time
+  EXPECT_EQ(sha256FileRemembered(small), sha256Bytes("small"));
+  EXPECT_EQ(filesIn(cache + "/sha256"), 1u);
   std::filesystem::remove_all(cache);
   std::remove(path.c_str());
   std::remove(small.c_str());
