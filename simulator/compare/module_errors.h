@@ -4,7 +4,7 @@
 // device run, which compares them when it reaches the same exit: at most that many module calls'
 // reference activations are held at any time (DESIGN.md: compare in lockstep), and the two runs
 // overlap instead of waiting on each other at every boundary. The device run may live in a model
-// host: its comparer is then made there (RunOptions::lockstep_errors_path), runs the host's own
+// host: its comparer is then made there (RunOptions::lockstep), runs the host's own
 // reference, and sends the record back with the run's outputs (an aborted run sends none; the
 // abort itself is what localization reports then).
 #pragma once

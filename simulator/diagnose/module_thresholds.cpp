@@ -1,6 +1,9 @@
 #include "simulator/diagnose/module_thresholds.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -113,7 +116,11 @@ ModuleThresholds moduleThresholds(const LoadedModel& model, NumberFormat format,
   thresholds.cache_key = key;
   std::error_code ignored;
   fs::create_directories(file.parent_path(), ignored);
-  const fs::path partial = file.string() + ".partial";
+  // Per process and per write: two processes, or two threads of a server, deriving the same
+  // entry at once must not write into one file.
+  static std::atomic<unsigned long> writes{0};
+  const fs::path partial = file.string() + ".partial-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(writes.fetch_add(1));
   {
     std::ofstream out(partial);
     out << json{{"emulated", thresholds.emulated}, {"threshold", thresholds.threshold}}.dump();
