@@ -33,6 +33,7 @@
 #include "simulator/support/blas_library.h"
 #include "simulator/support/errors.h"
 #include "tests/unit/adapter_test_support.h"
+#include "tests/unit/scoped_cache_dir.h"
 #include "tests/unit/zoo.h"
 #include "tools/adapters/adapter_json.h"
 #include "tools/adapters/adapter_support.h"
@@ -390,34 +391,14 @@ TEST(EquivalenceStack, AnErrorBesideTheCheckStopsItAndReachesTheCaller) {
 
 // ---- A checked stacking, remembered across processes ----
 
-// STICKLER_CACHE_DIR pointed at a directory of the test's own while it lives.
-class ScopedCacheDir {
- public:
-  explicit ScopedCacheDir(const std::string& name) : dir_(testing::uniqueTempPath(name)) {
-    if (const char* was = std::getenv("STICKLER_CACHE_DIR")) before_ = was;
-    ::setenv("STICKLER_CACHE_DIR", dir_.c_str(), 1);
-  }
-  ~ScopedCacheDir() {
-    if (before_) {
-      ::setenv("STICKLER_CACHE_DIR", before_->c_str(), 1);
-    } else {
-      ::unsetenv("STICKLER_CACHE_DIR");
-    }
-    std::filesystem::remove_all(dir_);
-  }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-  std::optional<std::string> before_;
-};
+using testing::ScopedCacheDir;
 
 // localize and diagnose with adapt stack the catalog as adapt did on the same model: what adapt
 // checked (at 8B, minutes of float64 runs) is applied again without its checks, to the same
 // graph; anything the checks depend on that differs (an adapter's text) checks again, and the
 // gate's kChecked never relies on a record.
 TEST(StackingRecord, AStackingCheckedBeforeIsAppliedAgainWithoutItsChecks) {
-  const ScopedCacheDir cache("stacking-records");
+  const ScopedCacheDir cache(testing::uniqueTempPath("stacking-records"));
   const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   const std::shared_ptr<const LoadedModel> original = loadModel(zooPath("gpt2-tiny.pt"));
@@ -478,7 +459,7 @@ TEST(StackingRecord, AStackingCheckedBeforeIsAppliedAgainWithoutItsChecks) {
 }
 
 TEST(StackingRecord, ARecordThatNoLongerAppliesOrIsDamagedIsCheckedAgain) {
-  const ScopedCacheDir cache("stacking-records-stale");
+  const ScopedCacheDir cache(testing::uniqueTempPath("stacking-records-stale"));
   const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   const std::shared_ptr<const LoadedModel> original = loadModel(zooPath("gpt2-tiny.pt"));
@@ -530,7 +511,7 @@ TEST(StackingRecord, ARecordThatNoLongerAppliesOrIsDamagedIsCheckedAgain) {
 // Where routing follows values (a mixture of experts), shapes say otherwise and the host records
 // from values, as the caller did.
 TEST(ModelHost, RecordsFromShapesWhereShapesGiveTheCallersRecords) {
-  const ScopedCacheDir cache("model-host-records");
+  const ScopedCacheDir cache(testing::uniqueTempPath("model-host-records"));
   const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
   const DeviceProfile profile = loadProfile("spyre-2026");
   AdapterStack stack(loadModel(zooPath("../zoo-bfloat16/llama-tiny.pt")));
@@ -570,7 +551,7 @@ TEST(ModelHost, RecordsFromShapesWhereShapesGiveTheCallersRecords) {
 // applied again; the model it makes is the checked one, node for node and record for record,
 // and computes the same outputs.
 TEST(StackingRecord, ACommandLineDiagnosisAppliesItWithoutACpuRunOfTheArchive) {
-  const ScopedCacheDir cache("stacking-records-command-line");
+  const ScopedCacheDir cache(testing::uniqueTempPath("stacking-records-command-line"));
   const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
   const DeviceProfile profile = loadProfile("spyre-2026");
   const std::string path = zooPath("../zoo-bfloat16/llama-tiny.pt");

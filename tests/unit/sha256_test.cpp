@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "simulator/support/errors.h"
+#include "tests/unit/scoped_cache_dir.h"
 
 namespace stickler {
 namespace {
@@ -61,11 +62,8 @@ void settle(const std::string& path) {
 // A large archive's hash is remembered across processes, and never once its bytes change,
 // even when its modification time is set back to what it was.
 TEST(Sha256, ALargeFilesHashIsRememberedUntilItChanges) {
-  const std::string cache = tempPath("sha256-cache");
-  std::filesystem::remove_all(cache);
-  const char* was = std::getenv("STICKLER_CACHE_DIR");
-  const std::string before = was != nullptr ? was : "";
-  ASSERT_EQ(::setenv("STICKLER_CACHE_DIR", cache.c_str(), 1), 0);
+  const testing::ScopedCacheDir scoped(tempPath("sha256-cache"));
+  const std::string& cache = scoped.dir();
   const std::string path = tempPath("large.bin");
   {
     std::ofstream out(path, std::ios::binary);
@@ -104,25 +102,16 @@ TEST(Sha256, ALargeFilesHashIsRememberedUntilItChanges) {
   settle(small);
   EXPECT_EQ(sha256FileRemembered(small), sha256Bytes("small"));
   EXPECT_EQ(filesIn(cache + "/sha256"), 2u);
-  std::filesystem::remove_all(cache);
   std::remove(path.c_str());
   std::remove(small.c_str());
-  if (before.empty()) {
-    ::unsetenv("STICKLER_CACHE_DIR");
-  } else {
-    ::setenv("STICKLER_CACHE_DIR", before.c_str(), 1);
-  }
 }
 
 // A file its writer hashed as it wrote it (an adapted archive adapt saved) is not read again:
 // what the writer remembered is what later readers get, written just now or not, until the
 // file changes.
 TEST(Sha256, AHashItsWriterRememberedIsNotReadAgain) {
-  const std::string cache = tempPath("sha256-written-cache");
-  std::filesystem::remove_all(cache);
-  const char* was = std::getenv("STICKLER_CACHE_DIR");
-  const std::string before = was != nullptr ? was : "";
-  ASSERT_EQ(::setenv("STICKLER_CACHE_DIR", cache.c_str(), 1), 0);
+  const testing::ScopedCacheDir scoped(tempPath("sha256-written-cache"));
+  const std::string& cache = scoped.dir();
   const std::string path = tempPath("written.bin");
   std::ofstream(path, std::ios::binary) << "written";
   std::filesystem::resize_file(path, std::uintmax_t{64} << 20);
@@ -146,14 +135,8 @@ TEST(Sha256, AHashItsWriterRememberedIsNotReadAgain) {
   rememberWrittenSha256(small, told);  // small files are hashed each time
   EXPECT_EQ(sha256FileRemembered(small), sha256Bytes("small"));
   EXPECT_EQ(filesIn(cache + "/sha256"), 1u);
-  std::filesystem::remove_all(cache);
   std::remove(path.c_str());
   std::remove(small.c_str());
-  if (before.empty()) {
-    ::unsetenv("STICKLER_CACHE_DIR");
-  } else {
-    ::setenv("STICKLER_CACHE_DIR", before.c_str(), 1);
-  }
 }
 
 }  // namespace
