@@ -142,6 +142,9 @@ void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>
   saved.type()->addMethod(forward);
 
   nlohmann::json card = modelCardToJson(model.card);
+  // Adapters rewrite the forward only: the archive's prefill and step are the original ones,
+  // so the saved card does not offer them as this model's decode interface.
+  card.erase("decode");
   torch::jit::ExtraFilesMap extra = {
       {ModelCard::kArchivePath, card.dump(2)},
       {"stickler/adapters.json",

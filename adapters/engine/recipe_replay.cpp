@@ -19,6 +19,7 @@ std::shared_ptr<const LoadedModel> modelFromRecipe(const ModelRecipe& recipe,
   LoadOptions options;
   options.inputs = recipe.inputs;
   options.seed = recipe.seed;
+  options.graph = recipe.graph;
   options.records_from_shapes = records_from_shapes;
   std::shared_ptr<const LoadedModel> model = loadModel(recipe.archive, options);
   if (model->sha256 != recipe.sha256) {

@@ -39,8 +39,16 @@ at::Tensor makeExampleTensor(const InputSpec& input, at::Generator& generator) {
     case InputKind::kTokenIds:
       return at::randint(0, *input.vocab_size, input.shape, generator, options.dtype(c10::kLong))
           .to(dtype);
-    case InputKind::kMask:
-      return at::ones(input.shape, options);
+    case InputKind::kMask: {
+      at::Tensor mask = at::ones(input.shape, options);
+      if (input.left_padding > 0) mask.narrow(-1, 0, input.left_padding).zero_();
+      return mask;
+    }
+    case InputKind::kCachePosition: {
+      const auto start = static_cast<int64_t>(input.low);
+      auto slots = at::arange(start, start + input.shape.back(), options.dtype(c10::kLong));
+      return slots.expand(input.shape).contiguous().to(dtype);
+    }
     case InputKind::kPositions: {
       if (input.shape.empty()) return at::zeros({}, options);
       auto positions = at::arange(input.shape.back(), options.dtype(c10::kLong));
@@ -56,6 +64,8 @@ at::Tensor makeExampleTensor(const InputSpec& input, at::Generator& generator) {
                       ModelCard::kCapturedInputsPath + " in the archive");
     case InputKind::kAuto:
     case InputKind::kFloat:
+    case InputKind::kPastKeys:
+    case InputKind::kPastValues:
       break;
   }
   auto uniform = at::rand(input.shape, generator, at::TensorOptions().dtype(c10::kDouble));

@@ -1,5 +1,7 @@
 #include "simulator/graph/loaded_model.h"
 
+#include "simulator/graph/decode_card.h"
+
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <algorithm>
@@ -335,11 +337,33 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
                     ") in the archive: give the inputs with --input name:shape:dtype");
   }
 
+  std::string method = "forward";
+  if (options.graph != ModelGraph::kForward) {
+    if (!options.inputs.empty()) {
+      throw UserError("--input gives the forward's inputs; a decode graph's come from the card");
+    }
+    if (!model->card.decode) {
+      throw UserError(path +
+                      ": its model card has no decode interface (docs/model-card.md "
+                      "\"Decoding\" says how to export one)");
+    }
+    const DecodeGraph& graph = decodeGraphOf(*model->card.decode, options.graph);
+    method = graph.method;
+    model->card.inputs = graph.inputs;
+    model->card.outputs = graph.outputs;
+    card_origin +=
+        " decode." + std::string(options.graph == ModelGraph::kPrefill ? "prefill" : "step");
+  }
+
   checkArchiveFitsInMemory(archive, options.shapes_only, availableMemoryBytes(), path);
   model->module = loadModule(path);
-  if (!model->module.find_method("forward")) throw UserError(path + ": the model has no forward");
-  checkCardAgainstSignature(model->card, model->module.get_method("forward").function().getSchema(),
-                            card_origin);
+  if (!model->module.find_method(method)) {
+    throw UserError(path + ": the model has no method " + method +
+                    (method == "forward" ? "" : " (its card's decode interface names it)"));
+  }
+  model->graph_kind = options.graph;
+  const c10::FunctionSchema& schema = model->module.get_method(method).function().getSchema();
+  checkCardAgainstSignature(model->card, schema, card_origin);
   model->modules = buildModuleTable(model->module);
   std::unordered_set<const c10::TensorImpl*> seen;
   for (const auto& parameter : model->module.parameters(/*recurse=*/true)) {
@@ -347,8 +371,8 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
       model->unique_parameters += parameter.numel();
     }
   }
-  model->graph = inlineWithModulePaths(model->module);
-  if (archive.module_paths) {
+  model->graph = inlineWithModulePaths(model->module, method);
+  if (archive.module_paths && options.graph == ModelGraph::kForward) {
     try {
       restoreModulePaths(*model->graph, *archive.module_paths);
     } catch (const UserError& e) {
@@ -367,9 +391,9 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
   model->recipe.sha256 = model->sha256;
   model->recipe.inputs = options.inputs;
   model->recipe.seed = options.seed;
-  model->example_inputs = makeExampleInputs(
-      model->card.inputs, model->module.get_method("forward").function().getSchema(), options.seed,
-      model->captured_inputs);
+  model->recipe.graph = options.graph;
+  model->example_inputs =
+      makeExampleInputs(model->card.inputs, schema, options.seed, model->captured_inputs);
   recordFromShapesOrValues(*model);
   return model;
 }
@@ -389,6 +413,7 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
   model->host_modules = base.host_modules;
   model->adapters = base.adapters;
   model->recipe = base.recipe;
+  model->graph_kind = base.graph_kind;
   model->example_inputs = base.example_inputs;
   model->seed = base.seed;
   model->captured_inputs = base.captured_inputs;

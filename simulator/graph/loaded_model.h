@@ -42,6 +42,9 @@ struct LoadOptions {
   // are the reference). The example outputs are shapes; an operator that shapes alone do not
   // carry through makes the model record from values after all.
   bool records_from_shapes = false;
+  // A graph of the card's decode interface instead of the forward: its method, with its inputs
+  // and outputs in place of the card's.
+  ModelGraph graph = ModelGraph::kForward;
 };
 
 // A TorchScript model as Stickler sees it: the module, its inlined graph in which every node
@@ -62,6 +65,7 @@ struct LoadedModel {
   mutable std::once_flag host_facts_once;
   mutable std::shared_ptr<const HostFacts> host_facts;
   torch::jit::Module module;
+  ModelGraph graph_kind = ModelGraph::kForward;  // which of the archive's graphs `graph` is
   std::shared_ptr<torch::jit::Graph> graph;
   ModuleTable modules;
   int64_t unique_parameters = 0;  // tied weights (lm_head = wte) counted once

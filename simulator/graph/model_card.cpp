@@ -5,6 +5,7 @@
 #include <sstream>
 #include <utility>
 
+#include "simulator/graph/decode_card.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/untrusted_json.h"
 
@@ -80,16 +81,18 @@ std::vector<std::string> split(const std::string& text, char separator) {
 
 InputKind kindFromName(const std::string& name, const std::string& origin) {
   static const std::pair<const char*, InputKind> kKinds[] = {
-      {"auto", InputKind::kAuto},         {"token_ids", InputKind::kTokenIds},
-      {"mask", InputKind::kMask},         {"positions", InputKind::kPositions},
-      {"integer", InputKind::kInteger},   {"float", InputKind::kFloat},
-      {"captured", InputKind::kCaptured},
+      {"auto", InputKind::kAuto},          {"token_ids", InputKind::kTokenIds},
+      {"mask", InputKind::kMask},          {"positions", InputKind::kPositions},
+      {"integer", InputKind::kInteger},    {"float", InputKind::kFloat},
+      {"captured", InputKind::kCaptured},  {"cache_position", InputKind::kCachePosition},
+      {"past_keys", InputKind::kPastKeys}, {"past_values", InputKind::kPastValues},
   };
   for (const auto& [text, kind] : kKinds) {
     if (name == text) return kind;
   }
   fail(origin, "unknown input kind '" + name +
-                   "' (expected auto, token_ids, mask, positions, integer, float or captured)");
+                   "' (expected auto, token_ids, mask, positions, integer, float, captured, "
+                   "cache_position, past_keys or past_values)");
 }
 
 OutputKind outputKindFromName(const std::string& name, const std::string& origin) {
@@ -97,8 +100,11 @@ OutputKind outputKindFromName(const std::string& name, const std::string& origin
   if (name == "hidden_states") return OutputKind::kHiddenStates;
   if (name == "embeddings") return OutputKind::kEmbeddings;
   if (name == "other") return OutputKind::kOther;
+  if (name == "past_keys") return OutputKind::kPastKeys;
+  if (name == "past_values") return OutputKind::kPastValues;
   fail(origin,
-       "unknown output kind '" + name + "' (expected logits, hidden_states, embeddings or other)");
+       "unknown output kind '" + name +
+           "' (expected logits, hidden_states, embeddings, other, past_keys or past_values)");
 }
 
 void validateInput(const InputSpec& input, const std::string& where) {
@@ -137,7 +143,9 @@ void validateInput(const InputSpec& input, const std::string& where) {
   }
 }
 
-InputSpec inputFromJson(const json& entry, const std::string& where) {
+}  // namespace
+
+InputSpec parseCardInput(const json& entry, const std::string& where) {
   if (!entry.is_object()) throw UserError(where + ": must be an object");
   InputSpec input;
   if (!entry.contains("name") || !entry["name"].is_string() ||
@@ -174,14 +182,32 @@ InputSpec inputFromJson(const json& entry, const std::string& where) {
     }
     input.low = range[0];
     input.high = range[1];
-  } else if (input.kind == InputKind::kFloat) {
+  } else if (input.kind == InputKind::kFloat || input.kind == InputKind::kPastKeys ||
+             input.kind == InputKind::kPastValues) {
     input.low = -1.0;
+  }
+  if (entry.contains("left_padding")) {
+    if (input.kind != InputKind::kMask || !entry["left_padding"].is_number_integer() ||
+        entry["left_padding"].get<int64_t>() < 0 || input.shape.empty() ||
+        entry["left_padding"].get<int64_t>() >= input.shape.back()) {
+      throw UserError(at + ": left_padding is for a mask: a count below its last dimension");
+    }
+    input.left_padding = entry["left_padding"];
+  }
+  if (input.kind == InputKind::kCachePosition) {
+    if (!isIntegral(input.dtype) || input.shape.empty()) {
+      throw UserError(at + ": a cache_position is an integer tensor of at least one dimension");
+    }
+    if (entry.contains("start")) {
+      if (!entry["start"].is_number_integer() || entry["start"].get<int64_t>() < 0) {
+        throw UserError(at + ": start must be a non-negative integer");
+      }
+      input.low = static_cast<double>(entry["start"].get<int64_t>());
+    }
   }
   validateInput(input, at);
   return input;
 }
-
-}  // namespace
 
 uint64_t dtypeBytes(DType dtype) {
   switch (dtype) {
@@ -252,6 +278,12 @@ std::string inputKindName(InputKind kind) {
       return "float";
     case InputKind::kCaptured:
       return "captured";
+    case InputKind::kCachePosition:
+      return "cache_position";
+    case InputKind::kPastKeys:
+      return "past_keys";
+    case InputKind::kPastValues:
+      return "past_values";
   }
   return "auto";
 }
@@ -266,6 +298,10 @@ std::string outputKindName(OutputKind kind) {
       return "embeddings";
     case OutputKind::kOther:
       return "other";
+    case OutputKind::kPastKeys:
+      return "past_keys";
+    case OutputKind::kPastValues:
+      return "past_values";
   }
   return "other";
 }
@@ -304,44 +340,72 @@ ModelCard parseModelCard(const std::string& json_text, const std::string& origin
   }
   for (size_t i = 0; i < doc["inputs"].size(); ++i) {
     card.inputs.push_back(
-        inputFromJson(doc["inputs"][i], origin + ": inputs[" + std::to_string(i) + "]"));
+        parseCardInput(doc["inputs"][i], origin + ": inputs[" + std::to_string(i) + "]"));
   }
   checkInputBytes(card.inputs, origin);
-  if (doc.contains("outputs")) {
-    if (!doc["outputs"].is_array()) fail(origin, "\"outputs\" must be an array");
-    for (const auto& entry : doc["outputs"]) {
-      if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) {
-        fail(origin, "each output needs a string \"name\"");
-      }
-      card.outputs.push_back(
-          {entry["name"], outputKindFromName(entry.value("kind", "other"), origin)});
-    }
-  }
+  if (doc.contains("outputs")) card.outputs = parseCardOutputs(doc["outputs"], origin);
   if (doc.contains("config")) card.config = doc["config"];
   if (doc.contains("fixed_shapes")) {
     if (!doc["fixed_shapes"].is_boolean()) fail(origin, "\"fixed_shapes\" must be true or false");
     card.fixed_shapes = doc["fixed_shapes"];
   }
+  if (doc.contains("decode")) card.decode = parseDecodeSpec(doc["decode"], origin + ": decode");
   return card;
+}
+
+std::vector<OutputSpec> parseCardOutputs(const json& entries, const std::string& origin) {
+  if (!entries.is_array()) fail(origin, "\"outputs\" must be an array");
+  std::vector<OutputSpec> outputs;
+  for (const auto& entry : entries) {
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) {
+      fail(origin, "each output needs a string \"name\"");
+    }
+    outputs.push_back({entry["name"], outputKindFromName(entry.value("kind", "other"), origin)});
+  }
+  return outputs;
+}
+
+json cardInputToJson(const InputSpec& input) {
+  json entry{{"name", input.name},
+             {"shape", input.shape},
+             {"dtype", dtypeName(input.dtype)},
+             {"kind", inputKindName(input.kind)}};
+  if (input.vocab_size) entry["vocab_size"] = *input.vocab_size;
+  if (input.kind == InputKind::kInteger || input.kind == InputKind::kFloat ||
+      input.kind == InputKind::kPastKeys || input.kind == InputKind::kPastValues) {
+    entry["range"] = {input.low, input.high};
+  }
+  if (input.kind == InputKind::kCachePosition) entry["start"] = static_cast<int64_t>(input.low);
+  if (input.left_padding > 0) entry["left_padding"] = input.left_padding;
+  return entry;
+}
+
+json cardOutputsToJson(const std::vector<OutputSpec>& outputs) {
+  json entries = json::array();
+  for (const auto& output : outputs) {
+    entries.push_back({{"name", output.name}, {"kind", outputKindName(output.kind)}});
+  }
+  return entries;
+}
+
+std::optional<size_t> inputOfKind(const std::vector<InputSpec>& specs, InputKind kind) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].kind == kind) return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<size_t> outputOfKind(const std::vector<OutputSpec>& specs, OutputKind kind) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].kind == kind) return i;
+  }
+  return std::nullopt;
 }
 
 json modelCardToJson(const ModelCard& card) {
   json inputs = json::array();
-  for (const auto& input : card.inputs) {
-    json entry{{"name", input.name},
-               {"shape", input.shape},
-               {"dtype", dtypeName(input.dtype)},
-               {"kind", inputKindName(input.kind)}};
-    if (input.vocab_size) entry["vocab_size"] = *input.vocab_size;
-    if (input.kind == InputKind::kInteger || input.kind == InputKind::kFloat) {
-      entry["range"] = {input.low, input.high};
-    }
-    inputs.push_back(entry);
-  }
-  json outputs = json::array();
-  for (const auto& output : card.outputs) {
-    outputs.push_back({{"name", output.name}, {"kind", outputKindName(output.kind)}});
-  }
+  for (const auto& input : card.inputs) inputs.push_back(cardInputToJson(input));
+  const json outputs = cardOutputsToJson(card.outputs);
   json doc{{"version", ModelCard::kVersion},
            {"name", card.name},
            {"family", card.family},
@@ -351,6 +415,7 @@ json modelCardToJson(const ModelCard& card) {
            {"config", card.config},
            {"source", card.from_archive ? "archive" : "flags"}};
   if (card.fixed_shapes) doc["fixed_shapes"] = true;
+  if (card.decode) doc["decode"] = decodeSpecToJson(*card.decode);
   return doc;
 }
 

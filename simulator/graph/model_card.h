@@ -18,6 +18,10 @@ enum class InputKind {
   kInteger,    // integers in [low, high)
   kFloat,      // uniform floats in [low, high)
   kCaptured,   // the values stored in the archive (stickler/inputs.pkl): a repro's real inputs
+  // The decode interface's (DecodeSpec) roles:
+  kCachePosition,  // the cache slots of the step's tokens: start, start + 1, ... (`low` is start)
+  kPastKeys,       // a static cache, [layers, batch, kv_heads, max_length, head_dim]; example
+  kPastValues,     // values uniform in [low, high) as for kFloat
 };
 
 // The element types Stickler accepts for inputs, by their canonical names.
@@ -38,16 +42,39 @@ struct InputSpec {
   DType dtype = DType::kFloat32;
   InputKind kind = InputKind::kAuto;
   std::optional<int64_t> vocab_size;  // kTokenIds
-  double low = 0.0;                   // kInteger, kFloat
+  double low = 0.0;                   // kInteger, kFloat, kPast*; the start of kCachePosition
   double high = 1.0;
+  int64_t left_padding = 0;  // kMask: the first positions of the last dimension are padding (0)
 };
 
-enum class OutputKind { kLogits, kHiddenStates, kEmbeddings, kOther };
+enum class OutputKind { kLogits, kHiddenStates, kEmbeddings, kOther, kPastKeys, kPastValues };
 
 struct OutputSpec {
   std::string name;
   OutputKind kind = OutputKind::kOther;
 };
+
+// One graph of a decoder's decode interface: the archive's method and its card inputs/outputs.
+struct DecodeGraph {
+  std::string method;
+  std::vector<InputSpec> inputs;
+  std::vector<OutputSpec> outputs;
+};
+
+// A decoder's decode interface (docs/model-card.md "Decoding"): `prefill` takes a prompt
+// left-padded to a multiple of 64 and returns its logits with a static KV cache of max_length
+// slots; `step` takes one token, the mask over the slots, the token's slot and the cache, and
+// returns its logits and the cache with that slot written.
+struct DecodeSpec {
+  // Spyre's stack pads prompts to a multiple of this (docs/simulator-assumptions.md).
+  static constexpr int64_t kPromptMultiple = 64;
+  int64_t max_length = 0;
+  DecodeGraph prefill;
+  DecodeGraph step;
+};
+
+// Which of an archive's graphs a model is: its forward, or a graph of its decode interface.
+enum class ModelGraph { kForward, kPrefill, kDecodeStep };
 
 // The model card: the archive's extra file `stickler/model.json`, or one built from --input flags.
 struct ModelCard {
@@ -70,11 +97,22 @@ struct ModelCard {
   // the archive is correct for those shapes only, as a compiled device graph is.
   bool fixed_shapes = false;
   bool from_archive = false;
+  std::optional<DecodeSpec> decode;  // decoders exported with a decode interface
 };
+
+// The index of the first input (output) of `kind` in `specs`; none when there is none.
+std::optional<size_t> inputOfKind(const std::vector<InputSpec>& specs, InputKind kind);
+std::optional<size_t> outputOfKind(const std::vector<OutputSpec>& specs, OutputKind kind);
 
 // Parses a model card; `origin` names where the text came from in error messages.
 ModelCard parseModelCard(const std::string& json_text, const std::string& origin);
 nlohmann::json modelCardToJson(const ModelCard& card);
+
+// One card input from its JSON entry, checked; `where` names it in errors.
+InputSpec parseCardInput(const nlohmann::json& entry, const std::string& where);
+std::vector<OutputSpec> parseCardOutputs(const nlohmann::json& entries, const std::string& origin);
+nlohmann::json cardInputToJson(const InputSpec& input);
+nlohmann::json cardOutputsToJson(const std::vector<OutputSpec>& outputs);
 
 // Parses `name:shape:dtype[:kind]`, e.g. `input_ids:1x16:int64:tokens=50257`.
 InputSpec parseInputFlag(const std::string& flag);

@@ -50,6 +50,7 @@ json ModelRecipe::toJson() const {
           {"sha256", sha256},
           {"inputs", inputs_json},
           {"seed", seed},
+          {"graph", static_cast<int>(graph)},
           {"steps", steps_json}};
 }
 
@@ -60,6 +61,11 @@ ModelRecipe ModelRecipe::fromJson(const json& doc) {
     recipe.sha256 = doc.at("sha256").get<std::string>();
     for (const json& input : doc.at("inputs")) recipe.inputs.push_back(inputFromJson(input));
     recipe.seed = doc.at("seed").get<uint64_t>();
+    const int graph = doc.at("graph").get<int>();
+    if (graph < 0 || graph > static_cast<int>(ModelGraph::kDecodeStep)) {
+      throw UserError("a malformed model recipe: graph " + std::to_string(graph));
+    }
+    recipe.graph = static_cast<ModelGraph>(graph);
     for (const json& step : doc.at("steps")) {
       recipe.steps.push_back({step.at("adapter").get<std::string>(),
                               step.at("path").get<std::string>(),

@@ -27,6 +27,7 @@ struct ModelRecipe {
   std::string sha256;             // of the archive's bytes
   std::vector<InputSpec> inputs;  // --input specs (empty: the card's)
   uint64_t seed = 0;
+  ModelGraph graph = ModelGraph::kForward;  // the forward, or a graph of the decode interface
   std::vector<RecipeStep> steps;
 
   nlohmann::json toJson() const;

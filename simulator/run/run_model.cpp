@@ -4,10 +4,10 @@
 #include "simulator/compare/output_comparison.h"
 #include "simulator/graph/node_info.h"
 #include "simulator/lowering/host_placement.h"
+#include "simulator/run/run_decode.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
-namespace {
 
 DeviceRunReport describeRun(const BackendRun& run, const LoadedModel& model) {
   DeviceRunReport report;
@@ -32,9 +32,8 @@ DeviceRunReport describeRun(const BackendRun& run, const LoadedModel& model) {
   return report;
 }
 
-}  // namespace
-
 RunResult runModel(const RunRequest& request, const TaskControl& control, ModelCache* cache) {
+  if (request.decode_steps > 0) return runDecode(request, control);
   const BackendSpec& spec = request.backend;
   const auto backend = makeBackend(spec);
   if (!(request.timeout_seconds > 0)) throw UserError("timeout_seconds must be positive");

@@ -16,10 +16,13 @@
 #include "simulator/lowering/compile_report.h"
 #include "simulator/lowering/placement.h"
 #include "simulator/numerics/number_format.h"
+#include "simulator/run/decode_report.h"
 #include "simulator/run/run_verdict.h"
 #include "simulator/support/task_control.h"
 
 namespace stickler {
+
+struct BackendRun;
 
 struct RunRequest {
   std::string model;
@@ -30,6 +33,9 @@ struct RunRequest {
   double timeout_seconds = 0;
   // The model already in hand (adapted or not): run as it is, `model` and `inputs` unread.
   std::shared_ptr<const LoadedModel> loaded;
+  // Greedy decode steps after the prefill, through the card's decode interface (run_decode.h);
+  // 0: one forward pass.
+  int64_t decode_steps = 0;
 };
 
 // The device run itself; where it stopped when it did not complete.
@@ -63,8 +69,12 @@ struct RunResult {
   int64_t host_nodes = 0;
   std::optional<CompileReport> compile;     // device backends (CPU ones always compile)
   std::optional<DeviceRunReport> run;       // when it compiled
-  std::optional<RunComparison> comparison;  // when the run completed
+  std::optional<RunComparison> comparison;  // when the run completed (decoding: the prefill's)
+  std::optional<DecodeReport> decode;       // decoding
 };
+
+// What a run that did not complete got to; the seconds of one that did.
+DeviceRunReport describeRun(const BackendRun& run, const LoadedModel& model);
 
 // Runs the model on the backend and on the CPU reference, compares the outputs end to end and
 // gives a verdict.

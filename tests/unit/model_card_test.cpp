@@ -169,3 +169,65 @@ TEST(InputFlag, InputsAreBoundedInBytesEachAndAllTogether) {
 
 }  // namespace
 }  // namespace stickler
+
+namespace stickler {
+namespace {
+
+// A decode section as the zoo writes it (tests/zoo/common.py decode_card), with `prompt`
+// positions and a cache of `slots` in the step's cache inputs.
+std::string decodeCard(int prompt, int slots) {
+  const std::string cache = "[2, 1, 2, " + std::to_string(slots) + ", 32]";
+  return R"({"inputs": [{"name": "input_ids", "shape": [1, 16], "dtype": "int64", "kind": "token_ids", "vocab_size": 100}],
+    "decode": {"max_length": 128,
+      "prefill": {"method": "prefill",
+        "inputs": [{"name": "input_ids", "shape": [1, )" +
+         std::to_string(prompt) + R"(], "dtype": "int64", "kind": "token_ids", "vocab_size": 100},
+                   {"name": "attention_mask", "shape": [1, )" +
+         std::to_string(prompt) + R"(], "dtype": "int64", "kind": "mask", "left_padding": 48}],
+        "outputs": [{"name": "logits", "kind": "logits"}, {"name": "k", "kind": "past_keys"}, {"name": "v", "kind": "past_values"}]},
+      "step": {"method": "decode_step",
+        "inputs": [{"name": "input_ids", "shape": [1, 1], "dtype": "int64", "kind": "token_ids", "vocab_size": 100},
+                   {"name": "attention_mask", "shape": [1, 128], "dtype": "int64", "kind": "mask"},
+                   {"name": "cache_position", "shape": [1], "dtype": "int64", "kind": "cache_position", "start": 64},
+                   {"name": "k", "shape": )" +
+         cache + R"(, "kind": "past_keys"},
+                   {"name": "v", "shape": )" +
+         cache + R"(, "kind": "past_values"}],
+        "outputs": [{"name": "logits", "kind": "logits"}, {"name": "k", "kind": "past_keys"}, {"name": "v", "kind": "past_values"}]}}})";
+}
+
+TEST(ModelCard, ReadsADecodeInterfaceAndWritesItBack) {
+  const ModelCard card = parseModelCard(decodeCard(64, 128), "card.json");
+  ASSERT_TRUE(card.decode.has_value());
+  EXPECT_EQ(card.decode->max_length, 128);
+  EXPECT_EQ(card.decode->prefill.method, "prefill");
+  EXPECT_EQ(card.decode->prefill.inputs[1].left_padding, 48);
+  EXPECT_EQ(card.decode->step.inputs[2].kind, InputKind::kCachePosition);
+  EXPECT_DOUBLE_EQ(card.decode->step.inputs[2].low, 64.0);
+  EXPECT_EQ(card.decode->step.inputs[3].kind, InputKind::kPastKeys);
+  EXPECT_EQ(card.decode->step.outputs[2].kind, OutputKind::kPastValues);
+  const ModelCard again = parseModelCard(modelCardToJson(card).dump(), "again.json");
+  ASSERT_TRUE(again.decode.has_value());
+  EXPECT_EQ(again.decode->prefill.inputs[1].left_padding, 48);
+  EXPECT_DOUBLE_EQ(again.decode->step.inputs[2].low, 64.0);
+  EXPECT_EQ(again.decode->step.inputs[4].shape, card.decode->step.inputs[4].shape);
+}
+
+TEST(ModelCard, RefusesADecodeInterfaceTheDeviceCannotServe) {
+  // Spyre's stack pads prompts to a multiple of 64.
+  EXPECT_NE(errorOf([] { parseModelCard(decodeCard(50, 128), "m.pt"); })
+                .find("m.pt: decode: prefill: the prompt input_ids has 50 positions; Spyre's "
+                      "stack left-pads prompts to a multiple of 64"),
+            std::string::npos);
+  EXPECT_NE(errorOf([] {
+              parseModelCard(decodeCard(64, 100), "m.pt");
+            }).find("m.pt: decode: step: k has shape [2, 1, 2, 100, 32]; a static cache is"),
+            std::string::npos);
+  EXPECT_NE(errorOf([] {
+              parseModelCard(decodeCard(128, 128), "m.pt");
+            }).find("leave no slot of the cache's 128 to decode into"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace stickler

@@ -41,6 +41,40 @@ def mask_input(name, batch, seq):
     return {"name": name, "shape": [batch, seq], "dtype": "int64", "kind": "mask"}
 
 
+# The decode interface (docs/model-card.md "Decoding"): a prompt of 16 tokens left-padded to 64,
+# as Spyre's stack pads prompts to a multiple of 64, and a static cache of 128 slots.
+DECODE_PROMPT = 64
+DECODE_PROMPT_TOKENS = 16
+DECODE_MAX_LENGTH = 128
+
+
+def decode_card(vocab, cache_shape):
+    """The card's decode section for a decoder with `prefill` and `decode_step` methods whose
+    caches are [layers, batch, kv_heads, max_length, head_dim]."""
+    padding = DECODE_PROMPT - DECODE_PROMPT_TOKENS
+    outputs = [{"name": "logits", "kind": "logits"}, {"name": "past_keys", "kind": "past_keys"},
+               {"name": "past_values", "kind": "past_values"}]
+    cache = [{"name": name, "shape": list(cache_shape), "dtype": "float32", "kind": name}
+             for name in ("past_keys", "past_values")]
+    return {
+        "max_length": DECODE_MAX_LENGTH,
+        "prefill": {
+            "method": "prefill",
+            "inputs": [token_input("input_ids", 1, DECODE_PROMPT, vocab),
+                       dict(mask_input("attention_mask", 1, DECODE_PROMPT), left_padding=padding)],
+            "outputs": outputs,
+        },
+        "step": {
+            "method": "decode_step",
+            "inputs": [token_input("input_ids", 1, 1, vocab),
+                       dict(mask_input("attention_mask", 1, DECODE_MAX_LENGTH), left_padding=padding),
+                       {"name": "cache_position", "shape": [1], "dtype": "int64", "kind": "cache_position",
+                        "start": DECODE_PROMPT}] + cache,
+            "outputs": outputs,
+        },
+    }
+
+
 def float_input(name, shape, low=-1.0, high=1.0):
     return {"name": name, "shape": list(shape), "dtype": "float32", "kind": "float", "range": [low, high]}
 
@@ -59,9 +93,14 @@ def example_inputs(inputs, seed=0):
         if spec["kind"] == "token_ids":
             values.append(torch.randint(0, spec["vocab_size"], spec["shape"], generator=gen).to(dtype))
         elif spec["kind"] == "mask":
-            values.append(torch.ones(spec["shape"], dtype=dtype))
+            mask = torch.ones(spec["shape"], dtype=dtype)
+            mask[..., : spec.get("left_padding", 0)] = 0
+            values.append(mask)
+        elif spec["kind"] == "cache_position":
+            start = spec.get("start", 0)
+            values.append(torch.arange(start, start + spec["shape"][-1], dtype=dtype).expand(spec["shape"]).contiguous())
         else:
-            low, high = spec["range"]
+            low, high = spec.get("range", [-1.0, 1.0])
             values.append((torch.rand(spec["shape"], generator=gen, dtype=torch.float64) * (high - low) + low).to(dtype))
     return tuple(values)
 
@@ -126,8 +165,15 @@ def flatten_tensors(value):
     return []
 
 
-def export(model, inputs, method):
+def export(model, inputs, method, decode=None):
     with torch.no_grad():
+        if method == "trace" and decode:
+            # One archive, three traced methods sharing the weights; a module called with other
+            # arguments in prefill or decode_step gets forward1, forward2 beside its forward.
+            methods = {"forward": inputs}
+            for graph in ("prefill", "step"):
+                methods[decode[graph]["method"]] = example_inputs(decode[graph]["inputs"])
+            return torch.jit.trace_module(model, methods, check_trace=False)
         if method == "trace":
             return torch.jit.trace(model, inputs, check_trace=False)
         if method == "script":
@@ -156,7 +202,7 @@ def write_model(path, model, card, method, running=contextlib.nullcontext):
     `running` is the context its example runs and the export happen in (not the save)."""
     with running():
         record, inputs = describe_model(model, card)
-        exported = export(model, inputs, method)
+        exported = export(model, inputs, method, card.get("decode"))
     torch.jit.save(exported, path, _extra_files={"stickler/model.json": json.dumps(card, indent=2)})
     return record
 

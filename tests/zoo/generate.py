@@ -60,6 +60,8 @@ def main():
         model, card, method, hidden_size = family.build(name, config)
         model.eval()
         init_weights_like_transformers(model)
+        if hasattr(family, "after_init"):
+            family.after_init(model, card)
         outlier_channels = add_outliers(model, hidden_size, seed_for(name)) if outliers else []
         if outlier_channels:
             card["config"]["outlier_channels"] = outlier_channels
@@ -70,7 +72,8 @@ def main():
             for module in model.modules():
                 if hasattr(module, "export_in"):
                     module.export_in(getattr(torch, args.dtype))
-            for spec in card["inputs"]:
+            decode = card.get("decode", {})
+            for spec in card["inputs"] + [s for g in ("prefill", "step") for s in decode.get(g, {}).get("inputs", [])]:
                 if spec["dtype"] == "float32":
                     spec["dtype"] = args.dtype
             card["config"]["torch_dtype"] = args.dtype

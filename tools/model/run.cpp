@@ -1,13 +1,14 @@
 // run_model: the model on a backend against the CPU reference, end to end, with a verdict.
+#include <algorithm>
 #include <cstdio>
 
 #include "simulator/device/device_profile.h"
 #include "simulator/run/run_model.h"
 #include "tools/framework/list_pages.h"
-#include "tools/model/lowering_text.h"
 #include "tools/framework/operation_table.h"
-#include "tools/model/run_report.h"
 #include "tools/framework/schema_fields.h"
+#include "tools/model/lowering_text.h"
+#include "tools/model/run_report.h"
 
 namespace stickler {
 namespace {
@@ -33,6 +34,15 @@ json inputSchema() {
   schema["properties"]["modules"] = modulesField(
       "Run only these modules on the device and the rest on the CPU reference (a hybrid run); "
       "all of the model when absent.");
+  schema["properties"]["decode"] = {
+      {"type", "integer"},
+      {"minimum", 0},
+      {"maximum", 4096},
+      {"description",
+       "Greedy decode steps after the prefill, through the model card's decode interface (a "
+       "prefill and a step graph with a static KV cache): each step on the backend and on the "
+       "CPU reference, the reference's token fed to both, judged per step (greedy token, logits' "
+       "error, the KV cache's cosine per layer). 0: one forward pass."}};
   schema["properties"].update(pageFields("blocker", "blockers"));
   return schema;
 }
@@ -49,6 +59,7 @@ json outputSchema() {
       "compile": {"type": "object"},
       "run": {"type": "object"},
       "comparison": {"type": "object"},
+      "decode": {"type": "object"},
       "verdict": {"enum": ["pass", "fail", "blocked", "aborted", "timed_out", "failed"]},
       "exit_status": {"type": "integer"}
     },
@@ -64,6 +75,7 @@ json run(const json& input, OperationContext& context) {
   request.inputs = optionalStrings(input, "inputs");
   request.device_modules = optionalStrings(input, "modules");
   request.timeout_seconds = input.at("timeout_seconds").get<double>();
+  if (input.contains("decode")) request.decode_steps = input["decode"].get<int64_t>();
   const PageRequest blockers = pageRequest(input, "blocker", context);
   json report = runReport(runModel(request, context.task(), context.models()));
   if (report["compile"].contains("blockers")) {
@@ -105,6 +117,47 @@ std::string renderOutput(const json& output) {
   if (output.value("non_finite", 0) > 0) line += ", " + output["non_finite"].dump() + " non-finite";
   if (output.contains("reason")) line += "\n    " + output["reason"].get<std::string>();
   return line + "\n";
+}
+
+std::string lowest(const json& cosines) {
+  double low = 1.0;
+  for (const auto& value : cosines)
+    low = value.is_null() ? -1.0 : std::min(low, value.get<double>());
+  return low < -0.5 ? std::string("nan") : number(low, "%.6f");
+}
+
+std::string renderDecode(const json& decode) {
+  if (decode.contains("blocked_graph")) {
+    return "\nDecoding: the " + decode["blocked_graph"].get<std::string>() +
+           " graph does not compile (its blockers above).\n";
+  }
+  std::string out = "\nDecoding: a prompt of " + decode["prompt_tokens"].dump() +
+                    " tokens left-padded to " + decode["prompt_length"].dump() + ", then " +
+                    decode["steps"].dump() +
+                    " greedy steps; the reference's token is fed to both sides.\n";
+  out +=
+      "  step  slot  reference  device  top-5 error  min key cosine  min value cosine  verdict\n";
+  for (const auto& step : decode["per_step"]) {
+    const auto& logits = step["logits"];
+    const std::string error =
+        logits.contains("logits") && !logits["logits"]["top5_relative_error"].is_null()
+            ? number(logits["logits"]["top5_relative_error"], "%.3g")
+            : std::string("inf");
+    char line[160];
+    std::snprintf(line, sizeof line, "  %4lld  %4lld  %9lld  %6lld  %11s  %14s  %16s  %s\n",
+                  static_cast<long long>(step["step"].get<int64_t>()),
+                  static_cast<long long>(step["slot"].get<int64_t>()),
+                  static_cast<long long>(step["reference_token"].get<int64_t>()),
+                  static_cast<long long>(step["device_token"].get<int64_t>()), error.c_str(),
+                  lowest(step["key_cosine"]).c_str(), lowest(step["value_cosine"]).c_str(),
+                  step["verdict"].get<std::string>().c_str());
+    out += line;
+  }
+  if (!decode["first_failing_step"].is_null()) {
+    out += "The first failing step is " + decode["first_failing_step"].dump() +
+           (decode["first_failing_step"] == 0 ? " (the prefill's last position).\n" : ".\n");
+  }
+  return out;
 }
 
 std::string renderText(const json& report) {
@@ -149,9 +202,11 @@ std::string renderText(const json& report) {
     }
   }
   if (report.contains("comparison")) {
-    out += "\nAgainst the CPU reference:\n";
+    out += report.contains("decode") ? "\nThe prefill against the CPU reference:\n"
+                                     : "\nAgainst the CPU reference:\n";
     for (const auto& output : report["comparison"]["outputs"]) out += renderOutput(output);
   }
+  if (report.contains("decode")) out += renderDecode(report["decode"]);
   return out;
 }
 

@@ -24,6 +24,43 @@ json deviceRunToJson(const DeviceRunReport& run) {
   return entry;
 }
 
+json cosinesToJson(const std::vector<std::optional<double>>& cosines) {
+  json values = json::array();
+  for (const auto& value : cosines) values.push_back(numberOrNull(value));
+  return values;
+}
+
+json decodeToJson(const DecodeReport& decode) {
+  json steps = json::array();
+  for (const DecodeStepReport& step : decode.per_step) {
+    OutputComparison logits;
+    logits.outputs = {step.logits};
+    steps.push_back({{"step", step.step},
+                     {"slot", step.slot},
+                     {"reference_token", step.reference_token},
+                     {"device_token", step.device_token},
+                     {"token_agrees", step.reference_token == step.device_token},
+                     {"verdict", step.passed ? "pass" : "fail"},
+                     {"seconds", step.seconds},
+                     {"logits", outputComparisonToJson(logits).at(0)},
+                     {"key_cosine", cosinesToJson(step.key_cosine)},
+                     {"value_cosine", cosinesToJson(step.value_cosine)}});
+  }
+  json entry{{"steps", decode.steps},
+             {"prompt_length", decode.prompt_length},
+             {"prompt_tokens", decode.prompt_tokens},
+             {"max_length", decode.max_length},
+             {"methods", {{"prefill", decode.prefill_method}, {"step", decode.step_method}}},
+             {"fed", "reference"},
+             {"per_step", steps},
+             {"first_failing_step",
+              decode.first_failing_step ? json(*decode.first_failing_step) : json(nullptr)},
+             {"min_kv_cosine", numberOrNull(decode.min_kv_cosine)},
+             {"passed", decode.passed}};
+  if (!decode.blocked_graph.empty()) entry["blocked_graph"] = decode.blocked_graph;
+  return entry;
+}
+
 }  // namespace
 
 json runReport(const RunResult& result) {
@@ -46,6 +83,7 @@ json runReport(const RunResult& result) {
                               {"logit_tolerance", comparison->logit_tolerance}}},
                             {"outputs", outputComparisonToJson(comparison->outputs)}};
   }
+  if (result.decode) report["decode"] = decodeToJson(*result.decode);
   return report;
 }
 

@@ -5,7 +5,7 @@ Qwen2's q/k/v biases."""
 import torch
 from torch import nn
 
-from common import mask_input, rename_classes, token_input
+from common import DECODE_MAX_LENGTH, decode_card, example_inputs, mask_input, rename_classes, token_input
 
 FAMILY = "llama"
 
@@ -74,13 +74,15 @@ class LlamaAttention(nn.Module):
         self.o_proj = nn.Linear(self.num_heads * self.head_dim, self.hidden_size, bias=False)
         self.rotary_emb = LlamaRotaryEmbedding(self.head_dim, base=config.get("rope_theta", 10000.0))
 
-    def forward(self, hidden_states, attention_mask, position_ids):
-        bsz, q_len, _ = hidden_states.size()
+    def _project(self, hidden_states, position_ids, bsz: int, q_len: int):
         query_states = self.q_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
         key_states = self.k_proj(hidden_states).view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
         value_states = self.v_proj(hidden_states).view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
         cos, sin = self.rotary_emb(value_states, position_ids)
         query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        return query_states, key_states, value_states
+
+    def _attend(self, query_states, key_states, value_states, attention_mask, bsz: int, q_len: int):
         key_states = repeat_kv(key_states, self.num_key_value_groups)
         value_states = repeat_kv(value_states, self.num_key_value_groups)
         attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scaling
@@ -89,6 +91,32 @@ class LlamaAttention(nn.Module):
         attn_output = torch.matmul(attn_weights, value_states)
         attn_output = attn_output.transpose(1, 2).contiguous().reshape(bsz, q_len, -1)
         return self.o_proj(attn_output)
+
+    def forward(self, hidden_states, attention_mask, position_ids):
+        bsz, q_len, _ = hidden_states.size()
+        query_states, key_states, value_states = self._project(hidden_states, position_ids, bsz, q_len)
+        return self._attend(query_states, key_states, value_states, attention_mask, bsz, q_len)
+
+
+class LlamaAttentionWithCache(LlamaAttention):
+    """The attention of the traced decoders, which also decode: with a static cache it writes the
+    tokens' keys and values at their slots, as Transformers' StaticCache does, and attends over
+    every slot. (Mixtral's scripted graph takes LlamaAttention: TorchScript compiles one forward
+    with one result type.)"""
+
+    def forward(self, hidden_states, attention_mask, position_ids, past_key=None, past_value=None,
+                cache_position=None):
+        bsz, q_len, _ = hidden_states.size()
+        query_states, key_states, value_states = self._project(hidden_states, position_ids, bsz, q_len)
+        if past_key is None:
+            return self._attend(query_states, key_states, value_states, attention_mask, bsz, q_len)
+        past_key = past_key.index_copy(2, cache_position, key_states)
+        past_value = past_value.index_copy(2, cache_position, value_states)
+        attn_output = self._attend(query_states, past_key, past_value, attention_mask, bsz, q_len)
+        return attn_output, past_key, past_value
+
+
+LlamaAttentionWithCache.__name__ = LlamaAttentionWithCache.__qualname__ = "LlamaAttention"
 
 
 class LlamaMLP(nn.Module):
@@ -106,20 +134,28 @@ class LlamaMLP(nn.Module):
 class LlamaDecoderLayer(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.self_attn = LlamaAttention(config)
+        self.self_attn = LlamaAttentionWithCache(config)
         self.mlp = LlamaMLP(config)
         self.input_layernorm = LlamaRMSNorm(config["hidden_size"], eps=config["rms_norm_eps"])
         self.post_attention_layernorm = LlamaRMSNorm(config["hidden_size"], eps=config["rms_norm_eps"])
         self.residual_multiplier = config.get("residual_multiplier", 1.0)
 
-    def forward(self, hidden_states, attention_mask, position_ids):
+    def forward(self, hidden_states, attention_mask, position_ids, past_key=None, past_value=None,
+                cache_position=None):
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
-        hidden_states = self.self_attn(hidden_states, attention_mask, position_ids)
+        if past_key is None:
+            hidden_states = self.self_attn(hidden_states, attention_mask, position_ids)
+        else:
+            hidden_states, past_key, past_value = self.self_attn(
+                hidden_states, attention_mask, position_ids, past_key, past_value, cache_position)
         hidden_states = residual + hidden_states * self.residual_multiplier
         residual = hidden_states
         hidden_states = self.mlp(self.post_attention_layernorm(hidden_states))
-        return residual + hidden_states * self.residual_multiplier
+        hidden_states = residual + hidden_states * self.residual_multiplier
+        if past_key is None:
+            return hidden_states
+        return hidden_states, past_key, past_value
 
 
 class LlamaModel(nn.Module):
@@ -136,14 +172,36 @@ class LlamaModel(nn.Module):
         keep = causal[None, None, :, :] & attention_mask[:, None, None, :].to(torch.bool)
         return torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)
 
-    def forward(self, input_ids, attention_mask):
+    def _cache_mask(self, attention_mask, cache_position, dtype):
+        # Slots at or before each token's own, among those the mask keeps. A left-padded prompt's
+        # padding rows see nothing: they attend to every slot instead, as Transformers'
+        # _unmask_unattended does, so that no row of the softmax is empty.
+        slots = torch.arange(attention_mask.shape[-1], dtype=torch.long)
+        keep = (slots[None, :] <= cache_position[:, None])[None, None, :, :]
+        keep = keep & attention_mask[:, None, None, :].to(torch.bool)
+        keep = keep | ~keep.any(dim=-1, keepdim=True)
+        return torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)
+
+    def forward(self, input_ids, attention_mask, cache_position=None, past_keys=None, past_values=None):
         inputs_embeds = self.embed_tokens(input_ids) * self.embedding_multiplier
-        position_ids = torch.arange(0, input_ids.shape[1], dtype=torch.long).unsqueeze(0)
-        causal_mask = self._causal_mask(attention_mask, inputs_embeds.dtype)
         hidden_states = inputs_embeds
-        for decoder_layer in self.layers:
-            hidden_states = decoder_layer(hidden_states, causal_mask, position_ids)
-        return self.norm(hidden_states)
+        if past_keys is None:
+            position_ids = torch.arange(0, input_ids.shape[1], dtype=torch.long).unsqueeze(0)
+            causal_mask = self._causal_mask(attention_mask, inputs_embeds.dtype)
+            for decoder_layer in self.layers:
+                hidden_states = decoder_layer(hidden_states, causal_mask, position_ids)
+            return self.norm(hidden_states)
+        # With a static cache: `attention_mask` covers the cache's slots, and a token's position
+        # counts the slots kept before it (left padding does not count).
+        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0).index_select(1, cache_position)
+        causal_mask = self._cache_mask(attention_mask, cache_position, inputs_embeds.dtype)
+        keys, values = [], []
+        for i, decoder_layer in enumerate(self.layers):
+            hidden_states, key, value = decoder_layer(hidden_states, causal_mask, position_ids, past_keys[i],
+                                                      past_values[i], cache_position)
+            keys.append(key)
+            values.append(value)
+        return self.norm(hidden_states), torch.stack(keys), torch.stack(values)
 
 
 class LlamaForCausalLM(nn.Module):
@@ -158,6 +216,21 @@ class LlamaForCausalLM(nn.Module):
         logits = self.lm_head(hidden_states)
         return logits / self.logits_scaling
 
+    # The decode interface (docs/model-card.md "Decoding"): a left-padded prompt fills a static
+    # cache of max_length slots; each step writes one token's keys and values at its slot.
+    def prefill(self, input_ids, attention_mask):
+        batch, prompt = input_ids.shape
+        slots = torch.zeros(batch, self.max_length - prompt, dtype=attention_mask.dtype)
+        cache_mask = torch.cat((attention_mask, slots), dim=-1)
+        cache_position = torch.arange(prompt, dtype=torch.long)
+        empty = torch.zeros(self.cache_shape, dtype=self.lm_head.weight.dtype)
+        return self.decode_step(input_ids, cache_mask, cache_position, empty, empty)
+
+    def decode_step(self, input_ids, attention_mask, cache_position, past_keys, past_values):
+        hidden_states, keys, values = self.model(input_ids, attention_mask, cache_position, past_keys, past_values)
+        logits = self.lm_head(hidden_states)
+        return logits / self.logits_scaling, keys, values
+
 
 def _config(model_type, hidden, layers, heads, kv_heads, head_dim, vocab, intermediate, **extra):
     return dict(model_type=model_type, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
@@ -170,6 +243,12 @@ VARIANTS = {
     "llama-hd64": _config("llama", 256, 1, 4, 2, 64, 1000, 512),
     "llama-4layer-outliers": dict(_config("llama", 128, 4, 2, 1, 64, 1000, 384), outliers=True),
     "qwen2-hd128": _config("qwen2", 256, 1, 2, 1, 128, 1024, 512, attention_bias=True, rope_theta=1000000.0),
+    # Massive activations (Sun et al., 2024): the token the prompt decodes to carries a few hidden
+    # channels thousands of times the others. Its prompt never holds it, so the prefill is
+    # ordinary; decoding feeds it back, and an RMS norm whose mean of squares is kept in fp16
+    # overflows on it (the spyre-2026 fault rmsnorm-variance-fp16: drift during decode).
+    "qwen2-massive-token": _config("qwen2", 256, 1, 2, 1, 128, 1024, 512, attention_bias=True,
+                                   rope_theta=1000000.0, massive_next_token=3000.0),
     "granite-hd80": _config("granite", 160, 2, 2, 1, 80, 1000, 320, embedding_multiplier=12.0,
                             residual_multiplier=0.22, attention_multiplier=0.015625, logits_scaling=8.0),
 }
@@ -182,12 +261,32 @@ def build(name, config):
     prefix = _CLASS_PREFIX[config["model_type"]]
     if prefix != "Llama":
         rename_classes(model, "Llama", prefix)
+    cache_shape = [config["num_hidden_layers"], 1, config["num_key_value_heads"], DECODE_MAX_LENGTH,
+                   config["head_dim"]]
+    model.max_length = DECODE_MAX_LENGTH
+    model.cache_shape = cache_shape
     card = {
         "name": name,
         "family": config["model_type"],
         "description": f"{prefix}-style decoder (RMSNorm, rotary embeddings, grouped-query attention, SiLU MLP)",
         "inputs": [token_input("input_ids", 1, 16, config["vocab_size"]), mask_input("attention_mask", 1, 16)],
         "outputs": [{"name": "logits", "kind": "logits"}],
+        "decode": decode_card(config["vocab_size"], cache_shape),
         "config": config,
     }
     return model, card, "trace", config["hidden_size"]
+
+
+def after_init(model, card):
+    """Gives the token the decode prompt decodes to its massive activations (see VARIANTS): two
+    channels of its embedding row set to massive_next_token."""
+    value = card["config"].get("massive_next_token")
+    if not value:
+        return
+    prompt = example_inputs(card["decode"]["prefill"]["inputs"])
+    with torch.no_grad():
+        logits, _, _ = model.prefill(*prompt)
+        token = int(logits[0, -1].argmax())
+        assert token not in prompt[0][0].tolist(), "the prompt holds the massive token"
+        model.model.embed_tokens.weight[token, :2] = value
+    card["config"]["massive_token_id"] = token

@@ -1,0 +1,267 @@
+#include "simulator/run/run_decode.h"
+
+#include <cmath>
+
+#include "simulator/backends/backend.h"
+#include "simulator/compare/output_comparison.h"
+#include "simulator/graph/decode_card.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/lowering/host_placement.h"
+#include "simulator/support/errors.h"
+
+namespace stickler {
+namespace {
+
+std::shared_ptr<const LoadedModel> loadGraph(const std::string& path, ModelGraph graph) {
+  LoadOptions options;
+  options.graph = graph;
+  return loadModel(path, options);
+}
+
+at::Tensor outputOf(const std::vector<at::Tensor>& outputs, const std::vector<OutputSpec>& specs,
+                    OutputKind kind) {
+  const auto index = outputOfKind(specs, kind);
+  if (!index || *index >= outputs.size()) {
+    throw UserError("the decode graph returned " + std::to_string(outputs.size()) +
+                    " outputs; its card names one of kind " + outputKindName(kind) +
+                    " beyond them");
+  }
+  return outputs[*index];
+}
+
+std::optional<double> cosine(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor x = a.to(at::kDouble).flatten();
+  const at::Tensor y = b.to(at::kDouble).flatten();
+  const double norms = x.norm().item<double>() * y.norm().item<double>();
+  const double value = norms > 0 ? x.dot(y).item<double>() / norms : (at::equal(x, y) ? 1.0 : 0.0);
+  if (!std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+// Per layer of [layers, batch, kv_heads, max_length, head_dim] caches, over the kept slots.
+std::vector<std::optional<double>> layerCosines(const at::Tensor& reference,
+                                                const at::Tensor& device,
+                                                const at::Tensor& kept_slots) {
+  std::vector<std::optional<double>> cosines;
+  if (reference.sizes() != device.sizes() || reference.dim() != 5) return cosines;
+  for (int64_t layer = 0; layer < reference.size(0); ++layer) {
+    cosines.push_back(cosine(reference[layer].index_select(2, kept_slots),
+                             device[layer].index_select(2, kept_slots)));
+  }
+  return cosines;
+}
+
+// Compares one step's last-position logits ([batch, 1, vocab]) as a run's logits are compared.
+DecodeStepReport judgeStep(const at::Tensor& reference_logits, const at::Tensor& device_logits,
+                           NumberFormat format) {
+  DecodeStepReport step;
+  const at::Tensor reference = reference_logits.select(1, -1).unsqueeze(1);
+  const at::Tensor device = device_logits.select(1, -1).unsqueeze(1);
+  ModelCard card;
+  card.outputs = {{"logits", OutputKind::kLogits}};
+  const OutputComparison comparison = compareOutputs({reference}, {device}, card, format, {});
+  step.logits = comparison.outputs.at(0);
+  step.passed = comparison.passed;
+  step.reference_token = reference.flatten().argmax().item<int64_t>();
+  step.device_token = device.flatten().argmax().item<int64_t>();
+  return step;
+}
+
+struct Cache {
+  at::Tensor keys;
+  at::Tensor values;
+};
+
+// The step's inputs in its card's order, by role; what has no role keeps its example value.
+std::vector<c10::IValue> stepInputs(const LoadedModel& step_model, int64_t token,
+                                    const at::Tensor& mask, int64_t slot, const Cache& cache) {
+  std::vector<c10::IValue> inputs = step_model.example_inputs;
+  const auto& specs = step_model.card.inputs;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const at::Tensor example = inputs[i].toTensor();
+    switch (specs[i].kind) {
+      case InputKind::kTokenIds:
+        inputs[i] = at::full_like(example, token);
+        break;
+      case InputKind::kMask:
+        inputs[i] = mask.to(example.scalar_type()).expand(example.sizes()).contiguous();
+        break;
+      case InputKind::kCachePosition:
+        inputs[i] = at::full_like(example, slot);
+        break;
+      case InputKind::kPastKeys:
+        inputs[i] = cache.keys;
+        break;
+      case InputKind::kPastValues:
+        inputs[i] = cache.values;
+        break;
+      default:
+        break;
+    }
+  }
+  return inputs;
+}
+
+}  // namespace
+
+RunResult runDecode(const RunRequest& request, const TaskControl& control) {
+  const BackendSpec& spec = request.backend;
+  const auto backend = makeBackend(spec);
+  if (!(request.timeout_seconds > 0)) throw UserError("timeout_seconds must be positive");
+  if (request.loaded) {
+    throw UserError(
+        "decode runs the archive's own prefill and step graphs; adapters are not applied to "
+        "them yet: save the adapted model (adapt --save) is not enough either, run the "
+        "original");
+  }
+  if (!request.inputs.empty()) {
+    throw UserError("--decode runs the card's decode interface; --input does not apply to it");
+  }
+  control.progress(0, 4, "loading " + request.model);
+  const auto prefill = loadGraph(request.model, ModelGraph::kPrefill);
+  const auto step = loadGraph(request.model, ModelGraph::kDecodeStep);
+  const DecodeSpec& decode_spec = *prefill->card.decode;
+  control.checkCancelled();
+
+  RunResult result;
+  result.model = prefill->identity();
+  result.backend = spec.text;
+  result.format = backend->format();
+  if (const DeviceProfile* profile = backend->profile()) result.profile = *profile;
+  result.placement =
+      makePlacement(prefill->modules, request.device_modules, request.model, prefill->host_modules);
+  result.host_nodes = countPlacedOnHost(*prefill->graph);
+
+  DecodeReport& report = result.decode.emplace();
+  report.steps = request.decode_steps;
+  report.max_length = decode_spec.max_length;
+  report.prefill_method = decode_spec.prefill.method;
+  report.step_method = decode_spec.step.method;
+  const at::Tensor prompt_mask =
+      prefill->example_inputs.at(*inputOfKind(prefill->card.inputs, InputKind::kMask)).toTensor();
+  report.prompt_length = prompt_mask.size(-1);
+  report.prompt_tokens =
+      prompt_mask.reshape({-1, report.prompt_length})[0].ne(0).sum().item<int64_t>();
+  const int64_t free_slots = report.max_length - report.prompt_length;
+  if (request.decode_steps > free_slots) {
+    throw UserError("--decode " + std::to_string(request.decode_steps) + ": the cache has " +
+                    std::to_string(report.max_length) + " slots and the prompt fills " +
+                    std::to_string(report.prompt_length) + ", leaving " +
+                    std::to_string(free_slots) + " steps");
+  }
+
+  control.progress(1, 4, "compiling the prefill and the step for " + spec.text);
+  const auto prefill_compiled = backend->compile(*prefill, result.placement);
+  const Placement step_placement =
+      makePlacement(step->modules, request.device_modules, request.model, step->host_modules);
+  const auto step_compiled = backend->compile(*step, step_placement);
+  control.checkCancelled();
+  // The report shows the lowering of the graph that is blocked, else the prefill's.
+  const bool show_step = prefill_compiled->ok() && !step_compiled->ok();
+  if (result.profile) {
+    result.compile = describeLowering((show_step ? *step_compiled : *prefill_compiled).lowering(),
+                                      show_step ? *step : *prefill, *result.profile);
+  }
+  if (!prefill_compiled->ok() || !step_compiled->ok()) {
+    report.blocked_graph =
+        modelGraphName(show_step ? ModelGraph::kDecodeStep : ModelGraph::kPrefill);
+    result.verdict = RunVerdict::kBlocked;
+    return result;
+  }
+
+  requireWeights(*prefill, "decoded (its steps are compared with the CPU reference's values)");
+  RunOptions options;
+  options.timeout_seconds = request.timeout_seconds;
+  options.cancelled = control.cancelled;
+  control.progress(2, 4, "prefill on " + spec.text);
+  const BackendRun prefill_run = prefill_compiled->run(prefill->example_inputs, options);
+  if (prefill_run.status == BackendRun::Status::kCancelled) throw Cancelled();
+  result.run = describeRun(prefill_run, *prefill);
+  if (prefill_run.status != BackendRun::Status::kCompleted) {
+    result.verdict = incompleteRunVerdict(prefill_run.status);
+    return result;
+  }
+
+  const VerdictSettings settings;
+  const std::vector<at::Tensor> reference_out = flattenTensors(prefill->example_outputs);
+  const std::vector<at::Tensor> device_out = flattenTensors(prefill_run.outputs);
+  RunComparison comparison;
+  comparison.embedding_cosine = settings.embedding_cosine;
+  comparison.logit_tolerance = logitTolerance(backend->format(), settings);
+  comparison.outputs =
+      compareOutputs(reference_out, device_out, prefill->card, backend->format(), settings);
+  const bool prefill_passed = comparison.outputs.passed;
+  result.comparison = std::move(comparison);
+
+  const auto& outputs = prefill->card.outputs;
+  const auto& step_outputs = step->card.outputs;
+  Cache reference{outputOf(reference_out, outputs, OutputKind::kPastKeys),
+                  outputOf(reference_out, outputs, OutputKind::kPastValues)};
+  Cache device{outputOf(device_out, outputs, OutputKind::kPastKeys),
+               outputOf(device_out, outputs, OutputKind::kPastValues)};
+  // The mask over the cache's slots: the prompt's, then each decoded token's slot.
+  at::Tensor mask = at::zeros({report.max_length}, at::kLong);
+  mask.narrow(0, 0, report.prompt_length).copy_(prompt_mask.reshape({-1, report.prompt_length})[0]);
+
+  auto note = [&](DecodeStepReport step_report, int64_t slot, double seconds) {
+    const at::Tensor kept = mask.nonzero().flatten();
+    step_report.step = static_cast<int64_t>(report.per_step.size());
+    step_report.slot = slot;
+    step_report.seconds = seconds;
+    step_report.key_cosine = layerCosines(reference.keys, device.keys, kept);
+    step_report.value_cosine = layerCosines(reference.values, device.values, kept);
+    for (const auto* cosines : {&step_report.key_cosine, &step_report.value_cosine}) {
+      for (const auto& value : *cosines) {
+        const double low = value.value_or(-1.0);
+        report.min_kv_cosine = report.min_kv_cosine ? std::min(*report.min_kv_cosine, low) : low;
+      }
+    }
+    if (!step_report.passed && !report.first_failing_step) {
+      report.first_failing_step = step_report.step;
+    }
+    report.per_step.push_back(std::move(step_report));
+    return report.per_step.back().reference_token;
+  };
+  int64_t token =
+      note(judgeStep(outputOf(reference_out, outputs, OutputKind::kLogits),
+                     outputOf(device_out, outputs, OutputKind::kLogits), backend->format()),
+           report.prompt_length - 1, prefill_run.seconds);
+
+  const auto cpu = makeBackend(parseBackendSpec("cpu"));
+  const auto step_reference = cpu->compile(*step, {});
+  for (int64_t i = 1; i <= request.decode_steps; ++i) {
+    control.checkCancelled();
+    control.progress(
+        3, 4, "decode step " + std::to_string(i) + " of " + std::to_string(request.decode_steps));
+    const int64_t slot = report.prompt_length + i - 1;
+    mask[slot] = 1;
+    const BackendRun expected =
+        step_reference->run(stepInputs(*step, token, mask, slot, reference), options);
+    if (expected.status != BackendRun::Status::kCompleted) {
+      throw UserError("the CPU reference's decode step " + std::to_string(i) +
+                      " did not complete: " + expected.message);
+    }
+    const BackendRun ran =
+        step_compiled->run(stepInputs(*step, token, mask, slot, device), options);
+    if (ran.status == BackendRun::Status::kCancelled) throw Cancelled();
+    if (ran.status != BackendRun::Status::kCompleted) {
+      result.run = describeRun(ran, *step);
+      result.verdict = incompleteRunVerdict(ran.status);
+      return result;
+    }
+    const std::vector<at::Tensor> expected_out = flattenTensors(expected.outputs);
+    const std::vector<at::Tensor> ran_out = flattenTensors(ran.outputs);
+    reference = {outputOf(expected_out, step_outputs, OutputKind::kPastKeys),
+                 outputOf(expected_out, step_outputs, OutputKind::kPastValues)};
+    device = {outputOf(ran_out, step_outputs, OutputKind::kPastKeys),
+              outputOf(ran_out, step_outputs, OutputKind::kPastValues)};
+    token = note(judgeStep(outputOf(expected_out, step_outputs, OutputKind::kLogits),
+                           outputOf(ran_out, step_outputs, OutputKind::kLogits), backend->format()),
+                 slot, ran.seconds);
+  }
+  report.passed = !report.first_failing_step.has_value();
+  result.verdict = prefill_passed && report.passed ? RunVerdict::kPass : RunVerdict::kFail;
+  return result;
+}
+
+}  // namespace stickler

@@ -1,0 +1,98 @@
+// `stickler run --decode N` as a user runs it: a decoder's prefill and greedy steps through its
+// card's decode interface, judged per step (docs/run-json.md "Decoding").
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_runner.h"
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+using testing::Result;
+using testing::stickler;
+using testing::zooPath;
+
+json decodeReport(const std::string& model, const std::string& profile, int expected_status) {
+  const Result r = stickler(
+      {"run", zooPath(model), "--backend", "spyre-sim:" + profile, "--decode", "4", "--json"});
+  EXPECT_EQ(r.status, expected_status) << r.out << r.err;
+  EXPECT_EQ(r.out.find('{'), 0u) << r.err;
+  return json::parse(r.out);
+}
+
+TEST(DecodeCli, AZooDecoderDecodesFourStepsOnSpyre2026) {
+  const json report = decodeReport("qwen2-hd128.pt", "spyre-2026", 0);
+  EXPECT_EQ(report.at("verdict"), "pass");
+  const json& decode = report.at("decode");
+  EXPECT_EQ(decode.at("prompt_length"), 64);  // 16 tokens left-padded to a multiple of 64
+  EXPECT_EQ(decode.at("prompt_tokens"), 16);
+  EXPECT_EQ(decode.at("max_length"), 128);
+  ASSERT_EQ(decode.at("per_step").size(), 5u);  // the prefill's last position, then 4 steps
+  for (size_t i = 0; i < 5; ++i) {
+    const json& step = decode["per_step"][i];
+    EXPECT_EQ(step.at("step"), i);
+    EXPECT_EQ(step.at("slot"), 63 + i);  // each step's token in the slot after the last
+    EXPECT_TRUE(step.at("token_agrees").get<bool>()) << step.dump(1);
+    EXPECT_EQ(step.at("verdict"), "pass");
+    ASSERT_EQ(step.at("key_cosine").size(), 1u);  // one layer
+    EXPECT_GT(step["key_cosine"][0].get<double>(), 0.999);
+    EXPECT_GT(step["value_cosine"][0].get<double>(), 0.999);
+  }
+  EXPECT_TRUE(decode.at("first_failing_step").is_null());
+  // The steps feed the reference's tokens: the same tokens on the CPU, exactly.
+  const Result cpu =
+      stickler({"run", zooPath("qwen2-hd128.pt"), "--backend", "cpu", "--decode", "4", "--json"});
+  ASSERT_EQ(cpu.status, 0) << cpu.err;
+  const json on_cpu = json::parse(cpu.out).at("decode").at("per_step");
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(on_cpu[i].at("reference_token"), decode["per_step"][i].at("reference_token"));
+    EXPECT_EQ(on_cpu[i].at("device_token"), on_cpu[i].at("reference_token"));
+  }
+}
+
+// rmsnorm-variance-fp16 on a decoder whose prompt is ordinary but whose first decoded token
+// carries massive activations: one forward pass passes, decoding fails from step 1 on, and the
+// same decode passes on the profile without the fault.
+TEST(DecodeCli, AnRmsNormInFp16PassesThePrefillAndFailsTheDecode) {
+  const std::string model = "qwen2-massive-token.pt";
+  EXPECT_EQ(stickler({"run", zooPath(model), "--backend", "spyre-sim:spyre-2026"}).status, 0);
+  const json faulty = decodeReport(model, "spyre-2026", 1);
+  EXPECT_EQ(faulty.at("verdict"), "fail");
+  const json& decode = faulty.at("decode");
+  EXPECT_EQ(decode.at("first_failing_step"), 1);
+  EXPECT_EQ(decode["per_step"][0].at("verdict"), "pass");
+  EXPECT_EQ(decode["per_step"][1].at("verdict"), "fail");
+  EXPECT_FALSE(decode["per_step"][1].at("token_agrees").get<bool>());
+  // The cache drifts below the 0.99 the Neuron accuracy debugger asks of it.
+  EXPECT_LT(decode.at("min_kv_cosine").get<double>(), 0.99);
+
+  const json clean = decodeReport(model, "spyre-2026-clean", 0);
+  EXPECT_EQ(clean.at("verdict"), "pass");
+  EXPECT_GT(clean.at("decode").at("min_kv_cosine").get<double>(), 0.999);
+
+  const Result text =
+      stickler({"run", zooPath(model), "--backend", "spyre-sim:spyre-2026", "--decode", "2"});
+  EXPECT_NE(text.out.find("The first failing step is 1."), std::string::npos) << text.out;
+}
+
+TEST(DecodeCli, RefusesWhatItCannotDecode) {
+  const Result encoder = stickler({"run", zooPath("bert-tiny.pt"), "--decode", "4"});
+  EXPECT_EQ(encoder.status, 2);
+  EXPECT_NE(encoder.err.find("its model card has no decode interface"), std::string::npos)
+      << encoder.err;
+  const Result too_many = stickler({"run", zooPath("qwen2-hd128.pt"), "--decode", "65"});
+  EXPECT_EQ(too_many.status, 2);
+  EXPECT_NE(too_many.err.find("the cache has 128 slots and the prompt fills 64, leaving 64 steps"),
+            std::string::npos)
+      << too_many.err;
+  const Result with_inputs = stickler(
+      {"run", zooPath("qwen2-hd128.pt"), "--decode", "1", "--input", "input_ids:1x16:int64"});
+  EXPECT_EQ(with_inputs.status, 2);
+  EXPECT_NE(with_inputs.err.find("--input does not apply"), std::string::npos) << with_inputs.err;
+}
+
+}  // namespace
+}  // namespace stickler
