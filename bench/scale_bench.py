@@ -14,7 +14,7 @@ llama-110m (215 MB) and llama-480m (0.97 GB) by default; llama-8b (Llama-3-8B's 
 about six minutes and 16 GB of memory to make) when named.
 
   /usr/bin/python3 bench/scale_bench.py --stickler build/stickler --models build/bench-models \\
-      [--only llama-110m llama-480m llama-8b] [--skip inspect adapt localize gate sweep] [--timeout 3600]
+      [--only llama-110m llama-480m llama-8b] [--skip inspect adapt decode localize gate sweep] [--timeout 3600]
 
 The gate and the sweep run in the models' directory, their workspace (a stickler-adapters catalog
 is created there): a sweep list names archives inside the workspace only.
@@ -68,12 +68,32 @@ def verdict_of(output):
     return report.get("verdict", "-")
 
 
+def decode_line(output):
+    """A decode step's device time against the prefill's, from run --decode's document."""
+    try:
+        report = json.loads(output)
+    except ValueError:
+        return "run --decode 4: no document (" + output.strip()[-200:] + ")"
+    decode = report.get("decode", {})
+    steps = decode.get("per_step", [])
+    if len(steps) < 2:
+        blocked = decode.get("blocked_graph")
+        return ("run --decode 4: " + report.get("verdict", "?") +
+                (f" (its {blocked} graph does not compile without adapters)" if blocked else ""))
+    prefill = steps[0]["seconds"]
+    step = sum(s["seconds"] for s in steps[1:]) / (len(steps) - 1)
+    return (f"run --decode 4: a decode step takes {step:.3f} s on the device, {step / prefill:.2f}x the "
+            f"prefill's {prefill:.3f} s ({decode.get('prompt_length')} positions); "
+            f"min KV cosine {decode.get('min_kv_cosine')}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stickler", required=True)
     parser.add_argument("--models", required=True, help="where generate_large.py writes (and finds) them")
     parser.add_argument("--only", nargs="*", default=["llama-110m", "llama-480m"])
-    parser.add_argument("--skip", nargs="*", default=[], choices=["inspect", "adapt", "localize", "gate", "sweep"])
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["inspect", "adapt", "decode", "localize", "gate", "sweep"])
     parser.add_argument("--timeout", type=float, default=3600, help="per device run, seconds")
     args = parser.parse_args()
     stickler = os.path.abspath(args.stickler)
@@ -110,6 +130,11 @@ def main():
             shutil.rmtree(fresh_cache, ignore_errors=True)
             results.append(("inspect", measured([stickler, "inspect", archive, "--no-include-nodes", "--json"])))
             results.append(("check", measured([stickler, "check", archive, "--profile", PROFILE, "--json"])))
+        if "decode" not in args.skip:
+            # The archive's own decode graphs (no adapters: run --decode reads them as saved).
+            results.append(("run --decode 4, device",
+                            measured([stickler, "run", archive, "--backend", "spyre-sim:" + PROFILE,
+                                      "--decode", "4", "--json"] + timeout)))
         if "localize" not in args.skip:
             results.append((f"localize ({layer} x3)",
                             measured([stickler, "localize", archive, "--profile", profile, "--adapt", "--json"] + timeout)))
@@ -146,6 +171,8 @@ def main():
                     continue
                 print(f"{label}: {seconds / runs:.2f}x the device runs it makes ({runs:.1f} s; its own work "
                       f"{(seconds - runs) / runs:.2f}x them)")
+            if label.startswith("run --decode"):
+                print(decode_line(output))
             if label.startswith(("gate", "sweep")):
                 print(f"{label}: {seconds / (device[0] + cpu[0]):.2f}x the runs it makes "
                       f"(a device run and a CPU run, {device[0] + cpu[0]:.1f} s)")

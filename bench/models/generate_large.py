@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import torch  # noqa: E402
 
-from common import init_weights_like_transformers, mask_input, seed_for, token_input, write_model  # noqa: E402
+from common import init_weights_like_transformers, mask_input, seed_for, set_float_inputs_dtype, token_input, write_model  # noqa: E402
 from families import llama  # noqa: E402
 
 # name: (family module, config, tokens)
@@ -71,6 +71,7 @@ def main():
         init_weights_like_transformers(model)
         if args.dtype != "float32":
             model.to(getattr(torch, args.dtype))
+            set_float_inputs_dtype(card, args.dtype)
             card["config"]["torch_dtype"] = args.dtype
         partial = path + ".partial"
         write_model(partial, model, card, method)

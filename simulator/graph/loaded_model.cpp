@@ -398,10 +398,12 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
   return model;
 }
 
-std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::Module module,
-                                          std::shared_ptr<torch::jit::Graph> graph,
-                                          const std::string& identity, ExecutionObserver* also,
-                                          RecordFrom record_from) {
+namespace {
+
+// `base` with `module` and `graph` in its place, not yet run.
+std::unique_ptr<LoadedModel> unrecordedCopy(const LoadedModel& base, torch::jit::Module module,
+                                            std::shared_ptr<torch::jit::Graph> graph,
+                                            const std::string& identity) {
   auto model = std::make_unique<LoadedModel>();
   model->path = base.path;
   model->sha256 = identity;
@@ -418,10 +420,36 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
   model->seed = base.seed;
   model->captured_inputs = base.captured_inputs;
   model->shapes_only = base.shapes_only;
-  model->records_from_shapes = record_from == RecordFrom::kAsTheBase
-                                   ? base.records_from_shapes
-                                   : record_from == RecordFrom::kShapes;
+  model->records_from_shapes = base.records_from_shapes;
+  return model;
+}
+
+}  // namespace
+
+std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::Module module,
+                                          std::shared_ptr<torch::jit::Graph> graph,
+                                          const std::string& identity, ExecutionObserver* also,
+                                          RecordFrom record_from) {
+  auto model = unrecordedCopy(base, std::move(module), std::move(graph), identity);
+  if (record_from != RecordFrom::kAsTheBase) {
+    model->records_from_shapes = record_from == RecordFrom::kShapes;
+  }
   recordFromShapesOrValues(*model, also);
+  return model;
+}
+
+std::unique_ptr<LoadedModel> withExampleInputs(const LoadedModel& base,
+                                               std::vector<c10::IValue> inputs) {
+  if (inputs.size() != base.example_inputs.size()) {
+    throw std::logic_error("withExampleInputs: " + std::to_string(inputs.size()) +
+                           " inputs for a model of " + std::to_string(base.example_inputs.size()));
+  }
+  auto model = unrecordedCopy(base, base.module, base.graph->copy(), base.sha256);
+  model->example_inputs = std::move(inputs);
+  // Values: these inputs' outputs are a reference to compare with.
+  model->shapes_only = false;
+  model->records_from_shapes = false;
+  recordFromShapesOrValues(*model);
   return model;
 }
 

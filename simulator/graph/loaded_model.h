@@ -108,6 +108,12 @@ std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::M
                                           ExecutionObserver* also = nullptr,
                                           RecordFrom record_from = RecordFrom::kAsTheBase);
 
+// The same model run on `inputs` (values for the card's inputs, in order) instead of its example
+// inputs: what it records and its example outputs come from them. A decode step's real inputs
+// (the reference's cache after the steps before it) are what localization bisects it on.
+std::unique_ptr<LoadedModel> withExampleInputs(const LoadedModel& base,
+                                               std::vector<c10::IValue> inputs);
+
 // LoadOptions from --input flags (name:shape:dtype[:kind]).
 LoadOptions loadOptionsFromFlags(const std::vector<std::string>& input_flags);
 

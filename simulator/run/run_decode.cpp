@@ -1,6 +1,7 @@
 #include "simulator/run/run_decode.h"
 
 #include <cmath>
+#include <functional>
 
 #include "simulator/backends/backend.h"
 #include "simulator/compare/output_comparison.h"
@@ -84,7 +85,8 @@ std::vector<c10::IValue> stepInputs(const LoadedModel& step_model, int64_t token
         inputs[i] = at::full_like(example, token);
         break;
       case InputKind::kMask:
-        inputs[i] = mask.to(example.scalar_type()).expand(example.sizes()).contiguous();
+        // A copy: the caller goes on marking slots in `mask`.
+        inputs[i] = mask.to(example.scalar_type()).expand(example.sizes()).clone();
         break;
       case InputKind::kCachePosition:
         inputs[i] = at::full_like(example, slot);
@@ -104,22 +106,27 @@ std::vector<c10::IValue> stepInputs(const LoadedModel& step_model, int64_t token
 
 }  // namespace
 
-RunResult runDecode(const RunRequest& request, const TaskControl& control) {
+RunResult runDecode(const RunRequest& request, const TaskControl& control,
+                    StepToLocalize* to_localize) {
+  // Keeps the first step that does not pass (step 0 is the prefill).
+  auto focus = [&](int64_t step, const std::shared_ptr<const LoadedModel>& model) {
+    if (to_localize == nullptr || to_localize->failing_step) return;
+    *to_localize = StepToLocalize{step, model->graph_kind, model};
+  };
   const BackendSpec& spec = request.backend;
   const auto backend = makeBackend(spec);
   if (!(request.timeout_seconds > 0)) throw UserError("timeout_seconds must be positive");
   if (request.loaded) {
-    throw UserError(
-        "decode runs the archive's own prefill and step graphs; adapters are not applied to "
-        "them yet: save the adapted model (adapt --save) is not enough either, run the "
-        "original");
+    throw std::logic_error("a decode runs its prefill and step graphs, not a forward in hand");
   }
   if (!request.inputs.empty()) {
     throw UserError("--decode runs the card's decode interface; --input does not apply to it");
   }
   control.progress(0, 4, "loading " + request.model);
-  const auto prefill = loadGraph(request.model, ModelGraph::kPrefill);
-  const auto step = loadGraph(request.model, ModelGraph::kDecodeStep);
+  const auto prefill = request.decode_prefill ? request.decode_prefill
+                                              : loadGraph(request.model, ModelGraph::kPrefill);
+  const auto step =
+      request.decode_step ? request.decode_step : loadGraph(request.model, ModelGraph::kDecodeStep);
   const DecodeSpec& decode_spec = *prefill->card.decode;
   control.checkCancelled();
 
@@ -165,6 +172,8 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control) {
   if (!prefill_compiled->ok() || !step_compiled->ok()) {
     report.blocked_graph =
         modelGraphName(show_step ? ModelGraph::kDecodeStep : ModelGraph::kPrefill);
+    // A blocked step graph blocks the first decoded step.
+    focus(show_step ? 1 : 0, show_step ? step : prefill);
     result.verdict = RunVerdict::kBlocked;
     return result;
   }
@@ -178,6 +187,7 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control) {
   if (prefill_run.status == BackendRun::Status::kCancelled) throw Cancelled();
   result.run = describeRun(prefill_run, *prefill);
   if (prefill_run.status != BackendRun::Status::kCompleted) {
+    focus(0, prefill);
     result.verdict = incompleteRunVerdict(prefill_run.status);
     return result;
   }
@@ -203,7 +213,9 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control) {
   at::Tensor mask = at::zeros({report.max_length}, at::kLong);
   mask.narrow(0, 0, report.prompt_length).copy_(prompt_mask.reshape({-1, report.prompt_length})[0]);
 
-  auto note = [&](DecodeStepReport step_report, int64_t slot, double seconds) {
+  // `fed`: the model of the step with the inputs the reference fed it.
+  auto note = [&](DecodeStepReport step_report, int64_t slot, double seconds,
+                  const std::function<std::shared_ptr<const LoadedModel>()>& fed) {
     const at::Tensor kept = mask.nonzero().flatten();
     step_report.step = static_cast<int64_t>(report.per_step.size());
     step_report.slot = slot;
@@ -218,14 +230,18 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control) {
     }
     if (!step_report.passed && !report.first_failing_step) {
       report.first_failing_step = step_report.step;
+      if (to_localize != nullptr && !to_localize->failing_step) focus(step_report.step, fed());
     }
     report.per_step.push_back(std::move(step_report));
     return report.per_step.back().reference_token;
   };
-  int64_t token =
-      note(judgeStep(outputOf(reference_out, outputs, OutputKind::kLogits),
-                     outputOf(device_out, outputs, OutputKind::kLogits), backend->format()),
-           report.prompt_length - 1, prefill_run.seconds);
+  // Step 0 is the prefill: its last position's logits, and every output of the prefill.
+  DecodeStepReport prefill_step =
+      judgeStep(outputOf(reference_out, outputs, OutputKind::kLogits),
+                outputOf(device_out, outputs, OutputKind::kLogits), backend->format());
+  prefill_step.passed = prefill_step.passed && prefill_passed;
+  int64_t token = note(std::move(prefill_step), report.prompt_length - 1, prefill_run.seconds,
+                       [&] { return prefill; });
 
   const auto cpu = makeBackend(parseBackendSpec("cpu"));
   const auto step_reference = cpu->compile(*step, {});
@@ -235,8 +251,8 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control) {
         3, 4, "decode step " + std::to_string(i) + " of " + std::to_string(request.decode_steps));
     const int64_t slot = report.prompt_length + i - 1;
     mask[slot] = 1;
-    const BackendRun expected =
-        step_reference->run(stepInputs(*step, token, mask, slot, reference), options);
+    std::vector<c10::IValue> fed = stepInputs(*step, token, mask, slot, reference);
+    const BackendRun expected = step_reference->run(fed, options);
     if (expected.status != BackendRun::Status::kCompleted) {
       throw UserError("the CPU reference's decode step " + std::to_string(i) +
                       " did not complete: " + expected.message);
@@ -245,6 +261,9 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control) {
         step_compiled->run(stepInputs(*step, token, mask, slot, device), options);
     if (ran.status == BackendRun::Status::kCancelled) throw Cancelled();
     if (ran.status != BackendRun::Status::kCompleted) {
+      if (to_localize != nullptr && !to_localize->failing_step) {
+        focus(i, withExampleInputs(*step, std::move(fed)));
+      }
       result.run = describeRun(ran, *step);
       result.verdict = incompleteRunVerdict(ran.status);
       return result;
@@ -257,10 +276,15 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control) {
               outputOf(ran_out, step_outputs, OutputKind::kPastValues)};
     token = note(judgeStep(outputOf(expected_out, step_outputs, OutputKind::kLogits),
                            outputOf(ran_out, step_outputs, OutputKind::kLogits), backend->format()),
-                 slot, ran.seconds);
+                 slot, ran.seconds, [&]() -> std::shared_ptr<const LoadedModel> {
+                   return withExampleInputs(*step, std::move(fed));
+                 });
   }
   report.passed = !report.first_failing_step.has_value();
-  result.verdict = prefill_passed && report.passed ? RunVerdict::kPass : RunVerdict::kFail;
+  if (to_localize != nullptr && !to_localize->failing_step) {
+    *to_localize = StepToLocalize{std::nullopt, ModelGraph::kPrefill, prefill};
+  }
+  result.verdict = report.passed ? RunVerdict::kPass : RunVerdict::kFail;
   return result;
 }
 

@@ -36,6 +36,9 @@ struct RunRequest {
   // Greedy decode steps after the prefill, through the card's decode interface (run_decode.h);
   // 0: one forward pass.
   int64_t decode_steps = 0;
+  // The decode graphs already in hand (adapted: decode_adaptation.h); else loaded from `model`.
+  std::shared_ptr<const LoadedModel> decode_prefill;
+  std::shared_ptr<const LoadedModel> decode_step;
 };
 
 // The device run itself; where it stopped when it did not complete.

@@ -2,6 +2,8 @@
 // card's decode interface, judged per step (docs/run-json.md "Decoding").
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_runner.h"
@@ -92,6 +94,108 @@ TEST(DecodeCli, RefusesWhatItCannotDecode) {
       {"run", zooPath("qwen2-hd128.pt"), "--decode", "1", "--input", "input_ids:1x16:int64"});
   EXPECT_EQ(with_inputs.status, 2);
   EXPECT_NE(with_inputs.err.find("--input does not apply"), std::string::npos) << with_inputs.err;
+}
+
+}  // namespace
+}  // namespace stickler
+
+namespace stickler {
+namespace {
+
+// The first step that fails, then the module within it, bisected on the reference's cache for
+// the steps before it.
+TEST(DecodeCli, LocalizeNamesTheStepAndTheNorm) {
+  const testing::Result r =
+      testing::stickler({"localize", testing::zooPath("qwen2-massive-token.pt"), "--profile",
+                         "spyre-2026", "--decode", "4", "--json"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report.at("status"), "localized") << r.out;
+  const nlohmann::json& decode = report.at("decode");
+  EXPECT_EQ(decode.at("localized_step"), 1);
+  EXPECT_EQ(decode.at("graph"), "decode_step");
+  EXPECT_EQ(decode.at("cache"), "reference");
+  EXPECT_EQ(decode.at("verdict"), "fail");
+  EXPECT_EQ(report.at("culprit").at("module_class"), "Qwen2RMSNorm") << report["culprit"].dump(1);
+
+  const testing::Result text =
+      testing::stickler({"localize", testing::zooPath("qwen2-massive-token.pt"), "--profile",
+                         "spyre-2026", "--decode", "2"});
+  EXPECT_NE(text.out.find("step 1 is the first that fails"), std::string::npos) << text.out;
+}
+
+TEST(DecodeCli, LocalizeOverADecodeThatPassesSaysSo) {
+  const testing::Result r =
+      testing::stickler({"localize", testing::zooPath("qwen2-hd128.pt"), "--profile", "spyre-2026",
+                         "--decode", "2", "--json"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report.at("status"), "passes");
+  EXPECT_TRUE(report.at("decode").at("localized_step").is_null());
+  EXPECT_EQ(report.at("decode").at("graph"), "prefill");
+  const testing::Result both =
+      testing::stickler({"localize", testing::zooPath("qwen2-hd128.pt"), "--profile", "spyre-2026",
+                         "--decode", "2", "--adapt"});
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.err.find("localize with adapt or with decode, not both"), std::string::npos)
+      << both.err;
+}
+
+}  // namespace
+}  // namespace stickler
+
+namespace stickler {
+namespace {
+
+// adapt --decode: the forward's adapters go to the decode graphs too, each checked. Heads of 64
+// are padded to 128 in both graphs while their caches keep 64 (the graphs' inputs and
+// outputs); the rotary tables the forward folded from constant positions have nothing to fold
+// in graphs that read their positions from the mask, and are listed as refused there.
+TEST(DecodeCli, AdaptAppliesTheForwardsAdaptersToTheDecodeGraphsThenDecodes) {
+  const testing::Result r =
+      testing::stickler({"adapt", testing::zooPath("llama-hd64.pt"), "--profile", "spyre-2026",
+                         "--decode", "4", "--json"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report.at("verdict"), "pass");
+  EXPECT_EQ(report.at("forward_verdict"), "pass");
+  std::set<std::string> forward;
+  for (const auto& application : report.at("adapters").at("applied")) {
+    forward.insert(application.at("adapter").get<std::string>());
+  }
+  ASSERT_TRUE(forward.count("pad-attention-heads")) << report["adapters"].dump(1);
+  ASSERT_TRUE(forward.count("precompute-rotary-tables")) << report["adapters"].dump(1);
+  const nlohmann::json& decode = report.at("decode");
+  ASSERT_EQ(decode.at("per_step").size(), 5u);
+  EXPECT_TRUE(decode.at("passed").get<bool>());
+  EXPECT_GT(decode.at("min_kv_cosine").get<double>(), 0.999);
+  std::set<std::string> refused_on;
+  for (const auto& refusal : decode.at("adapters").at("refused")) {
+    EXPECT_EQ(refusal.at("adapter"), "precompute-rotary-tables") << refusal.dump();
+    refused_on.insert(refusal.at("graph").get<std::string>());
+    EXPECT_NE(refusal.at("reason").get<std::string>().find("changed nothing in this graph"),
+              std::string::npos);
+  }
+  EXPECT_EQ(refused_on, (std::set<std::string>{"prefill", "decode_step"}));
+  // Every other adapter the forward took went to both graphs.
+  for (const char* graph : {"prefill", "decode_step"}) {
+    std::set<std::string> took;
+    for (const auto& name : decode.at("adapters").at(graph)) took.insert(name.get<std::string>());
+    for (const std::string& name : forward) {
+      if (name != "precompute-rotary-tables") EXPECT_TRUE(took.count(name)) << graph << " " << name;
+    }
+  }
+  // The caches keep the model's own head_dim: [layers, batch, kv_heads, slots, 64].
+  const nlohmann::json& outputs = report.at("comparison").at("outputs");
+  ASSERT_EQ(outputs.size(), 3u);
+  EXPECT_EQ(outputs[1].at("shape"), (nlohmann::json{1, 1, 2, 128, 64}));
+}
+
+TEST(DecodeCli, AdaptRefusesToDecodeAnEncoder) {
+  const testing::Result r = testing::stickler(
+      {"adapt", testing::zooPath("bert-tiny.pt"), "--profile", "spyre-2026", "--decode", "4"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("its model card has no decode interface"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -75,6 +75,15 @@ def decode_card(vocab, cache_shape):
     }
 
 
+def set_float_inputs_dtype(card, dtype):
+    """Gives the card's float32 inputs, the decode interface's included (its caches), `dtype`:
+    a 16-bit model takes and returns 16-bit values."""
+    decode = card.get("decode", {})
+    for spec in card["inputs"] + [s for g in ("prefill", "step") for s in decode.get(g, {}).get("inputs", [])]:
+        if spec["dtype"] == "float32":
+            spec["dtype"] = dtype
+
+
 def float_input(name, shape, low=-1.0, high=1.0):
     return {"name": name, "shape": list(shape), "dtype": "float32", "kind": "float", "range": [low, high]}
 

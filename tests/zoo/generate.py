@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 from broken import write_broken  # noqa: E402
-from common import add_outliers, init_weights_like_transformers, seed_for, write_model  # noqa: E402
+from common import add_outliers, init_weights_like_transformers, seed_for, set_float_inputs_dtype, write_model  # noqa: E402
 from foreign import write_foreign  # noqa: E402
 from half_on_cpu import half_kernels_in_float32  # noqa: E402
 from families import bamba, bert, gpt2, llama, moe, mpnet, t5, vit, xlm_roberta  # noqa: E402
@@ -72,10 +72,7 @@ def main():
             for module in model.modules():
                 if hasattr(module, "export_in"):
                     module.export_in(getattr(torch, args.dtype))
-            decode = card.get("decode", {})
-            for spec in card["inputs"] + [s for g in ("prefill", "step") for s in decode.get(g, {}).get("inputs", [])]:
-                if spec["dtype"] == "float32":
-                    spec["dtype"] = args.dtype
+            set_float_inputs_dtype(card, args.dtype)
             card["config"]["torch_dtype"] = args.dtype
         path = os.path.join(args.out, name + ".pt")
         running = half_kernels_in_float32 if args.dtype == "float16" else contextlib.nullcontext

@@ -8,13 +8,24 @@
 #include "tools/adapters/adapter_support.h"
 #include "tools/adapters/bring_up.h"
 #include "tools/framework/operation_table.h"
-#include "tools/model/run_report.h"
 #include "tools/framework/schema_fields.h"
+#include "tools/model/run_report.h"
 
 namespace stickler {
 namespace {
 
 using nlohmann::json;
+
+json decodeAdaptationToJson(const DecodeAdaptation& adaptation) {
+  json refused = json::array();
+  for (const DecodeGraphRefusal& refusal : adaptation.refused) {
+    refused.push_back(
+        {{"graph", refusal.graph}, {"adapter", refusal.adapter}, {"reason", refusal.reason}});
+  }
+  return {{"prefill", adaptation.prefill_applied},
+          {"decode_step", adaptation.step_applied},
+          {"refused", refused}};
+}
 
 json run(const json& input, OperationContext& context) {
   const std::string model_path = context.resolvePath(requireString(input, "model"));
@@ -35,6 +46,7 @@ json run(const json& input, OperationContext& context) {
     request.catalog = &catalog;
     request.profile = profile_name;
     request.run_seconds = input.at("timeout_seconds").get<double>();
+    request.decode_steps = input.value("decode", int64_t{0});
     // The device run goes beside the check of the whole stack; it runs again in the rare case
     // that the check takes adapters off.
     request.run_beside_check = true;
@@ -45,7 +57,11 @@ json run(const json& input, OperationContext& context) {
       adapters.publish();
     };
     const BringUpResult brought = bringUp(request, context.task());
-    report = runReport(*brought.run);
+    report = runReport(brought.decode ? *brought.decode : *brought.run);
+    if (brought.decode) {
+      report["forward_verdict"] = runVerdictName(brought.run->verdict);
+      report["decode"]["adapters"] = decodeAdaptationToJson(*brought.decode_adaptation);
+    }
     stacked = stackingToJson(brought.stacking, stack, context.listLimit());
     const LoadedModel& original = *brought.original;
     // What the end-to-end run says about each workspace adapter goes into its history.
@@ -106,6 +122,25 @@ std::string renderText(const json& report) {
     text += "refused: " + refused["adapter"].get<std::string>() + " (" +
             refused["reason"].get<std::string>() + ")\n";
   }
+  if (report.contains("forward_verdict")) {
+    const json& decode_adapters = report["decode"]["adapters"];
+    text += "the forward: " + report["forward_verdict"].get<std::string>() +
+            "; the decode graphs took:";
+    for (const char* graph : {"prefill", "decode_step"}) {
+      text += std::string(" ") + graph + " [";
+      std::string names;
+      for (const auto& name : decode_adapters[graph]) {
+        names += (names.empty() ? "" : " ") + name.get<std::string>();
+      }
+      text += names + "]";
+    }
+    text += "\n";
+    for (const auto& refused : decode_adapters["refused"]) {
+      text += "refused on " + refused["graph"].get<std::string>() + ": " +
+              refused["adapter"].get<std::string>() + " (" + refused["reason"].get<std::string>() +
+              ")\n";
+    }
+  }
   text += operationNamed("run_model").render_text(report);
   if (report.contains("saved")) text += "saved " + report["saved"].get<std::string>() + "\n";
   return text;
@@ -134,6 +169,16 @@ Operation makeAdaptModelOperation() {
   schema["properties"]["inputs"] = inputsField();
   schema["properties"]["save"] = {
       {"type", "string"}, {"description", "Write the adapted model to this archive (.pt)."}};
+  schema["properties"]["decode"] = {
+      {"type", "integer"},
+      {"minimum", 0},
+      {"maximum", 4096},
+      {"description",
+       "Judge a decoder with decode: after the forward's run, the adapters it took are applied "
+       "to the prefill and step graphs of its card's decode interface too (each checked; one "
+       "that folds values for the example's positions is refused on the step), and the model "
+       "is decoded this many greedy steps as run_model's decode does. The verdict is then the "
+       "decode's; forward_verdict is the forward's."}};
   schema["properties"]["timeout_seconds"] = timeoutField();
   operation.input_schema = schema;
   operation.output_schema = {{"type", "object"},

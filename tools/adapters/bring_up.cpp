@@ -4,6 +4,8 @@
 #include "simulator/graph/model_cache.h"
 #include "simulator/graph/model_facts.h"
 #include "simulator/lowering/check_support.h"
+#include "simulator/run/run_decode.h"
+#include "simulator/support/errors.h"
 #include "tools/adapters/adapter_support.h"
 
 namespace stickler {
@@ -12,6 +14,30 @@ namespace {
 bool isWeightless(const LoadedModel& model) {
   const nlohmann::json& config = cardOf(model).config;
   return config.is_object() && config.contains("weightless") && config["weightless"] == true;
+}
+
+// The adapters the forward took, applied to the decode graphs in the same order, then the
+// decode run on them.
+void decodeAfterAdapting(const BringUpRequest& request, const TaskControl& control,
+                         BringUpResult& result) {
+  std::vector<const CatalogEntry*> entries;
+  for (const std::string& name : result.stack->names()) {
+    if (request.catalog == nullptr) break;
+    for (const CatalogEntry& entry : *request.catalog) {
+      if (entry.name == name) entries.push_back(&entry);
+    }
+  }
+  control.checkCancelled();
+  result.decode_adaptation =
+      adaptDecodeGraphs(request.model, request.seed, entries, result.profile, !result.weightless);
+  RunRequest run_request;
+  run_request.model = request.model;
+  run_request.backend = spyreSimBackend(request.profile);
+  run_request.timeout_seconds = request.run_seconds;
+  run_request.decode_steps = request.decode_steps;
+  run_request.decode_prefill = result.decode_adaptation->prefill;
+  run_request.decode_step = result.decode_adaptation->step;
+  result.decode = runDecode(run_request, control);
 }
 
 }  // namespace
@@ -29,6 +55,11 @@ BringUpResult bringUp(const BringUpRequest& request, const TaskControl& control)
   result.original = stack.original();
   result.profile = loadProfile(request.profile);
   result.weightless = isWeightless(*result.original);
+  if (request.decode_steps > 0 && !cardOf(*result.original).decode) {
+    throw UserError(request.model +
+                    ": its model card has no decode interface (docs/model-card.md "
+                    "\"Decoding\" says how to export one)");
+  }
   if (request.compile_reports) result.without = compileLoaded(*result.original, result.profile);
   control.checkCancelled();
 
@@ -58,6 +89,7 @@ BringUpResult bringUp(const BringUpRequest& request, const TaskControl& control)
     control.checkCancelled();
     run();
   }
+  if (request.decode_steps > 0) decodeAfterAdapting(request, control, result);
   if (request.localize && result.run && result.run->verdict == RunVerdict::kFail) {
     LocalizeOptions localize;
     localize.backend = spyreSimBackend(request.profile);

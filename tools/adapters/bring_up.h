@@ -13,6 +13,7 @@
 
 #include "adapters/engine/adapter_catalog.h"
 #include "adapters/engine/adapter_stacking.h"
+#include "adapters/engine/decode_adaptation.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/localization_result.h"
 #include "simulator/lowering/compile_report.h"
@@ -41,6 +42,9 @@ struct BringUpRequest {
   // this process's cores), and again should the check take adapters off.
   bool run_beside_check = false;
   bool localize = false;  // name the module of a divergence (about log2(M) more runs)
+  // After the forward's run, the adapters applied to the decode graphs too and the model
+  // decoded this many steps (run_decode.h); a model without a decode interface is a UserError.
+  int64_t decode_steps = 0;
 
   // A session's: the stack to adapt further (its original is the model), the cache runModel
   // reads it from, and what to do before the run (make the session see the stack).
@@ -61,6 +65,8 @@ struct BringUpResult {
   std::optional<CompileReport> with;
   std::optional<RunResult> run;
   std::optional<LocalizationResult> localization;
+  std::optional<DecodeAdaptation> decode_adaptation;  // decode_steps
+  std::optional<RunResult> decode;
 };
 
 // Throws UserError when the archive cannot be loaded (a sweep's "bad archive"), Cancelled when

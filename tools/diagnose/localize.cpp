@@ -5,21 +5,54 @@
 
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/causal_localization.h"
+#include "simulator/graph/decode_card.h"
 #include "simulator/graph/model_facts.h"
 #include "simulator/graph/module_table.h"
+#include "simulator/run/run_decode.h"
 #include "simulator/support/errors.h"
 #include "tools/adapters/adapter_support.h"
 #include "tools/diagnose/localize_report.h"
+#include "tools/diagnose/threshold_options.h"
 #include "tools/framework/operation_table.h"
+#include "tools/framework/schema_fields.h"
+#include "tools/model/run_report.h"
 #include "tools/reports/report_outputs.h"
 #include "tools/reports/report_text.h"
-#include "tools/framework/schema_fields.h"
-#include "tools/diagnose/threshold_options.h"
 
 namespace stickler {
 namespace {
 
 using nlohmann::json;
+
+struct DecodeStepToLocalize {
+  std::shared_ptr<const LoadedModel> model;
+  json decode;  // the decode's steps, and which one is localized
+};
+
+// Decodes in lockstep and picks the graph to bisect: the first step that does not pass, on the
+// inputs the reference fed it (the reference's cache for the steps before it); the prefill when
+// every step passes.
+DecodeStepToLocalize decodeStepToLocalize(const std::string& model_path,
+                                          const std::vector<std::string>& input_flags,
+                                          const LocalizeOptions& options, int64_t steps) {
+  RunRequest request;
+  request.model = model_path;
+  request.inputs = input_flags;
+  request.backend = options.backend;
+  request.timeout_seconds = options.timeout_seconds;
+  request.decode_steps = steps;
+  StepToLocalize to_localize;
+  const RunResult decoded = runDecode(request, options.control, &to_localize);
+  DecodeStepToLocalize found;
+  found.model = to_localize.model;
+  found.decode = decodeReportToJson(*decoded.decode);
+  found.decode["verdict"] = runVerdictName(decoded.verdict);
+  found.decode["cache"] = "reference";
+  found.decode["localized_step"] =
+      to_localize.failing_step ? json(*to_localize.failing_step) : json(nullptr);
+  found.decode["graph"] = modelGraphName(to_localize.graph);
+  return found;
+}
 
 json run(const json& input, OperationContext& context) {
   const std::string model_path = context.resolvePath(requireString(input, "model"));
@@ -29,22 +62,52 @@ json run(const json& input, OperationContext& context) {
   const bool adapt = input.value("adapt", false);
   checkReportOutputs(input, context);
   json adapters = json::array();
-  const auto model =
-      modelToDiagnose(context, model_path, input_flags, adapt ? &profile : nullptr, &adapters);
   LocalizeOptions options;
   options.backend = spyreSimBackend(profile_name);
   options.timeout_seconds = input.at("timeout_seconds").get<double>();
   options.control = context.task();
   options.passes = input.value("passes", false);
   options.thresholds = thresholdSettings(input);
+  const int64_t decode_steps = input.value("decode", int64_t{0});
+  json decode;
+  std::shared_ptr<const LoadedModel> model;
+  if (decode_steps > 0) {
+    if (adapt) {
+      throw UserError(
+          "decode localizes the archive's own prefill and step graphs, to which adapters are "
+          "not applied yet: localize with adapt or with decode, not both");
+    }
+    const DecodeStepToLocalize found =
+        decodeStepToLocalize(model_path, input_flags, options, decode_steps);
+    model = found.model;
+    decode = found.decode;
+  } else {
+    model =
+        modelToDiagnose(context, model_path, input_flags, adapt ? &profile : nullptr, &adapters);
+  }
   json report = localizeReport(localizeDivergence(*model, options));
   if (adapt) report["adapters_applied"] = adapters;
+  if (decode_steps > 0) report["decode"] = decode;
   publishReport(report, input, context);
   return report;
 }
 
 std::string renderText(const json& report) {
   std::string text = headlineText(report);
+  if (report.contains("decode")) {
+    const json& decode = report["decode"];
+    text +=
+        "\ndecode: " + decode["steps"].dump() + " steps, " + decode["verdict"].get<std::string>();
+    if (decode["localized_step"].is_null()) {
+      text += "; every step passes (the prefill is localized)\n";
+    } else if (decode["localized_step"] == 0) {
+      text += "; the prefill is the first step that fails, localized below\n";
+    } else {
+      text += "; step " + decode["localized_step"].dump() +
+              " is the first that fails, localized below on the reference's cache for the "
+              "steps before it\n";
+    }
+  }
   if (report.contains("adapters_applied") && !report["adapters_applied"].empty()) {
     text += "\nadapters applied first:";
     for (const auto& name : report["adapters_applied"]) text += " " + name.get<std::string>();
@@ -129,6 +192,15 @@ Operation makeLocalizeDivergenceOperation() {
        "Bisect the lowering's pass applications (fusions) instead of the modules: the whole "
        "model runs on the device with only the first N applications, like LLVM's "
        "-opt-bisect-limit, and the first application that makes the model fail is named."}};
+  schema["properties"]["decode"] = {
+      {"type", "integer"},
+      {"minimum", 0},
+      {"maximum", 4096},
+      {"description",
+       "Localize over decode: the prefill and this many greedy steps run in lockstep with the "
+       "CPU reference (as run_model's decode), then the first step that does not pass is "
+       "bisected on the inputs the reference fed it (the reference's KV cache for the steps "
+       "before it), and its culprit module named. 0: one forward pass."}};
   schema["properties"]["timeout_seconds"] = timeoutField();
   addThresholdFields(schema["properties"]);
   schema["properties"]["html"] = htmlReportField();
@@ -144,6 +216,7 @@ Operation makeLocalizeDivergenceOperation() {
                                    "no_pass_applications", "fails_without_passes"}}}},
                                {"summary", {{"type", "string"}}},
                                {"culprit", {{"type", "object"}}},
+                               {"decode", {{"type", "object"}}},
                                {"device_runs", {{"type", "integer"}}}}},
                              {"required", {"schema", "status", "summary"}}};
   operation.annotations = {.read_only = false, .destructive = false, .idempotent = true};

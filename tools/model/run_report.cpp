@@ -30,7 +30,9 @@ json cosinesToJson(const std::vector<std::optional<double>>& cosines) {
   return values;
 }
 
-json decodeToJson(const DecodeReport& decode) {
+}  // namespace
+
+json decodeReportToJson(const DecodeReport& decode) {
   json steps = json::array();
   for (const DecodeStepReport& step : decode.per_step) {
     OutputComparison logits;
@@ -61,8 +63,6 @@ json decodeToJson(const DecodeReport& decode) {
   return entry;
 }
 
-}  // namespace
-
 json runReport(const RunResult& result) {
   json backend{{"spec", result.backend}, {"format", formatName(result.format)}};
   if (result.profile) backend["profile"] = profileSummary(*result.profile);
@@ -83,7 +83,7 @@ json runReport(const RunResult& result) {
                               {"logit_tolerance", comparison->logit_tolerance}}},
                             {"outputs", outputComparisonToJson(comparison->outputs)}};
   }
-  if (result.decode) report["decode"] = decodeToJson(*result.decode);
+  if (result.decode) report["decode"] = decodeReportToJson(*result.decode);
   return report;
 }
 

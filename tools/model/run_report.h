@@ -9,5 +9,7 @@
 namespace stickler {
 
 nlohmann::json runReport(const RunResult& result);
+// Its `decode` section (docs/run-json.md "Decoding"); localize reports it too.
+nlohmann::json decodeReportToJson(const DecodeReport& decode);
 
 }  // namespace stickler

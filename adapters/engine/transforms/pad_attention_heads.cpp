@@ -5,6 +5,7 @@
 // end, and o_proj reads those positions with zero columns. Scores and outputs are the same sums
 // with zero terms added. Without RoPE (rotary=""), heads are padded to whole sticks: every
 // q, k and v head gets zeros at its end, and the view that merges the heads back is widened.
+#include <set>
 #include <sstream>
 
 #include "adapters/engine/graph_edit.h"
@@ -98,10 +99,13 @@ class HeadPadder {
     if (rope) requireRoles({"rotary"});
     // The q, k and v projections, found before their weights are replaced (q's first).
     std::vector<Node*> projections;
+    std::map<const Node*, char> role_of;  // 'q', 'k' or 'v'
     for (const char* role : {"q.weight", "k.weight", "v.weight"}) {
       for (const Value* read : weights.reads[role]) {
         for (const auto& use : read->uses()) {
-          if (use.user->kind() == aten::linear) projections.push_back(use.user);
+          if (use.user->kind() != aten::linear) continue;
+          projections.push_back(use.user);
+          role_of[use.user] = role[0];
         }
       }
     }
@@ -154,7 +158,94 @@ class HeadPadder {
     // The merge first: once split, a padded head can have the merged width (2 x 32 -> 64).
     if (!rope) widenHeadMerge(module, heads * head_dim, heads * padded);
     for (Node* projection : projections) widenHeadSplit(module, *projection, head_dim, padded);
+    keepCachesUnpadded(module, role_of, weights.tensors["k.weight"].options(), head_dim, padded,
+                       rope);
     ++edit_.change().rewrites;
+  }
+
+  // A decode graph's static KV cache (written with index_copy at the tokens' slots) is the
+  // graph's input and output, which an adapter does not change: it keeps the model's head_dim.
+  // What is written is the padded head with its zeros taken out; what attention reads is the
+  // cache with the zeros put back. Both are matmuls with a 0/1 selection matrix, exact since the
+  // padding is exactly zero.
+  void keepCachesUnpadded(const std::string& module, const std::map<const Node*, char>& role_of,
+                          const at::TensorOptions& options, int64_t head_dim, int64_t padded,
+                          bool rope) {
+    std::vector<Node*> writes;
+    for (const Node* node : allNodes(edit_.graph())) {
+      if (node->kind() == aten::index_copy && isWithin(modulePathOf(*node), module)) {
+        writes.push_back(const_cast<Node*>(node));  // this edit owns the graph
+      }
+    }
+    torch::jit::Graph& graph = edit_.graph();
+    for (Node* write : writes) {
+      const char role = projectionFeeding(write->input(3), role_of, module);
+      if (role != 'k' && role != 'v') {
+        throw UserError("pad_attention_heads: the cache write at " + modulePathOf(*write) +
+                        " is fed by neither the key nor the value projection");
+      }
+      // [padded, head_dim]: row p has a one where padded position p holds a model value.
+      at::Tensor take_out = at::zeros({padded, head_dim}, options);
+      for (int64_t i = 0; i < head_dim; ++i) {
+        const bool second_half = role == 'k' && rope && i >= head_dim / 2;
+        const int64_t at = second_half ? padded / 2 + (i - head_dim / 2) : i;
+        take_out[at][i] = 1;
+      }
+      Value* written = nullptr;
+      {
+        torch::jit::WithInsertPoint insert_point(write);
+        torch::jit::WithCurrentScope scope(graph, write->scope());
+        written = graph.insert(aten::matmul, {write->input(3), graph.insertConstant(take_out)});
+      }
+      written->node()->setSourceRange(write->sourceRange());
+      edit_.noteAdded(written->node());
+      write->replaceInput(3, written);
+      Value* cache = write->output();
+      Value* read = nullptr;
+      {
+        torch::jit::WithInsertPoint insert_point(write->next());
+        torch::jit::WithCurrentScope scope(graph, write->scope());
+        read = graph.insert(aten::matmul, {cache, graph.insertConstant(take_out.t().contiguous())});
+      }
+      read->node()->setSourceRange(write->sourceRange());
+      edit_.noteAdded(read->node());
+      // Attention reads the padded cache; what returns the cache (the module's outputs, the
+      // stack of every layer's) keeps it as it is.
+      const std::vector<torch::jit::Use> uses = cache->uses();  // replaceInput edits the list
+      for (const auto& use : uses) {
+        Node* user = use.user;
+        if (user == read->node() || !isWithin(modulePathOf(*user), module)) continue;
+        if (user->kind() == prim::TupleConstruct || user->kind() == prim::ListConstruct ||
+            user->kind() == prim::Return) {
+          continue;
+        }
+        user->replaceInput(use.offset, read);
+      }
+    }
+  }
+
+  // Which of q, k and v feeds `value` within the attention module (metadata reads such as a
+  // dtype taken from the values do not count): 0 when none or several.
+  static char projectionFeeding(const Value* value, const std::map<const Node*, char>& role_of,
+                                const std::string& module) {
+    std::set<char> found;
+    std::set<const Node*> seen;
+    std::vector<const Value*> pending = {value};
+    while (!pending.empty()) {
+      const Node* node = pending.back()->node();
+      pending.pop_back();
+      if (!seen.insert(node).second || !isWithin(modulePathOf(*node), module)) continue;
+      if (auto role = role_of.find(node); role != role_of.end()) {
+        found.insert(role->second);
+        continue;
+      }
+      if (node->kind() == prim::dtype || node->kind() == aten::size ||
+          node->kind() == prim::device) {
+        continue;
+      }
+      for (const Value* input : node->inputs()) pending.push_back(input);
+    }
+    return found.size() == 1 ? *found.begin() : 0;
   }
 
   // The projection's view as [..., heads, head_dim], both constants (traced BERT and ViT).
