@@ -69,20 +69,20 @@ def verdict_of(output):
 
 
 def decode_line(output):
-    """A decode step's device time against the prefill's, from run --decode's document."""
+    """A decode step's device time against the prefill's, from adapt --decode's document."""
     try:
         report = json.loads(output)
     except ValueError:
-        return "run --decode 4: no document (" + output.strip()[-200:] + ")"
+        return "adapt --decode 4: no document (" + output.strip()[-200:] + ")"
     decode = report.get("decode", {})
     steps = decode.get("per_step", [])
     if len(steps) < 2:
         blocked = decode.get("blocked_graph")
-        return ("run --decode 4: " + report.get("verdict", "?") +
-                (f" (its {blocked} graph does not compile without adapters)" if blocked else ""))
+        return ("adapt --decode 4: " + report.get("verdict", "?") +
+                (f" (its {blocked} graph does not compile)" if blocked else ""))
     prefill = steps[0]["seconds"]
     step = sum(s["seconds"] for s in steps[1:]) / (len(steps) - 1)
-    return (f"run --decode 4: a decode step takes {step:.3f} s on the device, {step / prefill:.2f}x the "
+    return (f"adapt --decode 4: a decode step takes {step:.3f} s on the device, {step / prefill:.2f}x the "
             f"prefill's {prefill:.3f} s ({decode.get('prompt_length')} positions); "
             f"min KV cosine {decode.get('min_kv_cosine')}")
 
@@ -131,9 +131,9 @@ def main():
             results.append(("inspect", measured([stickler, "inspect", archive, "--no-include-nodes", "--json"])))
             results.append(("check", measured([stickler, "check", archive, "--profile", PROFILE, "--json"])))
         if "decode" not in args.skip:
-            # The archive's own decode graphs (no adapters: run --decode reads them as saved).
-            results.append(("run --decode 4, device",
-                            measured([stickler, "run", archive, "--backend", "spyre-sim:" + PROFILE,
+            # The decode graphs take the adapters the forward took (adapt --decode), then decode.
+            results.append(("adapt --decode 4",
+                            measured([stickler, "adapt", archive, "--profile", PROFILE,
                                       "--decode", "4", "--json"] + timeout)))
         if "localize" not in args.skip:
             results.append((f"localize ({layer} x3)",
@@ -171,7 +171,7 @@ def main():
                     continue
                 print(f"{label}: {seconds / runs:.2f}x the device runs it makes ({runs:.1f} s; its own work "
                       f"{(seconds - runs) / runs:.2f}x them)")
-            if label.startswith("run --decode"):
+            if label.startswith("adapt --decode"):
                 print(decode_line(output))
             if label.startswith(("gate", "sweep")):
                 print(f"{label}: {seconds / (device[0] + cpu[0]):.2f}x the runs it makes "

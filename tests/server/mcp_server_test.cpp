@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -499,6 +500,43 @@ TEST_F(McpServerTest, ToolSchemasMatchTheirSnapshot) {
                   << ": run with STICKLER_UPDATE_SNAPSHOTS=1 to write it";
   EXPECT_EQ(tools, json::parse(in)) << "tools/list changed; if that is intended, rerun with "
                                        "STICKLER_UPDATE_SNAPSHOTS=1 and review the diff";
+}
+
+}  // namespace
+}  // namespace stickler
+
+namespace stickler {
+namespace {
+
+// A decode reads the archive's own prefill and step graphs: once the session adapted the model,
+// run_model and localize_divergence with decode say to go through adapt_model, whose decode
+// applies the session's adapters to those graphs too.
+TEST_F(McpServerTest, ADecodeOfASessionAdaptedModelGoesThroughAdaptModel) {
+  initialize();
+  const json applied = call(
+      "apply_adapter",
+      {{"model", "llama-hd64.pt"}, {"adapter", "pad-attention-heads"}, {"profile", "spyre-2026"}});
+  ASSERT_FALSE(applied.at("isError")) << applied.dump();
+  for (const auto& [tool, arguments] : std::vector<std::pair<std::string, json>>{
+           {"run_model", {{"model", "llama-hd64.pt"}, {"decode", 2}}},
+           {"localize_divergence",
+            {{"model", "llama-hd64.pt"}, {"profile", "spyre-2026"}, {"decode", 2}}}}) {
+    const json refused = call(tool, arguments);
+    EXPECT_TRUE(refused.at("isError")) << tool;
+    const std::string text = refused.at("content").at(0).at("text");
+    EXPECT_NE(text.find("this session applied adapters to the model (pad-attention-heads)"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("decode it with adapt_model and decode"), std::string::npos) << text;
+  }
+  const json adapted =
+      call("adapt_model", {{"model", "llama-hd64.pt"}, {"profile", "spyre-2026"}, {"decode", 2}});
+  ASSERT_FALSE(adapted.at("isError")) << adapted.dump();
+  const json& report = adapted.at("structuredContent");
+  EXPECT_EQ(report.at("verdict"), "pass") << report.dump(1);
+  const json& step_took = report.at("decode").at("adapters").at("decode_step");
+  EXPECT_NE(std::find(step_took.begin(), step_took.end(), "pad-attention-heads"), step_took.end())
+      << step_took.dump();
 }
 
 }  // namespace

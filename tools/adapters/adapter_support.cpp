@@ -339,4 +339,19 @@ json adapterNameField(const char* description) {
   return {{"type", "string"}, {"description", description}};
 }
 
+void refuseDecodeOfSessionAdaptedModel(OperationContext& context, const std::string& model_path,
+                                       const std::string& tool) {
+  if (context.models() == nullptr) return;
+  // Shapes are enough to know, and cost no run.
+  const std::vector<std::string> applied =
+      identityOf(*context.models()->get(model_path, {}, ModelNeeds::kShapes)).adapters;
+  if (applied.empty()) return;
+  std::string names;
+  for (const std::string& name : applied) names += (names.empty() ? "" : ", ") + name;
+  throw UserError("this session applied adapters to the model (" + names + "): " + tool +
+                  " with decode would read the archive's own prefill and step graphs without "
+                  "them; decode it with adapt_model and decode, which applies them to those "
+                  "graphs too");
+}
+
 }  // namespace stickler

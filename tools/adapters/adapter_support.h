@@ -90,6 +90,12 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
 
 nlohmann::json applicationToJson(const AdapterApplication& application, size_t limit);
 
+// A decode reads the archive's own prefill and step graphs: a UserError naming `tool` when the
+// session applied adapters to the model, which such a decode would silently leave out
+// (adapt_model with decode applies them to the decode graphs).
+void refuseDecodeOfSessionAdaptedModel(OperationContext& context, const std::string& model_path,
+                                       const std::string& tool);
+
 // What a stacking (adapters/engine/adapter_stacking.h) did, as the reports say it: "applied"
 // (each pushed adapter as applicationToJson, lists bounded by `limit`; unchecked, its name and
 // that it was not checked), "refused" ({adapter, reason, equivalence when a check refused it}),

@@ -77,6 +77,9 @@ json run(const json& input, OperationContext& context) {
           "decode localizes the archive's own prefill and step graphs, to which adapters are "
           "not applied yet: localize with adapt or with decode, not both");
     }
+    if (input_flags.empty()) {
+      refuseDecodeOfSessionAdaptedModel(context, model_path, "localize_divergence");
+    }
     const DecodeStepToLocalize found =
         decodeStepToLocalize(model_path, input_flags, options, decode_steps);
     model = found.model;

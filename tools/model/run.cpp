@@ -3,10 +3,9 @@
 #include <cstdio>
 
 #include "simulator/device/device_profile.h"
-#include "simulator/graph/model_cache.h"
-#include "simulator/graph/model_facts.h"
 #include "simulator/run/run_model.h"
 #include "simulator/support/errors.h"
+#include "tools/adapters/adapter_support.h"
 #include "tools/framework/list_pages.h"
 #include "tools/framework/operation_table.h"
 #include "tools/framework/schema_fields.h"
@@ -79,18 +78,8 @@ json run(const json& input, OperationContext& context) {
   request.device_modules = optionalStrings(input, "modules");
   request.timeout_seconds = input.at("timeout_seconds").get<double>();
   if (input.contains("decode")) request.decode_steps = input["decode"].get<int64_t>();
-  if (request.decode_steps > 0 && request.inputs.empty() && context.models() != nullptr) {
-    // Decoding here reads the archive's own graphs: a session's adapters would be silently
-    // left out. (Shapes are enough to know, and cost no run.)
-    const std::vector<std::string> applied =
-        identityOf(*context.models()->get(request.model, {}, ModelNeeds::kShapes)).adapters;
-    if (!applied.empty()) {
-      std::string names;
-      for (const std::string& name : applied) names += (names.empty() ? "" : ", ") + name;
-      throw UserError("this session applied adapters to the model (" + names +
-                      "): decode it with adapt_model and decode, which applies them to its "
-                      "prefill and step graphs too");
-    }
+  if (request.decode_steps > 0 && request.inputs.empty()) {
+    refuseDecodeOfSessionAdaptedModel(context, request.model, "run_model");
   }
   const PageRequest blockers = pageRequest(input, "blocker", context);
   json report = runReport(runModel(request, context.task(), context.models()));
