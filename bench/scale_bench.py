@@ -4,7 +4,8 @@ model, the wall time of `inspect`, `check`, `run` on the CPU and on the device, 
 wrong-scale fault in one layer's MLP output projection), the review gate's check of the model
 (`review baseline`: what `review approve` runs for each known model) and a sweep's probe of it,
 against one device run of the same model measured in the same run (the gate and the sweep also
-against the runs they make: one device run and one CPU run); and the peak memory of each command's whole process tree (the CLI and the
+against the runs they make: one device run and one CPU run, and for a decoder the device runs of
+its decode, the prefill and 4 steps); and the peak memory of each command's whole process tree (the CLI and the
 model hosts and workers it starts) against the archive's weight bytes, as proportional set size
 (a page shared by several processes, such as the archive's mapped weights, counted once) and its
 anonymous part (what the processes hold of their own).
@@ -85,6 +86,17 @@ def decode_line(output):
     return (f"adapt --decode 4: a decode step takes {step:.3f} s on the device, {step / prefill:.2f}x the "
             f"prefill's {prefill:.3f} s ({decode.get('prompt_length')} positions); "
             f"min KV cosine {decode.get('min_kv_cosine')}")
+
+
+def decode_seconds(output):
+    """The device seconds of the decode a gate's or a sweep's entry made (its prefill and steps),
+    None when it did not decode (a model without a decode interface, or a forward that failed)."""
+    try:
+        entry = json.loads(output)["models"][0]
+    except (ValueError, KeyError, IndexError):
+        return None
+    steps = entry.get("decode", {}).get("per_step")
+    return sum(step.get("seconds", 0) for step in steps) if steps else None
 
 
 def main():
@@ -174,8 +186,12 @@ def main():
             if label.startswith("adapt --decode"):
                 print(decode_line(output))
             if label.startswith(("gate", "sweep")):
-                print(f"{label}: {seconds / (device[0] + cpu[0]):.2f}x the runs it makes "
-                      f"(a device run and a CPU run, {device[0] + cpu[0]:.1f} s)")
+                decoded = decode_seconds(output)
+                runs = device[0] + cpu[0] + (decoded or 0)
+                what = ("a device run, a CPU run and the decode's device runs, the prefill and its steps "
+                        f"({decoded:.1f} s; not their CPU reference)" if decoded is not None
+                        else "a device run and a CPU run")
+                print(f"{label}: {seconds / runs:.2f}x the runs it makes ({what}, {runs:.1f} s)")
     return 0
 
 

@@ -74,7 +74,12 @@ void makeModel(HostState& state, const ModelMaker& maker, const json& header) {
   const std::string key = recipe.key();
   if (state.model && state.key == key) return;
   state.compiled.clear();
-  state.model.reset();
+  // Another graph of the same archive (a decode's prefill, then its step) is made while the
+  // last one still holds the archive's module, which it then shares (shared_modules.h);
+  // another archive's model is made once this one's weights are let go.
+  const bool same_archive = state.model && state.model->recipe.archive == recipe.archive &&
+                            state.model->recipe.sha256 == recipe.sha256;
+  if (!same_archive) state.model.reset();
   state.model = makeHostModel(maker, recipe, header.value("records", "")).model;
   state.key = key;
   state.fingerprint = graphFingerprint(*state.model->graph);
@@ -206,8 +211,11 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
                           const std::vector<c10::IValue>& inputs, const RunOptions& options) {
   const HostFacts& facts = hostFactsOf(model);
   const std::string& fingerprint = facts.fingerprint;
+  // The family: the archive. Its other graphs (a decode's prefill and step) and adapted forms
+  // take an idle host of it over, which makes them from the module it holds already.
   WorkerPool::Lease lease = WorkerPool::modelHosts().acquire(
-      facts.key, facts.weight_bytes, "host " + model.card.name, options.cancelled);
+      facts.key, facts.weight_bytes, "host " + model.card.name, options.cancelled,
+      model.recipe.archive + "\n" + model.recipe.sha256);
 
   if (lease.fresh()) {
     // The model is made before the run's clock starts: loading is not the run.

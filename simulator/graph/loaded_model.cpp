@@ -15,6 +15,7 @@
 #include "simulator/graph/mapped_archive.h"
 #include "simulator/graph/model_archive.h"
 #include "simulator/graph/module_inliner.h"
+#include "simulator/graph/shared_modules.h"
 #include "simulator/interpreter/shape_only.h"
 #include "simulator/support/available_memory.h"
 #include "simulator/support/errors.h"
@@ -355,8 +356,11 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
         " decode." + std::string(options.graph == ModelGraph::kPrefill ? "prefill" : "step");
   }
 
-  checkArchiveFitsInMemory(archive, options.shapes_only, availableMemoryBytes(), path);
-  model->module = loadModule(path);
+  // The memory check is for a load: a module shared with a model alive here costs nothing.
+  model->module = sharedModule(path, archive.sha256, [&] {
+    checkArchiveFitsInMemory(archive, options.shapes_only, availableMemoryBytes(), path);
+    return loadModule(path);
+  });
   if (!model->module.find_method(method)) {
     throw UserError(path + ": the model has no method " + method +
                     (method == "forward" ? "" : " (its card's decode interface names it)"));

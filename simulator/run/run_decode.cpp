@@ -8,6 +8,7 @@
 #include "simulator/graph/decode_card.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/lowering/host_placement.h"
+#include "simulator/run/run_parts.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -60,7 +61,8 @@ DecodeStepReport judgeStep(const at::Tensor& reference_logits, const at::Tensor&
   const at::Tensor device = device_logits.select(1, -1).unsqueeze(1);
   ModelCard card;
   card.outputs = {{"logits", OutputKind::kLogits}};
-  const OutputComparison comparison = compareOutputs({reference}, {device}, card, format, {});
+  const OutputComparison comparison =
+      compareWithReference({reference}, {device}, card, format).outputs;
   step.logits = comparison.outputs.at(0);
   step.passed = comparison.passed;
   step.reference_token = reference.flatten().argmax().item<int64_t>();
@@ -108,10 +110,16 @@ std::vector<c10::IValue> stepInputs(const LoadedModel& step_model, int64_t token
 
 RunResult runDecode(const RunRequest& request, const TaskControl& control,
                     StepToLocalize* to_localize) {
-  // Keeps the first step that does not pass (step 0 is the prefill).
-  auto focus = [&](int64_t step, const std::shared_ptr<const LoadedModel>& model) {
-    if (to_localize == nullptr || to_localize->failing_step) return;
-    *to_localize = StepToLocalize{step, model->graph_kind, model};
+  // Keeps the wanted step, else the first that does not pass (step 0 is the prefill); `stops`:
+  // the decode goes no further, so this step is the one whatever was wanted.
+  auto focus = [&](int64_t step, bool failing, bool stops,
+                   const std::function<std::shared_ptr<const LoadedModel>()>& model) {
+    if (to_localize == nullptr || to_localize->model) return;
+    if (!stops && (to_localize->wanted ? *to_localize->wanted != step : !failing)) return;
+    to_localize->model = model();
+    to_localize->step = step;
+    to_localize->failing = failing;
+    to_localize->graph = to_localize->model->graph_kind;
   };
   const BackendSpec& spec = request.backend;
   const auto backend = makeBackend(spec);
@@ -130,14 +138,7 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control,
   const DecodeSpec& decode_spec = *prefill->card.decode;
   control.checkCancelled();
 
-  RunResult result;
-  result.model = prefill->identity();
-  result.backend = spec.text;
-  result.format = backend->format();
-  if (const DeviceProfile* profile = backend->profile()) result.profile = *profile;
-  result.placement =
-      makePlacement(prefill->modules, request.device_modules, request.model, prefill->host_modules);
-  result.host_nodes = countPlacedOnHost(*prefill->graph);
+  RunResult result = runResultFor(*prefill, request, *backend);
 
   DecodeReport& report = result.decode.emplace();
   report.steps = request.decode_steps;
@@ -149,6 +150,12 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control,
   report.prompt_length = prompt_mask.size(-1);
   report.prompt_tokens =
       prompt_mask.reshape({-1, report.prompt_length})[0].ne(0).sum().item<int64_t>();
+  if (to_localize != nullptr && to_localize->wanted &&
+      (*to_localize->wanted < 0 || *to_localize->wanted > request.decode_steps)) {
+    throw UserError("decode step " + std::to_string(*to_localize->wanted) + ": a decode of " +
+                    std::to_string(request.decode_steps) + " steps has steps 0 (the prefill) to " +
+                    std::to_string(request.decode_steps));
+  }
   const int64_t free_slots = report.max_length - report.prompt_length;
   if (request.decode_steps > free_slots) {
     throw UserError("--decode " + std::to_string(request.decode_steps) + ": the cache has " +
@@ -173,7 +180,7 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control,
     report.blocked_graph =
         modelGraphName(show_step ? ModelGraph::kDecodeStep : ModelGraph::kPrefill);
     // A blocked step graph blocks the first decoded step.
-    focus(show_step ? 1 : 0, show_step ? step : prefill);
+    focus(show_step ? 1 : 0, true, true, [&] { return show_step ? step : prefill; });
     result.verdict = RunVerdict::kBlocked;
     return result;
   }
@@ -187,19 +194,15 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control,
   if (prefill_run.status == BackendRun::Status::kCancelled) throw Cancelled();
   result.run = describeRun(prefill_run, *prefill);
   if (prefill_run.status != BackendRun::Status::kCompleted) {
-    focus(0, prefill);
+    focus(0, true, true, [&] { return prefill; });
     result.verdict = incompleteRunVerdict(prefill_run.status);
     return result;
   }
 
-  const VerdictSettings settings;
   const std::vector<at::Tensor> reference_out = flattenTensors(prefill->example_outputs);
   const std::vector<at::Tensor> device_out = flattenTensors(prefill_run.outputs);
-  RunComparison comparison;
-  comparison.embedding_cosine = settings.embedding_cosine;
-  comparison.logit_tolerance = logitTolerance(backend->format(), settings);
-  comparison.outputs =
-      compareOutputs(reference_out, device_out, prefill->card, backend->format(), settings);
+  RunComparison comparison =
+      compareWithReference(reference_out, device_out, prefill->card, backend->format());
   const bool prefill_passed = comparison.outputs.passed;
   result.comparison = std::move(comparison);
 
@@ -230,8 +233,8 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control,
     }
     if (!step_report.passed && !report.first_failing_step) {
       report.first_failing_step = step_report.step;
-      if (to_localize != nullptr && !to_localize->failing_step) focus(step_report.step, fed());
     }
+    focus(step_report.step, !step_report.passed, false, fed);
     report.per_step.push_back(std::move(step_report));
     return report.per_step.back().reference_token;
   };
@@ -261,9 +264,9 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control,
         step_compiled->run(stepInputs(*step, token, mask, slot, device), options);
     if (ran.status == BackendRun::Status::kCancelled) throw Cancelled();
     if (ran.status != BackendRun::Status::kCompleted) {
-      if (to_localize != nullptr && !to_localize->failing_step) {
-        focus(i, withExampleInputs(*step, std::move(fed)));
-      }
+      focus(i, true, true, [&]() -> std::shared_ptr<const LoadedModel> {
+        return withExampleInputs(*step, std::move(fed));
+      });
       result.run = describeRun(ran, *step);
       result.verdict = incompleteRunVerdict(ran.status);
       return result;
@@ -281,8 +284,9 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control,
                  });
   }
   report.passed = !report.first_failing_step.has_value();
-  if (to_localize != nullptr && !to_localize->failing_step) {
-    *to_localize = StepToLocalize{std::nullopt, ModelGraph::kPrefill, prefill};
+  if (to_localize != nullptr && !to_localize->model) {
+    to_localize->model = prefill;
+    to_localize->graph = ModelGraph::kPrefill;
   }
   result.verdict = report.passed ? RunVerdict::kPass : RunVerdict::kFail;
   return result;

@@ -13,12 +13,16 @@
 
 namespace stickler {
 
-// What localization bisects after a decode: the first step that does not pass, its graph (the
+// What localization bisects (or numerics compares) after a decode: a step's graph (the
 // prefill for step 0) with the inputs the reference fed it (the reference's cache after the
 // steps before it) as example inputs, so that the step is judged on its own and not on the
-// device's earlier drift; the prefill when every step passes.
+// device's earlier drift. The step is `wanted`, else the first that does not pass, else (every
+// step passed) the prefill. A graph that does not compile, or a device run that does not
+// complete, is the step whatever was wanted: the decode stops there.
 struct StepToLocalize {
-  std::optional<int64_t> failing_step;  // none: every step passed
+  std::optional<int64_t> wanted;  // in: this step, failing or not (0 to the decode's steps)
+  std::optional<int64_t> step;    // out: the step `model` is; none: every step passed
+  bool failing = false;           // out: that step does not pass
   ModelGraph graph = ModelGraph::kPrefill;
   std::shared_ptr<const LoadedModel> model;
 };

@@ -5,6 +5,7 @@
 #include "simulator/graph/node_info.h"
 #include "simulator/lowering/host_placement.h"
 #include "simulator/run/run_decode.h"
+#include "simulator/run/run_parts.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -32,6 +33,30 @@ DeviceRunReport describeRun(const BackendRun& run, const LoadedModel& model) {
   return report;
 }
 
+RunResult runResultFor(const LoadedModel& model, const RunRequest& request,
+                       const Backend& backend) {
+  RunResult result;
+  result.model = model.identity();
+  result.backend = request.backend.text;
+  result.format = backend.format();
+  if (const DeviceProfile* profile = backend.profile()) result.profile = *profile;
+  result.placement =
+      makePlacement(model.modules, request.device_modules, request.model, model.host_modules);
+  result.host_nodes = countPlacedOnHost(*model.graph);
+  return result;
+}
+
+RunComparison compareWithReference(const std::vector<at::Tensor>& reference,
+                                   const std::vector<at::Tensor>& device, const ModelCard& card,
+                                   NumberFormat format) {
+  const VerdictSettings settings;
+  RunComparison comparison;
+  comparison.embedding_cosine = settings.embedding_cosine;
+  comparison.logit_tolerance = logitTolerance(format, settings);
+  comparison.outputs = compareOutputs(reference, device, card, format, settings);
+  return comparison;
+}
+
 RunResult runModel(const RunRequest& request, const TaskControl& control, ModelCache* cache) {
   if (request.decode_steps > 0) return runDecode(request, control);
   const BackendSpec& spec = request.backend;
@@ -42,14 +67,7 @@ RunResult runModel(const RunRequest& request, const TaskControl& control, ModelC
       request.loaded ? request.loaded : obtainModel(request.model, request.inputs, cache);
   control.checkCancelled();
 
-  RunResult result;
-  result.model = model->identity();
-  result.backend = spec.text;
-  result.format = backend->format();
-  if (const DeviceProfile* profile = backend->profile()) result.profile = *profile;
-  result.placement =
-      makePlacement(model->modules, request.device_modules, request.model, model->host_modules);
-  result.host_nodes = countPlacedOnHost(*model->graph);
+  RunResult result = runResultFor(*model, request, *backend);
 
   control.progress(1, 4, "compiling for " + spec.text);
   const auto compiled = backend->compile(*model, result.placement);
@@ -77,13 +95,9 @@ RunResult runModel(const RunRequest& request, const TaskControl& control, ModelC
   }
 
   // The reference: the CPU run made when the model was loaded, on the same inputs.
-  const VerdictSettings settings;
-  RunComparison comparison;
-  comparison.embedding_cosine = settings.embedding_cosine;
-  comparison.logit_tolerance = logitTolerance(backend->format(), settings);
-  comparison.outputs =
-      compareOutputs(flattenTensors(model->example_outputs), flattenTensors(run.outputs),
-                     model->card, backend->format(), settings);
+  RunComparison comparison =
+      compareWithReference(flattenTensors(model->example_outputs), flattenTensors(run.outputs),
+                           model->card, backend->format());
   result.verdict = comparison.outputs.passed ? RunVerdict::kPass : RunVerdict::kFail;
   result.comparison = std::move(comparison);
   return result;

@@ -42,10 +42,11 @@ WorkerPool::~WorkerPool() {
 }
 
 WorkerPool::Lease::Lease(WorkerPool* pool, std::unique_ptr<WorkerProcess> worker, std::string key,
-                         uint64_t charge, bool fresh)
+                         std::string family, uint64_t charge, bool fresh)
     : pool_(pool),
       worker_(std::move(worker)),
       key_(std::move(key)),
+      family_(std::move(family)),
       charge_(charge),
       fresh_(fresh) {}
 
@@ -53,13 +54,14 @@ WorkerPool::Lease::Lease(Lease&& other) noexcept
     : pool_(other.pool_),
       worker_(std::move(other.worker_)),
       key_(std::move(other.key_)),
+      family_(std::move(other.family_)),
       charge_(other.charge_),
       fresh_(other.fresh_) {
   other.pool_ = nullptr;
 }
 
 WorkerPool::Lease::~Lease() {
-  if (pool_ != nullptr) pool_->giveBack(std::move(worker_), key_, charge_);
+  if (pool_ != nullptr) pool_->giveBack(std::move(worker_), key_, family_, charge_);
 }
 
 std::list<WorkerPool::Idle> WorkerPool::trim(std::optional<uint64_t> wanted, size_t workers) {
@@ -88,7 +90,8 @@ std::list<WorkerPool::Idle> WorkerPool::trim(std::optional<uint64_t> wanted, siz
 
 WorkerPool::Lease WorkerPool::acquire(const std::string& key, uint64_t charge,
                                       const std::string& label,
-                                      const std::atomic<bool>* cancelled) {
+                                      const std::atomic<bool>* cancelled,
+                                      const std::string& family) {
   const uint64_t cost = charge + kWorkerBaseBytes;
   std::list<Idle> ended;  // ended outside the lock: killing and reaping take a moment
   {
@@ -104,10 +107,11 @@ WorkerPool::Lease WorkerPool::acquire(const std::string& key, uint64_t charge,
         ++counts_.reused;
         lock.unlock();
         ended.clear();
-        return Lease(this, std::move(worker), key, kept, /*fresh=*/false);
+        return Lease(this, std::move(worker), key, family, kept, /*fresh=*/false);
       }
-      if (repurpose_idle_ && busy_by_key_[key] < bounds_.max_per_key) {
+      if ((repurpose_idle_ || !family.empty()) && busy_by_key_[key] < bounds_.max_per_key) {
         for (auto it = idle_.rbegin(); it != idle_.rend(); ++it) {
+          if (!repurpose_idle_ && it->family != family) continue;
           if (!it->worker->checkAlive()) continue;
           std::unique_ptr<WorkerProcess> worker = std::move(it->worker);
           charged_ -= it->charge;
@@ -118,7 +122,7 @@ WorkerPool::Lease WorkerPool::acquire(const std::string& key, uint64_t charge,
           ++counts_.repurposed;
           lock.unlock();
           ended.clear();
-          return Lease(this, std::move(worker), key, cost, /*fresh=*/true);
+          return Lease(this, std::move(worker), key, family, cost, /*fresh=*/true);
         }
       }
       ended.splice(ended.end(), trim(cost, 1));
@@ -141,7 +145,7 @@ WorkerPool::Lease WorkerPool::acquire(const std::string& key, uint64_t charge,
   }
   ended.clear();
   try {
-    return Lease(this, std::make_unique<WorkerProcess>(label), key, cost, /*fresh=*/true);
+    return Lease(this, std::make_unique<WorkerProcess>(label), key, family, cost, /*fresh=*/true);
   } catch (...) {
     std::lock_guard<std::mutex> lock(mutex_);
     charged_ -= cost;
@@ -153,14 +157,14 @@ WorkerPool::Lease WorkerPool::acquire(const std::string& key, uint64_t charge,
 }
 
 void WorkerPool::giveBack(std::unique_ptr<WorkerProcess> worker, const std::string& key,
-                          uint64_t charge) {
+                          const std::string& family, uint64_t charge) {
   std::list<Idle> ended;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     --busy_;
     if (--busy_by_key_[key] == 0) busy_by_key_.erase(key);
     if (worker && worker->alive()) {
-      idle_.push_front({std::move(worker), key, charge, std::chrono::steady_clock::now()});
+      idle_.push_front({std::move(worker), key, family, charge, std::chrono::steady_clock::now()});
     } else {
       charged_ -= charge;
     }

@@ -53,25 +53,28 @@ class WorkerPool {
 
    private:
     friend class WorkerPool;
-    Lease(WorkerPool* pool, std::unique_ptr<WorkerProcess> worker, std::string key, uint64_t charge,
-          bool fresh);
+    Lease(WorkerPool* pool, std::unique_ptr<WorkerProcess> worker, std::string key,
+          std::string family, uint64_t charge, bool fresh);
     WorkerPool* pool_;
     std::unique_ptr<WorkerProcess> worker_;
     std::string key_;
+    std::string family_;
     uint64_t charge_;
     bool fresh_;
   };
 
-  // A worker for `key`: an idle one when there is one, else a fresh one. Throws Cancelled when
+  // A worker for `key`: an idle one when there is one, else an idle one of the same `family`
+  // (taken over: a model host of one archive serves that archive's other graphs and adapted
+  // forms, making each from the module it holds), else a fresh one. Throws Cancelled when
   // `cancelled` becomes true while it waits for room, std::runtime_error when no process can be
   // started. The caller holds one lease at a time.
   Lease acquire(const std::string& key, uint64_t charge, const std::string& label,
-                const std::atomic<bool>* cancelled = nullptr);
+                const std::atomic<bool>* cancelled = nullptr, const std::string& family = {});
 
   struct Stats {
     size_t started = 0;
     size_t reused = 0;
-    size_t repurposed = 0;  // taken over from another key
+    size_t repurposed = 0;  // taken over from another key (of the family, or any)
     size_t ended_idle = 0;  // ended to make room, for being idle too long, or too many
     size_t idle = 0;
     size_t busy = 0;
@@ -97,10 +100,12 @@ class WorkerPool {
   struct Idle {
     std::unique_ptr<WorkerProcess> worker;
     std::string key;
+    std::string family;
     uint64_t charge;
     std::chrono::steady_clock::time_point since;
   };
-  void giveBack(std::unique_ptr<WorkerProcess> worker, const std::string& key, uint64_t charge);
+  void giveBack(std::unique_ptr<WorkerProcess> worker, const std::string& key,
+                const std::string& family, uint64_t charge);
   // Under the lock: ends idle workers past their time or beyond max_idle; then, while
   // `workers` more would be too many or (when `wanted` is given) `charged_ + *wanted` is over
   // the budget, the least recently used. Returns what to end outside the lock.

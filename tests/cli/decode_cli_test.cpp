@@ -2,7 +2,10 @@
 // card's decode interface, judged per step (docs/run-json.md "Decoding").
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -118,10 +121,76 @@ TEST(DecodeCli, LocalizeNamesTheStepAndTheNorm) {
   EXPECT_EQ(decode.at("verdict"), "fail");
   EXPECT_EQ(report.at("culprit").at("module_class"), "Qwen2RMSNorm") << report["culprit"].dump(1);
 
+  // The text, and the HTML page: each step's figures as a chart, the localized step outlined.
+  const std::string html = testing::uniqueTempPath("decode-localize") + ".html";
   const testing::Result text =
       testing::stickler({"localize", testing::zooPath("qwen2-massive-token.pt"), "--profile",
-                         "spyre-2026", "--decode", "2"});
+                         "spyre-2026", "--decode", "2", "--html", html});
   EXPECT_NE(text.out.find("step 1 is the first that fails"), std::string::npos) << text.out;
+  std::ifstream in(html);
+  std::stringstream page;
+  page << in.rdbuf();
+  const std::string svg =
+      page.str().substr(std::min(page.str().size(), page.str().find("<svg id=\"decode-chart\"")));
+  ASSERT_FALSE(svg.empty()) << page.str().substr(0, 2000);
+  EXPECT_NE(svg.find("data-step=\"0\" data-verdict=\"pass\""), std::string::npos);
+  const size_t failing = svg.find("data-step=\"1\" data-verdict=\"fail\"");
+  ASSERT_NE(failing, std::string::npos) << svg.substr(0, 3000);
+  // Outlined within its own group, not another step's.
+  EXPECT_LT(svg.find("step-marked", failing), svg.find("</g>", failing));
+  EXPECT_NE(svg.find("data-step=\"2\""), std::string::npos);
+}
+
+// diagnose --mode numerics over decode: one step's graph compared module by module on the
+// inputs the reference fed it: the first failing step, or the step asked for.
+TEST(DecodeCli, NumericsComparesTheFirstFailingStepOrTheOneAsked) {
+  const auto numerics = [](std::vector<std::string> extra, int status) {
+    std::vector<std::string> args = {"diagnose",  zooPath("qwen2-massive-token.pt"),
+                                     "--profile", "spyre-2026",
+                                     "--mode",    "numerics",
+                                     "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = stickler(args);
+    EXPECT_EQ(r.status, status) << r.out << r.err;
+    return json::parse(r.out);
+  };
+  const auto over = [](const json& report) {
+    std::set<std::string> modules;
+    for (const json& entry : report.at("numerics").at("modules")) {
+      if (entry.value("over_threshold", false))
+        modules.insert(entry.at("module").get<std::string>());
+    }
+    return modules;
+  };
+  const json failing = numerics({"--decode", "2"}, 1);
+  EXPECT_EQ(failing.at("decode").at("localized_step"), 1);
+  EXPECT_EQ(failing.at("decode").at("graph"), "decode_step");
+  EXPECT_EQ(failing.at("decode").at("first_failing_step"), 1);
+  EXPECT_TRUE(over(failing).count("model.norm")) << failing.at("numerics").dump().substr(0, 2000);
+
+  const json prefill = numerics({"--decode", "2", "--decode-step", "0"}, 0);
+  EXPECT_EQ(prefill.at("decode").at("localized_step"), 0);
+  EXPECT_EQ(prefill.at("decode").at("graph"), "prefill");
+  EXPECT_FALSE(over(prefill).count("model.norm"));
+
+  const Result text =
+      stickler({"diagnose", zooPath("qwen2-massive-token.pt"), "--profile", "spyre-2026", "--mode",
+                "numerics", "--decode", "2", "--decode-step", "2"});
+  EXPECT_NE(text.out.find("step 2 (the first that fails is 1), compared below"), std::string::npos)
+      << text.out;
+
+  const auto refused = [](std::vector<std::string> extra, const std::string& message) {
+    std::vector<std::string> args = {"diagnose", zooPath("qwen2-massive-token.pt"), "--profile",
+                                     "spyre-2026"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = stickler(args);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  };
+  refused({"--decode", "2"}, "it takes mode numerics");
+  refused({"--mode", "numerics", "--decode-step", "1"}, "give decode (the steps) too");
+  refused({"--mode", "numerics", "--decode", "2", "--decode-step", "3"},
+          "a decode of 2 steps has steps 0 (the prefill) to 2");
 }
 
 TEST(DecodeCli, LocalizeOverADecodeThatPassesSaysSo) {

@@ -140,6 +140,42 @@ TEST(SweepCli, LocalizeNamesTheModuleOfADivergence) {
   EXPECT_EQ(localized["category"], "divergence in " + module) << localized.dump(1);
 }
 
+// Decoders are judged by 4 greedy decode steps once their forward passes (issue 30):
+// qwen2-massive-token's forward passes on spyre-2026 and its decode drifts from step 1.
+TEST(SweepCli, DecodersAreJudgedByTheirDecode) {
+  const std::string workspace =
+      workspaceWith("sweep_decode", {zooPath("qwen2-massive-token.pt"), zooPath("llama-hd64.pt")});
+  const json document = sweep(workspace, "out");
+  EXPECT_EQ(document["options"]["decode"], 4);
+  std::map<std::string, json> by_name;
+  for (const json& entry : document["models"]) by_name[fs::path(entry["model"]).stem()] = entry;
+  const json& drifts = by_name["qwen2-massive-token"];
+  EXPECT_EQ(drifts["forward_verdict"], "pass") << drifts.dump(1);
+  EXPECT_EQ(drifts["verdict"], "fail");
+  EXPECT_EQ(drifts["category"], "decode divergence");
+  EXPECT_NE(drifts["detail"].get<std::string>().find("decode step 1 of 4 fails"), std::string::npos)
+      << drifts["detail"];
+  EXPECT_EQ(drifts["decode"]["per_step"].size(), 5u);
+  EXPECT_EQ(by_name["llama-hd64"]["verdict"], "pass") << by_name["llama-hd64"].dump(1);
+  EXPECT_EQ(by_name["llama-hd64"]["decode"]["verdict"], "pass");
+  EXPECT_EQ(document["summary"]["passing"], 1);
+  // The page: the decoders per step, and the failing one's steps as a chart.
+  std::ifstream page(workspace + "/out/report.html");
+  std::stringstream html;
+  html << page.rdbuf();
+  EXPECT_NE(html.str().find("id=\"decode-steps\""), std::string::npos);
+  EXPECT_NE(html.str().find("<td>1</td><td class=\"num\">1 of 2</td>"), std::string::npos)
+      << html.str().substr(html.str().find("decode-steps"), 600);
+  EXPECT_NE(html.str().find("data-step=\"1\" data-verdict=\"fail\""), std::string::npos);
+
+  // Without decode, each is judged by its forward, and both pass.
+  const json forward = sweep(workspace, "out-forward", {"--decode", "0"});
+  for (const json& entry : forward["models"]) {
+    EXPECT_EQ(entry["category"], "pass") << entry.dump(1);
+    EXPECT_FALSE(entry.contains("decode"));
+  }
+}
+
 TEST(SweepCli, AKilledSweepResumesWithoutRedoingFinishedModels) {
   const std::string workspace = workspaceWith("sweep_resume", fourModels());
   const Result killed =

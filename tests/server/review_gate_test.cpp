@@ -300,6 +300,54 @@ TEST_F(ReviewGate, ABaselineGivesTheGateItsRegressionSetBeforeAnyApproval) {
       << refused.at("gate").at("problems").dump();
 }
 
+// A decoder is judged by its decode (issue 30): main brings qwen2-massive-token's forward up on
+// spyre-2026, but its decode drifts from step 1 (the RMS norm's variance in fp16), so it is not
+// a model main passes; llama-hd64 decodes its 4 steps with main's adapters on both graphs.
+TEST_F(ReviewGate, ABaselineJudgesADecoderByItsDecode) {
+  const std::string drifting = testing::zooPath("qwen2-massive-token.pt");
+  const std::string decoding = testing::zooPath("llama-hd64.pt");
+  draft("pow-cube-as-mul", cubeDraft(1));  // makes the catalog; main is still the shipped one
+  const json baseline = reviewerJson("review baseline --model " + decoding + " --model " +
+                                     drifting + " --profile spyre-2026");
+  ASSERT_TRUE(baseline.is_object());
+  ASSERT_EQ(baseline.at("models").size(), 2u);
+  const json& passes = baseline["models"][0];
+  EXPECT_EQ(passes.value("verdict", ""), "pass") << passes.dump().substr(0, 1500);
+  EXPECT_TRUE(passes.value("known", false));
+  ASSERT_TRUE(passes.contains("decode")) << passes.dump().substr(0, 1500);
+  EXPECT_EQ(passes["decode"]["per_step"].size(), 5u);  // the prefill and 4 steps
+  EXPECT_EQ(passes["decode"]["verdict"], "pass");
+  bool padded_step = false;
+  for (const json& name : passes["decode"]["adapters"]["decode_step"]) {
+    padded_step = padded_step || name == "pad-attention-heads";
+  }
+  EXPECT_TRUE(padded_step) << passes["decode"]["adapters"].dump();
+
+  const json& drifts = baseline["models"][1];
+  EXPECT_EQ(drifts.value("forward_verdict", ""), "pass") << drifts.dump().substr(0, 1500);
+  EXPECT_EQ(drifts.value("verdict", ""), "fail");
+  EXPECT_FALSE(drifts.value("known", true));
+  ASSERT_TRUE(drifts.contains("decode"));
+  EXPECT_EQ(drifts["decode"]["first_failing_step"], 1);
+  EXPECT_EQ(drifts["decode"]["per_step"][0]["verdict"], "pass");  // the prefill
+  EXPECT_NE(drifts.value("reason", "").find("decode step 1 of 4 fails"), std::string::npos)
+      << drifts.value("reason", "");
+  const auto known = ProposalStore(storePath()).knownModels();
+  ASSERT_EQ(known.size(), 1u);
+  EXPECT_EQ(known[0].model, decoding);
+
+  // The reviewer reads it in a line; judged by its forward alone, the drifting model passes.
+  const Command text = reviewer("review baseline --model " + drifting + " --profile spyre-2026");
+  EXPECT_EQ(text.status, 1);
+  EXPECT_NE(text.out.find("fail at decode step 1 of 4 (the forward passes)"), std::string::npos)
+      << text.out;
+  const json forward_only =
+      reviewerJson("review baseline --model " + drifting + " --profile spyre-2026 --decode 0");
+  ASSERT_TRUE(forward_only.is_object());
+  EXPECT_EQ(forward_only["models"][0].value("verdict", ""), "pass");
+  EXPECT_FALSE(forward_only["models"][0].contains("decode"));
+}
+
 TEST_F(ReviewGate, AnApprovalKilledAtAnyPointIsFinishedOrRolledBackAndLosesNothing) {
   const std::string model = testing::zooPath("gpt2-tiny.pt");
   const std::pair<const char*, bool> points[] = {{"gate-stored", false},

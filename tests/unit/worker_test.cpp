@@ -393,6 +393,29 @@ TEST(WorkerPool, ARepurposingPoolHandsAnIdleWorkerToTheNextKey) {
   EXPECT_EQ(pool.stats().repurposed, 1u);
 }
 
+// The graphs of one archive (a decode's prefill and step) share a host: an idle host of the
+// family is taken over by another key of it, never by another family's.
+TEST(WorkerPool, AnIdleWorkerIsTakenOverWithinItsFamilyOnly) {
+  WorkerPool pool(uint64_t{64} << 30);
+  int pid = 0;
+  {
+    WorkerPool::Lease prefill = pool.acquire("prefill", 0, "p", nullptr, "archive-a");
+    pid = prefill.worker().run(job("test.echo"), 60).result.header.value("pid", 0);
+  }
+  {
+    WorkerPool::Lease other = pool.acquire("forward", 0, "f", nullptr, "archive-b");
+    EXPECT_NE(other.worker().run(job("test.echo"), 60).result.header.value("pid", 0), pid);
+  }
+  WorkerPool::Lease step = pool.acquire("step", 0, "s", nullptr, "archive-a");
+  EXPECT_TRUE(step.fresh());  // it must be given its model
+  EXPECT_EQ(step.worker().run(job("test.echo"), 60).result.header.value("pid", 0), pid);
+  EXPECT_EQ(pool.stats().started, 2u);
+  EXPECT_EQ(pool.stats().repurposed, 1u);
+  // Without a family nothing is taken over.
+  WorkerPool::Lease plain = pool.acquire("plain", 0, "x");
+  EXPECT_EQ(pool.stats().started, 3u);
+}
+
 TEST(WorkerPool, AWaitIsCancelled) {
   const uint64_t model = uint64_t{1} << 30;
   WorkerPool pool(model + kWorkerBaseBytes);

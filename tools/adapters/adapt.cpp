@@ -7,6 +7,7 @@
 #include "simulator/run/run_model.h"
 #include "tools/adapters/adapter_support.h"
 #include "tools/adapters/bring_up.h"
+#include "tools/adapters/decode_summary.h"
 #include "tools/framework/operation_table.h"
 #include "tools/framework/schema_fields.h"
 #include "tools/model/run_report.h"
@@ -15,17 +16,6 @@ namespace stickler {
 namespace {
 
 using nlohmann::json;
-
-json decodeAdaptationToJson(const DecodeAdaptation& adaptation) {
-  json refused = json::array();
-  for (const DecodeGraphRefusal& refusal : adaptation.refused) {
-    refused.push_back(
-        {{"graph", refusal.graph}, {"adapter", refusal.adapter}, {"reason", refusal.reason}});
-  }
-  return {{"prefill", adaptation.prefill_applied},
-          {"decode_step", adaptation.step_applied},
-          {"refused", refused}};
-}
 
 json run(const json& input, OperationContext& context) {
   const std::string model_path = context.resolvePath(requireString(input, "model"));

@@ -89,7 +89,9 @@ BringUpResult bringUp(const BringUpRequest& request, const TaskControl& control)
     control.checkCancelled();
     run();
   }
-  if (request.decode_steps > 0) decodeAfterAdapting(request, control, result);
+  if (request.decode_steps > 0 && (!request.decode_if || request.decode_if(result))) {
+    decodeAfterAdapting(request, control, result);
+  }
   if (request.localize && result.run && result.run->verdict == RunVerdict::kFail) {
     LocalizeOptions localize;
     localize.backend = spyreSimBackend(request.profile);

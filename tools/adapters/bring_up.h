@@ -45,6 +45,8 @@ struct BringUpRequest {
   // After the forward's run, the adapters applied to the decode graphs too and the model
   // decoded this many steps (run_decode.h); a model without a decode interface is a UserError.
   int64_t decode_steps = 0;
+  // Whether to decode, from what the forward's run says; empty: always.
+  std::function<bool(const BringUpResult&)> decode_if;
 
   // A session's: the stack to adapt further (its original is the model), the cache runModel
   // reads it from, and what to do before the run (make the session see the stack).

@@ -19,16 +19,17 @@
 #include "simulator/run/run_model.h"
 #include "simulator/support/errors.h"
 #include "tools/adapters/adapter_support.h"
-#include "tools/knowledge/knowledge_support.h"
+#include "tools/diagnose/decode_focus.h"
 #include "tools/diagnose/localize_report.h"
-#include "tools/model/lowering_text.h"
+#include "tools/diagnose/threshold_options.h"
 #include "tools/framework/operation_table.h"
+#include "tools/framework/schema_fields.h"
+#include "tools/knowledge/knowledge_support.h"
+#include "tools/model/lowering_text.h"
+#include "tools/model/run_report.h"
 #include "tools/reports/report_outputs.h"
 #include "tools/reports/report_text.h"
 #include "tools/reports/result_json.h"
-#include "tools/model/run_report.h"
-#include "tools/framework/schema_fields.h"
-#include "tools/diagnose/threshold_options.h"
 
 namespace stickler {
 
@@ -223,8 +224,35 @@ json run(const json& input, OperationContext& context) {
     throw UserError("mode must be compile, run or numerics, not '" + mode + "'");
   }
   json adapters = json::array();
-  const auto model = modelToDiagnose(context, model_path, input_flags,
-                                     input.value("adapt", false) ? &profile : nullptr, &adapters);
+  std::shared_ptr<const LoadedModel> model;
+  json decode;
+  const int64_t decode_steps = input.value("decode", int64_t{0});
+  if (decode_steps > 0) {
+    if (mode != "numerics") {
+      throw UserError("decode compares a decode step module by module: it takes mode numerics");
+    }
+    if (input.value("adapt", false)) {
+      throw UserError(
+          "decode compares the archive's own prefill and step graphs, to which adapters are not "
+          "applied: diagnose with adapt or with decode, not both");
+    }
+    LocalizeOptions options;
+    options.backend = spyreSimBackend(profile_name);
+    options.timeout_seconds = input.at("timeout_seconds").get<double>();
+    options.control = context.task();
+    const std::optional<int64_t> wanted =
+        input.contains("decode_step") ? std::optional<int64_t>(input["decode_step"].get<int64_t>())
+                                      : std::nullopt;
+    DecodeFocus focus = focusOnDecodeStep(context, model_path, input_flags, options, decode_steps,
+                                          wanted, "diagnose_model");
+    model = std::move(focus.model);
+    decode = std::move(focus.decode);
+  } else if (input.contains("decode_step")) {
+    throw UserError("decode_step picks a step of a decode: give decode (the steps) too");
+  } else {
+    model = modelToDiagnose(context, model_path, input_flags,
+                            input.value("adapt", false) ? &profile : nullptr, &adapters);
+  }
   json report;
   if (mode == "compile") {
     report = diagnoseCompile(model, profile, bundleDirectory(input, *model, context), context);
@@ -239,12 +267,14 @@ json run(const json& input, OperationContext& context) {
   report["mode"] = mode;
   report["model"] = modelIdentityToJson(identityOf(*model));
   if (input.value("adapt", false)) report["adapters_applied"] = adapters;
+  if (decode_steps > 0) report["decode"] = decode;
   publishReport(report, input, context);
   return report;
 }
 
 std::string renderNumerics(const json& report) {
   std::string text = headlineText(report);
+  if (report.contains("decode")) text += decodeFocusText(report["decode"], "compared");
   if (!report.contains("numerics")) return text;
   const json& thresholds = report["numerics"]["thresholds"];
   size_t over = 0;
@@ -347,6 +377,20 @@ Operation makeDiagnoseModelOperation() {
        "compile: blockers and repros; run: aborts, pinned and confirmed; numerics: per-module "
        "error against derived thresholds, in lockstep."}};
   schema["properties"]["adapt"] = adaptField();
+  schema["properties"]["decode"] = {
+      {"type", "integer"},
+      {"minimum", 0},
+      {"maximum", 4096},
+      {"description",
+       "Mode numerics over decode: the prefill and this many greedy steps run in lockstep with "
+       "the CPU reference (as run_model's decode), then one step (decode_step, else the first "
+       "that does not pass, else the prefill) compared module by module on the inputs the "
+       "reference fed it. 0: one forward pass."}};
+  schema["properties"]["decode_step"] = {
+      {"type", "integer"},
+      {"minimum", 0},
+      {"description",
+       "With decode: the step to compare (0 is the prefill), whether it passes or not."}};
   schema["properties"]["bundle_dir"] = {
       {"type", "string"},
       {"description",

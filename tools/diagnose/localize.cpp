@@ -5,17 +5,15 @@
 
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/causal_localization.h"
-#include "simulator/graph/decode_card.h"
 #include "simulator/graph/model_facts.h"
 #include "simulator/graph/module_table.h"
-#include "simulator/run/run_decode.h"
 #include "simulator/support/errors.h"
 #include "tools/adapters/adapter_support.h"
+#include "tools/diagnose/decode_focus.h"
 #include "tools/diagnose/localize_report.h"
 #include "tools/diagnose/threshold_options.h"
 #include "tools/framework/operation_table.h"
 #include "tools/framework/schema_fields.h"
-#include "tools/model/run_report.h"
 #include "tools/reports/report_outputs.h"
 #include "tools/reports/report_text.h"
 
@@ -23,36 +21,6 @@ namespace stickler {
 namespace {
 
 using nlohmann::json;
-
-struct DecodeStepToLocalize {
-  std::shared_ptr<const LoadedModel> model;
-  json decode;  // the decode's steps, and which one is localized
-};
-
-// Decodes in lockstep and picks the graph to bisect: the first step that does not pass, on the
-// inputs the reference fed it (the reference's cache for the steps before it); the prefill when
-// every step passes.
-DecodeStepToLocalize decodeStepToLocalize(const std::string& model_path,
-                                          const std::vector<std::string>& input_flags,
-                                          const LocalizeOptions& options, int64_t steps) {
-  RunRequest request;
-  request.model = model_path;
-  request.inputs = input_flags;
-  request.backend = options.backend;
-  request.timeout_seconds = options.timeout_seconds;
-  request.decode_steps = steps;
-  StepToLocalize to_localize;
-  const RunResult decoded = runDecode(request, options.control, &to_localize);
-  DecodeStepToLocalize found;
-  found.model = to_localize.model;
-  found.decode = decodeReportToJson(*decoded.decode);
-  found.decode["verdict"] = runVerdictName(decoded.verdict);
-  found.decode["cache"] = "reference";
-  found.decode["localized_step"] =
-      to_localize.failing_step ? json(*to_localize.failing_step) : json(nullptr);
-  found.decode["graph"] = modelGraphName(to_localize.graph);
-  return found;
-}
 
 json run(const json& input, OperationContext& context) {
   const std::string model_path = context.resolvePath(requireString(input, "model"));
@@ -77,11 +45,8 @@ json run(const json& input, OperationContext& context) {
           "decode localizes the archive's own prefill and step graphs, to which adapters are "
           "not applied yet: localize with adapt or with decode, not both");
     }
-    if (input_flags.empty()) {
-      refuseDecodeOfSessionAdaptedModel(context, model_path, "localize_divergence");
-    }
-    const DecodeStepToLocalize found =
-        decodeStepToLocalize(model_path, input_flags, options, decode_steps);
+    const DecodeFocus found = focusOnDecodeStep(context, model_path, input_flags, options,
+                                                decode_steps, std::nullopt, "localize_divergence");
     model = found.model;
     decode = found.decode;
   } else {
@@ -97,20 +62,7 @@ json run(const json& input, OperationContext& context) {
 
 std::string renderText(const json& report) {
   std::string text = headlineText(report);
-  if (report.contains("decode")) {
-    const json& decode = report["decode"];
-    text +=
-        "\ndecode: " + decode["steps"].dump() + " steps, " + decode["verdict"].get<std::string>();
-    if (decode["localized_step"].is_null()) {
-      text += "; every step passes (the prefill is localized)\n";
-    } else if (decode["localized_step"] == 0) {
-      text += "; the prefill is the first step that fails, localized below\n";
-    } else {
-      text += "; step " + decode["localized_step"].dump() +
-              " is the first that fails, localized below on the reference's cache for the "
-              "steps before it\n";
-    }
-  }
+  if (report.contains("decode")) text += decodeFocusText(report["decode"], "localized");
   if (report.contains("adapters_applied") && !report["adapters_applied"].empty()) {
     text += "\nadapters applied first:";
     for (const auto& name : report["adapters_applied"]) text += " " + name.get<std::string>();

@@ -52,6 +52,18 @@ nlohmann::json modelTimeoutField() {
            "that takes longer is killed and reported as timed out."}};
 }
 
+nlohmann::json judgeDecodeField() {
+  return {{"type", "integer"},
+          {"minimum", 0},
+          {"maximum", 64},
+          {"default", 4},
+          {"description",
+           "Greedy decode steps that judge a decoder (a model card with a decode interface) "
+           "whose forward passes: the adapters it took applied to its prefill and step graphs "
+           "too, then the prefill and this many steps compared with the CPU reference's; the "
+           "decode's verdict is the model's. 0: the forward's verdict only."}};
+}
+
 nlohmann::json adaptField() {
   return {{"type", "boolean"},
           {"default", false},

@@ -125,6 +125,7 @@ std::string renderOutput(const json& output) {
 }
 
 std::string lowest(const json& cosines) {
+  if (cosines.empty()) return "-";  // no cache compared (a graph without layers' caches)
   double low = 1.0;
   for (const auto& value : cosines)
     low = value.is_null() ? -1.0 : std::min(low, value.get<double>());

@@ -40,7 +40,8 @@ h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.8em;borde
 code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.92em}
 table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #d8dde3;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#f4f6f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.legend span{margin-right:1.2em}
+.legend span{display:inline-block;margin-right:1.2em}.swatch{display:inline-block;width:.9em;height:.9em;vertical-align:-.1em;margin-right:.3em}
+svg .grid{stroke:#e3e7ec}
 svg text{font:11px ui-monospace,"DejaVu Sans Mono",monospace;fill:#1d232b}
 )";
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "tools/reports/decode_chart.h"
 #include "tools/reports/html_page.h"
 #include "tools/reports/report_outcome.h"
 #include "tools/reports/report_text.h"
@@ -32,9 +33,8 @@ constexpr const char* kStyle = R"(
 .status.passed{background:#2e7d32}.status.failed{background:#c62828}
 .callout{border-left:4px solid #c62828;background:#fdf1f1;padding:.6em 1em}
 .callout.neutral{border-color:#5b7aa6;background:#f1f5fb}
-.legend span{display:inline-block}.swatch{display:inline-block;width:.9em;height:.9em;vertical-align:-.1em;margin-right:.3em}
 svg .ok{fill:#7a9cc6}svg .over{fill:#e08a2c}svg .absorbed{fill:#c9a227}svg .culprit{fill:#c62828}
-svg .threshold{stroke:#1d232b;stroke-width:2}svg .grid{stroke:#e3e7ec}svg .culprit-label{font-weight:bold;fill:#c62828}
+svg .threshold{stroke:#1d232b;stroke-width:2}svg .culprit-label{font-weight:bold;fill:#c62828}
 )";
 
 std::string header(const json& report, const ReportOutcome& outcome) {
@@ -294,6 +294,28 @@ std::string chart(const json& report) {
   return section + svg + "</section>\n";
 }
 
+// A report made over a decode: each step's figures, the localized step outlined.
+std::string decodeSection(const json& report) {
+  if (!report.contains("decode") || !report["decode"].is_object()) return "";
+  const json& decode = report["decode"];
+  const json& localized = decode.value("localized_step", json());
+  std::string section =
+      "<section id=\"decode\">\n<h2>Decode, step by step</h2>\n<p>The prefill and " +
+      count(decode, "steps") +
+      " greedy step(s) on the device and on the CPU reference, the reference's token fed to "
+      "both. " +
+      (localized.is_number()
+           ? std::string(localized.get<int64_t>() == 0 ? "The prefill"
+                                                       : "Step " + localized.dump()) +
+                 " (outlined) is what this page examines, on the inputs the reference fed it."
+           : std::string("Every step passes; this page examines the prefill.")) +
+      "</p>\n";
+  section += decodeChartLegend();
+  section += decodeStepChart(decode.value("per_step", json::array()), "decode-chart",
+                             localized.is_number() ? localized.get<int64_t>() : -1);
+  return section + "</section>\n";
+}
+
 std::string absorbedTable(const json& report) {
   if (!report.contains("absorbed") || report["absorbed"].empty()) return "";
   std::string section =
@@ -414,6 +436,7 @@ std::string renderHtmlReport(const json& report) {
   body += triage(report, outcome);
   body += culprit(report);
   body += compilerFailure(report);
+  body += decodeSection(report);
   body += chart(report);
   body += absorbedTable(report);
   body += blockersTable(report);
@@ -424,7 +447,7 @@ std::string renderHtmlReport(const json& report) {
           count(report, "version") + "</p></footer>\n";
   return renderHtmlPage({.title = "Stickler " + outcome.kind + ": " + outcome.model + " on " +
                                   outcome.target + " (" + outcome.status + ")",
-                         .style = std::string(kDocumentStyle) + kStyle,
+                         .style = std::string(kDocumentStyle) + kStyle + kDecodeChartStyle,
                          .body = body});
 }
 

@@ -1,9 +1,10 @@
-// review approve: the gate, then the merge into the catalog's main (tools/review/review_approval.h).
-// Command line only (and the review page): an agent must not approve its own proposal.
+// review approve: the gate, then the merge into the catalog's main
+// (tools/review/review_approval.h). Command line only (and the review page): an agent must not
+// approve its own proposal.
 #include "tools/framework/operation_table.h"
+#include "tools/framework/schema_fields.h"
 #include "tools/review/review_approval.h"
 #include "tools/review/review_support.h"
-#include "tools/framework/schema_fields.h"
 
 namespace stickler {
 namespace {
@@ -13,6 +14,7 @@ using nlohmann::json;
 json run(const json& input, OperationContext& context) {
   GateOptions options;
   options.model_seconds = input.at("model_timeout_seconds").get<double>();
+  options.decode_steps = input.at("decode").get<int64_t>();
   options.regression_sample = input.at("regression_sample").get<size_t>();
   const std::optional<int64_t> revision =
       input.contains("revision") ? std::optional<int64_t>(input["revision"].get<int64_t>())
@@ -41,8 +43,7 @@ std::string render(const json& output) {
   }
   for (const json& model : output["gate"]["models"]) {
     text += "  " + model["role"].get<std::string>() + " " + model["model"].get<std::string>() +
-            " on " + model["profile"].get<std::string>() + ": " +
-            model.value("verdict", model.value("status", "")) + "\n";
+            " on " + model["profile"].get<std::string>() + ": " + gateVerdictText(model) + "\n";
   }
   if (output["gate"].value("reused", false)) {
     text += "(the gate's result from " + output["gate"]["time"].get<std::string>() +
@@ -76,6 +77,7 @@ Operation makeApproveProposalOperation() {
       {"minimum", 1},
       {"description", "The revision you read (review show); the current one when absent."}};
   schema["properties"]["model_timeout_seconds"] = modelTimeoutField();
+  schema["properties"]["decode"] = judgeDecodeField();
   schema["properties"]["regression_sample"] = {
       {"type", "integer"},
       {"minimum", 0},

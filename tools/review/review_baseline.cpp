@@ -4,9 +4,9 @@
 #include "adapters/catalog_repo/workspace_catalog.h"
 #include "tools/adapters/adapter_support.h"
 #include "tools/framework/operation_table.h"
+#include "tools/framework/schema_fields.h"
 #include "tools/review/review_gate.h"
 #include "tools/review/review_support.h"
-#include "tools/framework/schema_fields.h"
 
 namespace stickler {
 namespace {
@@ -16,6 +16,7 @@ using nlohmann::json;
 json run(const json& input, OperationContext& context) {
   GateOptions options;
   options.model_seconds = input.at("model_timeout_seconds").get<double>();
+  options.decode_steps = input.at("decode").get<int64_t>();
   ProposalStore store = openReviewStore(context);
   const WorkspaceCatalog catalog = WorkspaceCatalog::open(workspaceCatalogDir(context));
   return baselineModels(context, store, catalog, input.at("models").get<std::vector<std::string>>(),
@@ -25,11 +26,10 @@ json run(const json& input, OperationContext& context) {
 std::string render(const json& output) {
   std::string text;
   for (const json& model : output["models"]) {
-    text += model["model"].get<std::string>() + " on " + output["profile"].get<std::string>() +
-            ": " + model.value("verdict", model.value("status", "")) +
-            (model["known"].get<bool>() ? ", recorded as a known model" : "") +
-            (model.contains("reason") ? " (" + model["reason"].get<std::string>() + ")" : "") +
-            "\n";
+    text +=
+        model["model"].get<std::string>() + " on " + output["profile"].get<std::string>() + ": " +
+        gateVerdictText(model) + (model["known"].get<bool>() ? ", recorded as a known model" : "") +
+        (model.contains("reason") ? " (" + model["reason"].get<std::string>() + ")" : "") + "\n";
   }
   return text + std::to_string(output["known_models"].get<size_t>()) +
          " known model(s): the gate checks them again before main changes\n";
@@ -55,6 +55,7 @@ Operation makeReviewBaselineOperation() {
       {"description", "Model archives the catalog should keep passing."}};
   schema["properties"]["profile"] = profileField();
   schema["properties"]["model_timeout_seconds"] = modelTimeoutField();
+  schema["properties"]["decode"] = judgeDecodeField();
   operation.input_schema = schema;
   operation.output_schema = {
       {"type", "object"},

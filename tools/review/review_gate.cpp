@@ -21,6 +21,7 @@
 #include "simulator/workers/worker_process.h"
 #include "tools/adapters/adapter_support.h"
 #include "tools/adapters/bring_up.h"
+#include "tools/adapters/decode_summary.h"
 
 namespace stickler {
 namespace {
@@ -60,28 +61,46 @@ std::string verdictReason(const RunResult& run) {
 }
 
 // In the check's worker: the model loaded with the gate's seed, every adapter meant for it and
-// the profile applied (each checked for equivalence on the fresh draws), then run end to end.
+// the profile applied (each checked for equivalence on the fresh draws), then run end to end;
+// a decoder whose forward passes is then decoded `decode_steps` steps, and the decode's is the
+// verdict.
 json gateOneModel(const std::string& model, const std::string& profile_name,
-                  const std::vector<CatalogEntry>& catalog, uint64_t seed, double seconds) {
+                  const std::vector<CatalogEntry>& catalog, uint64_t seed, double seconds,
+                  int64_t decode_steps) {
   BringUpRequest request;
   request.model = model;
   request.seed = seed;
+  request.original = loadModelSeeded(model, seed);
   request.catalog = &catalog;
   request.profile = profile_name;
   request.run_seconds = seconds;
+  if (cardOf(*request.original).decode) request.decode_steps = decode_steps;
+  request.decode_if = [](const BringUpResult& so_far) {
+    return so_far.run && so_far.run->verdict == RunVerdict::kPass;
+  };
   const BringUpResult brought = bringUp(request);
   const json stacking = stackingToJson(brought.stacking, *brought.stack, 10);
+  const RunResult& verdict_run = brought.decode ? *brought.decode : *brought.run;
   json result = {{"name", cardOf(*brought.original).name},
-                 {"verdict", runVerdictName(brought.run->verdict)},
+                 {"verdict", runVerdictName(verdict_run.verdict)},
                  {"applied", stacking["applied"]},
                  {"refused", stacking["refused"]}};
   if (stacking.contains("whole_model")) result["whole_model"] = stacking["whole_model"];
-  if (brought.run->verdict != RunVerdict::kPass) result["reason"] = verdictReason(*brought.run);
+  if (brought.decode) {
+    result["forward_verdict"] = runVerdictName(brought.run->verdict);
+    result["decode"] = decodeSummaryToJson(*brought.decode, *brought.decode_adaptation);
+  }
+  if (brought.run->verdict != RunVerdict::kPass) {
+    result["reason"] = verdictReason(*brought.run);
+  } else if (brought.decode && brought.decode->verdict != RunVerdict::kPass) {
+    result["reason"] = decodeFailureReason(*brought.decode);
+  }
   return result;
 }
 
 json runInGateWorker(const GateModel& target, const std::vector<CatalogEntry>& catalog,
-                     uint64_t seed, double seconds) {
+                     uint64_t seed, const GateOptions& options) {
+  const double seconds = options.model_seconds;
   json entry = {{"model", target.model},
                 {"profile", target.profile},
                 {"role", target.role},
@@ -102,7 +121,8 @@ json runInGateWorker(const GateModel& target, const std::vector<CatalogEntry>& c
                          {"profile", target.profile},
                          {"catalog", catalogToJson(catalog)},
                          {"seed", seed},
-                         {"seconds", seconds}},
+                         {"seconds", seconds},
+                         {"decode_steps", options.decode_steps}},
                         {}};
   const std::atomic<bool>* cancelled = currentExecutionLimit().cancelled;
   WorkerPool::Lease lease = WorkerPool::jobWorkers().acquire("gate", 0, "gate", cancelled);
@@ -207,6 +227,18 @@ std::vector<GateModel> modelsToGate(OperationContext& context, const Proposal& p
 
 }  // namespace
 
+std::string gateVerdictText(const json& entry) {
+  std::string text = entry.value("verdict", entry.value("status", ""));
+  if (!entry.contains("decode")) return text;
+  const json& decode = entry["decode"];
+  const std::string steps = std::to_string(decode.value("steps", 0));
+  if (decode.value("first_failing_step", json()).is_number()) {
+    return text + " at decode step " + decode["first_failing_step"].dump() + " of " + steps +
+           " (the forward passes)";
+  }
+  return text + " through " + steps + " decode steps";
+}
+
 void registerGateJob() {
   registerJob("gate_check", [](const WireMessage& job, JobContext&) -> WireMessage {
     const json& header = job.header;
@@ -215,7 +247,8 @@ void registerGateJob() {
     return {{{"result",
               gateOneModel(header.at("model"), header.at("profile"),
                            catalogFromJson(header.at("catalog")), header.at("seed").get<uint64_t>(),
-                           header.at("seconds").get<double>())}},
+                           header.at("seconds").get<double>(),
+                           header.at("decode_steps").get<int64_t>())}},
             {}};
   });
 }
@@ -234,9 +267,13 @@ GateRun runGate(OperationContext& context, ProposalStore& store, const Proposal&
   const std::vector<GateModel> models =
       modelsToGate(context, proposal, known, seed, options, &regression);
   // The key: everything the result depends on that can change without the proposal changing.
-  json keyed = {{"gate", kGateVersion}, {"proposal", proposal.commit},
-                {"main", plan.main},    {"tree", plan.tree},
-                {"seed", seed},         {"sample", options.regression_sample}};
+  json keyed = {{"gate", kGateVersion},
+                {"proposal", proposal.commit},
+                {"main", plan.main},
+                {"tree", plan.tree},
+                {"seed", seed},
+                {"sample", options.regression_sample},
+                {"decode_steps", options.decode_steps}};
   for (const GateModel& model : models) {
     keyed["models"].push_back({model.model, model.profile, model.role, model.sha256});
   }
@@ -268,7 +305,7 @@ GateRun runGate(OperationContext& context, ProposalStore& store, const Proposal&
   for (size_t i = 0; i < models.size(); ++i) {
     tasks.emplace_back([&, i, limit = currentExecutionLimit()] {
       const ExecutionLimitScope scope(limit);
-      results[i] = runInGateWorker(models[i], entries, seed, options.model_seconds);
+      results[i] = runInGateWorker(models[i], entries, seed, options);
     });
   }
   runConcurrently(tasks);
@@ -331,7 +368,7 @@ json baselineModels(OperationContext& context, ProposalStore& store,
     tasks.emplace_back([&, i, limit = currentExecutionLimit()] {
       const ExecutionLimitScope scope(limit);
       // The example inputs every tool uses: the baseline is what main does for anyone.
-      results[i] = runInGateWorker(targets[i], entries, 0, options.model_seconds);
+      results[i] = runInGateWorker(targets[i], entries, 0, options);
     });
   }
   runConcurrently(tasks);

@@ -18,6 +18,9 @@ namespace stickler {
 struct GateOptions {
   double model_seconds = 600;     // one model's worker: load, adapt, check, run
   size_t regression_sample = 20;  // known models beyond this many are sampled
+  // Decoders (a card with a decode interface) whose forward passes are judged by this many
+  // greedy decode steps after adapting, as the reference project's end-to-end tests judge them.
+  int64_t decode_steps = 4;
 };
 
 struct GateRun {
@@ -26,6 +29,10 @@ struct GateRun {
   bool reused = false;    // found in the store, not run again
   nlohmann::json report;  // schema stickler.gate
 };
+
+// One gate entry's verdict for a reviewer: "pass", "pass through 4 decode steps", "fail at
+// decode step 2 of 4", or the check's status when it did not complete.
+std::string gateVerdictText(const nlohmann::json& entry);
 
 // The gate for `proposal` on `plan` (main with the proposal's adapters): found in the store
 // when run before on the same proposal, catalog and models; else run and stored.

@@ -25,6 +25,7 @@ json run(const json& input, OperationContext& context) {
   options.probe.model_seconds = input.at("model_timeout_seconds").get<double>();
   options.probe.run_seconds = input.at("timeout_seconds").get<double>();
   options.probe.localize = input.at("localize").get<bool>();
+  options.probe.decode_steps = input.at("decode").get<int64_t>();
   options.retention = retentionFromInput(input);
   json sweep = runSweep(context, options);
   sweep["out"] = options.out;
@@ -78,6 +79,7 @@ Operation makeRunSweepOperation() {
                             {"description",
                              "Name the module of each divergence by causal localization (about "
                              "log2(modules) more device runs per diverging model)."}};
+  properties["decode"] = judgeDecodeField();
   properties["model_timeout_seconds"] = modelTimeoutField();
   properties["timeout_seconds"] = timeoutField();
   properties.update(retentionProperties());

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
+#include "tools/reports/decode_chart.h"
 #include "tools/reports/html_page.h"
 
 namespace stickler {
@@ -211,6 +213,58 @@ std::string modelTable(const json& sweep) {
   return page + "</table>\n";
 }
 
+// The decoders the sweep decoded: per step, how many pass it and the lowest KV cosine among
+// them; then each failing decoder's steps as a chart (at most kCharted, in list order).
+std::string decodeSection(const json& sweep) {
+  constexpr size_t kCharted = 20;
+  std::vector<const json*> decoded;
+  for (const json& entry : sweep["models"]) {
+    if (entry.contains("decode") && entry["decode"].is_object()) decoded.push_back(&entry);
+  }
+  if (decoded.empty()) return "";
+  size_t passing = 0;
+  size_t steps = 0;
+  for (const json* entry : decoded) {
+    passing += entry->value("verdict", "") == "pass";
+    steps = std::max(steps, (*entry)["decode"].value("per_step", json::array()).size());
+  }
+  std::string page = "<h2>Decoding</h2>\n<p id=\"decode-totals\"><b>" +
+                     std::to_string(decoded.size()) +
+                     "</b> decoders passed their forward and were decoded (the prefill and " +
+                     number(sweep["options"].value("decode", json())) +
+                     " greedy steps, the reference's token fed to both sides): <b>" +
+                     std::to_string(passing) + "</b> pass every step.</p>\n" +
+                     "<table id=\"decode-steps\"><tr><th>step</th><th>decoders that pass it</th>"
+                     "<th>lowest KV cosine</th></tr>\n";
+  for (size_t step = 0; step < steps; ++step) {
+    size_t pass = 0;
+    std::optional<double> lowest;
+    for (const json* entry : decoded) {
+      const json& per_step = (*entry)["decode"].value("per_step", json::array());
+      if (step >= per_step.size()) continue;
+      pass += per_step[step].value("verdict", "") == "pass";
+      const json& cosine = per_step[step].value("min_kv_cosine", json());
+      if (cosine.is_number()) lowest = std::min(lowest.value_or(1.0), cosine.get<double>());
+    }
+    char cosine[32] = "-";
+    if (lowest) std::snprintf(cosine, sizeof cosine, "%.6f", *lowest);
+    page += "<tr><td>" + (step == 0 ? std::string("prefill") : std::to_string(step)) +
+            "</td><td class=\"num\">" + std::to_string(pass) + " of " +
+            std::to_string(decoded.size()) + "</td><td class=\"num\">" + cosine + "</td></tr>\n";
+  }
+  page += "</table>\n";
+  size_t charted = 0;
+  for (const json* entry : decoded) {
+    if (entry->value("verdict", "") == "pass" || charted == kCharted) continue;
+    if (charted++ == 0) page += decodeChartLegend();
+    const std::string name = entry->value("name", entry->value("model", ""));
+    page += "<h3 class=\"mono\">" + escapeMarkup(name) + "</h3>\n<p>" +
+            escapeMarkup(entry->value("detail", "")) + "</p>\n" +
+            decodeStepChart((*entry)["decode"]["per_step"], "decode-" + std::to_string(charted));
+  }
+  return page;
+}
+
 }  // namespace
 
 std::string renderSweepHtml(const json& sweep, const std::vector<SweepPoint>& points) {
@@ -219,11 +273,12 @@ std::string renderSweepHtml(const json& sweep, const std::vector<SweepPoint>& po
   body += diffSection(sweep);
   body += familyTable(sweep["summary"]);
   body += blockerTable(sweep["summary"]);
+  body += decodeSection(sweep);
   body += modelTable(sweep);
   body += "<footer><p class=\"mono\">stickler.sweep version " + number(sweep["version"]) +
           "; the document is sweep.json beside this page</p></footer>\n";
   return renderHtmlPage({.title = "Stickler sweep " + sweep.value("id", ""),
-                         .style = std::string(kDocumentStyle) + kStyle,
+                         .style = std::string(kDocumentStyle) + kStyle + kDecodeChartStyle,
                          .body = body});
 }
 

@@ -19,6 +19,7 @@
 #include "simulator/workers/worker_process.h"
 #include "tools/adapters/adapter_support.h"
 #include "tools/adapters/bring_up.h"
+#include "tools/adapters/decode_summary.h"
 
 namespace stickler {
 namespace {
@@ -75,7 +76,8 @@ json optionsToJson(const ProbeOptions& options) {
   return {{"profile", options.profile},
           {"model_seconds", options.model_seconds},
           {"run_seconds", options.run_seconds},
-          {"localize", options.localize}};
+          {"localize", options.localize},
+          {"decode_steps", options.decode_steps}};
 }
 
 ProbeOptions optionsFromJson(const json& doc) {
@@ -84,6 +86,7 @@ ProbeOptions optionsFromJson(const json& doc) {
   options.model_seconds = doc.at("model_seconds").get<double>();
   options.run_seconds = doc.at("run_seconds").get<double>();
   options.localize = doc.at("localize").get<bool>();
+  options.decode_steps = doc.at("decode_steps").get<int64_t>();
   return options;
 }
 
@@ -109,6 +112,10 @@ json probeHere(const std::string& path, const std::vector<CatalogEntry>& catalog
   request.run_if = [](const BringUpResult& so_far) {
     return so_far.with->status == CompileStatus::kOk && !so_far.weightless &&
            weightBytes(*so_far.original) <= so_far.profile.device.card_memory_bytes;
+  };
+  if (cardOf(*request.original).decode) request.decode_steps = options.decode_steps;
+  request.decode_if = [](const BringUpResult& so_far) {
+    return so_far.run && so_far.run->verdict == RunVerdict::kPass;
   };
   const BringUpResult brought = bringUp(request);
   const DeviceProfile& profile = brought.profile;
@@ -168,6 +175,21 @@ json probeHere(const std::string& path, const std::vector<CatalogEntry>& catalog
 
   const RunResult& run = *brought.run;
   result["verdict"] = runVerdictName(run.verdict);
+  if (brought.decode) {
+    result["forward_verdict"] = result["verdict"];
+    result["decode"] = decodeSummaryToJson(*brought.decode, *brought.decode_adaptation);
+    result["verdict"] = runVerdictName(brought.decode->verdict);
+    if (brought.decode->verdict != RunVerdict::kPass) {
+      // The forward passed: what fails is the decode, a category of its own.
+      const DecodeReport& decode = *brought.decode->decode;
+      setCategory(result,
+                  !decode.blocked_graph.empty() ? "decode blocked"
+                  : decode.first_failing_step   ? "decode divergence"
+                                                : "decode error",
+                  decodeFailureReason(*brought.decode));
+      return result;
+    }
+  }
   switch (run.verdict) {
     case RunVerdict::kPass:
       setCategory(result, "pass", "");

@@ -17,6 +17,8 @@ struct ProbeOptions {
   double model_seconds = 600;  // the whole probe of one model, in its worker
   double run_seconds = 120;    // the device run inside it
   bool localize = false;       // name the module of a divergence (about log2(M) more runs)
+  // A decoder whose forward passes is judged by this many greedy decode steps (0: not).
+  int64_t decode_steps = 4;
 };
 
 // Probes `model` in a worker process: a crash, a hang or an exception in it becomes the

@@ -39,7 +39,9 @@ constexpr int kProbeVersion = 1;
 // accepted catalog's adapters and the options that change what is found.
 std::string probeKey(const DeviceProfile& profile, const std::vector<CatalogEntry>& catalog,
                      const ProbeOptions& options) {
-  json keyed = {{"probe", kProbeVersion}, {"localize", options.localize}};
+  json keyed = {{"probe", kProbeVersion},
+                {"localize", options.localize},
+                {"decode_steps", options.decode_steps}};
   keyed["profile"].push_back(readTextFile(profile.path));
   for (size_t i = 1; i < profile.lineage.size(); ++i) {
     keyed["profile"].push_back(
@@ -248,6 +250,7 @@ json runSweep(OperationContext& context, const SweepOptions& options) {
                 {"catalog", json::array()},
                 {"options",
                  {{"localize", options.probe.localize},
+                  {"decode", options.probe.decode_steps},
                   {"jobs", options.jobs},
                   {"incremental", options.incremental}}},
                 {"run", {{"probed", todo.size()}, {"resumed", resumed}, {"reused", reused}}},

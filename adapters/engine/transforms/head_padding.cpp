@@ -1,6 +1,7 @@
 #include "adapters/engine/transforms/head_padding.h"
 
 #include "adapters/engine/graph_edit.h"
+#include "adapters/engine/shared_constants.h"
 
 namespace stickler {
 
@@ -75,7 +76,7 @@ void replaceWeightRead(GraphEdit& edit, torch::jit::Value* read, const at::Tenso
   torch::jit::Node* reader = read->node();
   torch::jit::WithInsertPoint insert_point(reader);
   torch::jit::WithCurrentScope scope(edit.graph(), reader->scope());
-  torch::jit::Value* constant = edit.graph().insertConstant(tensor);
+  torch::jit::Value* constant = insertSharedConstant(edit.graph(), tensor);
   read->replaceAllUsesWith(constant);
   edit.destroyIfUnused(reader);
 }

@@ -6,6 +6,7 @@
 // too, is decomposed with both taken over the real positions only (the padding masked out of
 // the variance), so the padded positions of its output stay zero.
 #include "adapters/engine/graph_edit.h"
+#include "adapters/engine/shared_constants.h"
 #include "adapters/engine/transforms/builtin_transform.h"
 #include "adapters/engine/transforms/decompositions.h"
 #include "simulator/graph/module_inliner.h"
@@ -165,7 +166,8 @@ class HiddenPadder {
       }
       torch::jit::WithInsertPoint insert_point(read);
       torch::jit::WithCurrentScope scope(graph_, read->scope());
-      read->output()->replaceAllUsesWith(graph_.insertConstant(padDims(tensor, hidden_, padded_)));
+      read->output()->replaceAllUsesWith(
+          insertSharedConstant(graph_, padDims(tensor, hidden_, padded_)));
       edit_.destroyIfUnused(read);
     }
   }

@@ -2,6 +2,7 @@
 // per-core slice overflows the span) gets zero rows appended to its weight and bias; the
 // padded result is sliced back to the original size, so every consumer sees the same values.
 #include "adapters/engine/graph_edit.h"
+#include "adapters/engine/shared_constants.h"
 #include "adapters/engine/transforms/builtin_transform.h"
 #include "simulator/device/core_span.h"
 #include "simulator/faults/fault_rule.h"
@@ -45,8 +46,8 @@ void padLinear(GraphEdit& edit, Node* linear, const LinearWeights& weights, int6
   {
     torch::jit::WithInsertPoint insert_point(linear);
     torch::jit::WithCurrentScope scope(graph, linear->scope());
-    Value* weight = graph.insertConstant(withZeroRows(weights.weight, padded));
-    Value* bias = weights.bias ? graph.insertConstant(withZeroRows(*weights.bias, padded))
+    Value* weight = insertSharedConstant(graph, withZeroRows(weights.weight, padded));
+    Value* bias = weights.bias ? insertSharedConstant(graph, withZeroRows(*weights.bias, padded))
                                : graph.insertConstant(c10::IValue());
     Value* padded_result = graph.insert(aten::linear, {linear->input(0), weight, bias});
     result = graph.insert(aten::slice, {padded_result, -1, 0, outputs, 1});

@@ -1,0 +1,63 @@
+#include "adapters/engine/shared_constants.h"
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+namespace stickler {
+namespace {
+
+// Small tensors cost less than the hashing: only weights are worth sharing.
+constexpr size_t kSharedFromBytes = 64 * 1024;
+
+using Key = std::tuple<size_t, c10::ScalarType, std::vector<int64_t>>;
+
+struct TensorPool {
+  std::mutex mutex;
+  // Weak: a tensor lives as long as the graphs holding it, not as long as the process.
+  std::map<Key, std::vector<c10::weak_intrusive_ptr<c10::TensorImpl>>> by_content;
+};
+
+TensorPool& tensorPool() {
+  static TensorPool pool;
+  return pool;
+}
+
+bool sameBytes(const at::Tensor& a, const at::Tensor& b) {
+  return a.is_contiguous() && b.is_contiguous() && a.nbytes() == b.nbytes() &&
+         std::memcmp(a.data_ptr(), b.data_ptr(), a.nbytes()) == 0;
+}
+
+}  // namespace
+
+at::Tensor sharedTensor(const at::Tensor& tensor) {
+  if (!tensor.defined() || tensor.is_meta() || !tensor.device().is_cpu() ||
+      !tensor.is_contiguous() || tensor.nbytes() < kSharedFromBytes || tensor.requires_grad()) {
+    return tensor;
+  }
+  const std::string_view bytes(static_cast<const char*>(tensor.data_ptr()), tensor.nbytes());
+  const Key key{std::hash<std::string_view>{}(bytes), tensor.scalar_type(), tensor.sizes().vec()};
+  TensorPool& pool = tensorPool();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  auto& alive = pool.by_content[key];
+  std::erase_if(alive, [](const auto& weak) { return weak.expired(); });
+  for (const auto& weak : alive) {
+    c10::intrusive_ptr<c10::TensorImpl> impl = weak.lock();
+    if (!impl) continue;
+    at::Tensor candidate(std::move(impl));
+    // Bytes, not values: -0.0 and 0.0, or two NaNs, are different weights here.
+    if (sameBytes(candidate, tensor)) return candidate;
+  }
+  alive.emplace_back(tensor.getIntrusivePtr());
+  return tensor;
+}
+
+torch::jit::Value* insertSharedConstant(torch::jit::Graph& graph, const at::Tensor& tensor) {
+  return graph.insertConstant(sharedTensor(tensor));
+}
+
+}  // namespace stickler
