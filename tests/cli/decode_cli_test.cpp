@@ -269,3 +269,52 @@ TEST(DecodeCli, AdaptRefusesToDecodeAnEncoder) {
 
 }  // namespace
 }  // namespace stickler
+
+namespace stickler {
+namespace {
+
+// GPT-2 decodes through the same interface: its fused projection's split heads written into
+// the static cache. gpt2-tiny's heads fill sticks as they are.
+TEST(DecodeCli, Gpt2DecodesFourStepsAfterAdapt) {
+  const Result r = stickler(
+      {"adapt", zooPath("gpt2-tiny.pt"), "--profile", "spyre-2026", "--decode", "4", "--json"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const json report = json::parse(r.out);
+  EXPECT_EQ(report.at("verdict"), "pass");
+  EXPECT_EQ(report.at("decode").at("per_step").size(), 5u);
+  EXPECT_GT(report.at("decode").at("min_kv_cosine").get<double>(), 0.999);
+}
+
+// gpt2-h80's one head of 80 is padded to 128 in the fused projection of every graph, each
+// checked equivalent, while its caches keep 80 ([layers, batch, heads, slots, 80]). Taking the
+// padding out of what the cache stores is itself a [128 -> 80] matmul whose 80 outputs do not
+// fill sticks: the prefill's pad-hidden-size widens it, but on the step graph pad-hidden-size is
+// refused (with its reason), so the step stays blocked there, and adapt says so.
+TEST(DecodeCli, AFusedProjectionsPaddedHeadsKeepTheCacheInTheModelsHeadSize) {
+  const Result r = stickler(
+      {"adapt", zooPath("gpt2-h80.pt"), "--profile", "spyre-2026", "--decode", "4", "--json"});
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  const json report = json::parse(r.out);
+  EXPECT_EQ(report.at("forward_verdict"), "pass");
+  const json& decode = report.at("decode");
+  for (const char* graph : {"prefill", "decode_step"}) {
+    std::set<std::string> took;
+    for (const auto& name : decode.at("adapters").at(graph)) took.insert(name.get<std::string>());
+    EXPECT_TRUE(took.count("pad-attention-heads-gpt2")) << graph << decode.at("adapters").dump();
+  }
+  EXPECT_EQ(decode.at("blocked_graph"), "decode_step");
+  bool hidden_refused_on_step = false;
+  for (const auto& refusal : decode.at("adapters").at("refused")) {
+    hidden_refused_on_step = hidden_refused_on_step || (refusal.at("graph") == "decode_step" &&
+                                                        refusal.at("adapter") == "pad-hidden-size");
+  }
+  EXPECT_TRUE(hidden_refused_on_step) << decode.at("adapters").dump();
+  const json& blocker = report.at("compile").at("blockers").at(0);
+  EXPECT_EQ(blocker.at("rule"), "weight-stick-alignment");
+  EXPECT_EQ(blocker.at("op"), "aten::matmul");
+  EXPECT_EQ(blocker.at("module"), "transformer.h.0.attn");
+  EXPECT_EQ(blocker.at("inputs").at(1).at("shape"), (json{128, 80}));
+}
+
+}  // namespace
+}  // namespace stickler

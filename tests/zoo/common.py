@@ -48,7 +48,39 @@ DECODE_PROMPT_TOKENS = 16
 DECODE_MAX_LENGTH = 128
 
 
-def decode_card(vocab, cache_shape):
+def static_cache_mask(attention_mask, cache_position, dtype):
+    """The additive attention mask over a static cache's slots: slots at or before each token's
+    own, among those `attention_mask` keeps. A left-padded prompt's padding rows see nothing:
+    they attend to every slot instead, as Transformers' _unmask_unattended does, so that no row
+    of the softmax is empty."""
+    slots = torch.arange(attention_mask.shape[-1], dtype=torch.long)
+    keep = (slots[None, :] <= cache_position[:, None])[None, None, :, :]
+    keep = keep & attention_mask[:, None, None, :].to(torch.bool)
+    keep = keep | ~keep.any(dim=-1, keepdim=True)
+    return torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)
+
+
+def cache_position_ids(attention_mask, cache_position):
+    """A token's position counts the slots kept before it: left padding does not count."""
+    return (attention_mask.cumsum(-1) - 1).clamp(min=0).index_select(1, cache_position)
+
+
+class StaticCacheDecoder:
+    """The decode interface's prefill (docs/model-card.md "Decoding") for a causal LM with a
+    decode_step(input_ids, attention_mask, cache_position, past_keys, past_values) and the
+    `max_length` and `cache_shape` its build sets: a left-padded prompt fills a static cache of
+    max_length slots; each step writes one token's keys and values at its slot."""
+
+    def prefill(self, input_ids, attention_mask):
+        batch, prompt = input_ids.shape
+        slots = torch.zeros(batch, self.max_length - prompt, dtype=attention_mask.dtype)
+        cache_mask = torch.cat((attention_mask, slots), dim=-1)
+        cache_position = torch.arange(prompt, dtype=torch.long)
+        empty = torch.zeros(self.cache_shape, dtype=self.lm_head.weight.dtype)
+        return self.decode_step(input_ids, cache_mask, cache_position, empty, empty)
+
+
+def decode_card(vocab, cache_shape, max_length=DECODE_MAX_LENGTH):
     """The card's decode section for a decoder with `prefill` and `decode_step` methods whose
     caches are [layers, batch, kv_heads, max_length, head_dim]."""
     padding = DECODE_PROMPT - DECODE_PROMPT_TOKENS
@@ -57,7 +89,7 @@ def decode_card(vocab, cache_shape):
     cache = [{"name": name, "shape": list(cache_shape), "dtype": "float32", "kind": name}
              for name in ("past_keys", "past_values")]
     return {
-        "max_length": DECODE_MAX_LENGTH,
+        "max_length": max_length,
         "prefill": {
             "method": "prefill",
             "inputs": [token_input("input_ids", 1, DECODE_PROMPT, vocab),
@@ -67,7 +99,7 @@ def decode_card(vocab, cache_shape):
         "step": {
             "method": "decode_step",
             "inputs": [token_input("input_ids", 1, 1, vocab),
-                       dict(mask_input("attention_mask", 1, DECODE_MAX_LENGTH), left_padding=padding),
+                       dict(mask_input("attention_mask", 1, max_length), left_padding=padding),
                        {"name": "cache_position", "shape": [1], "dtype": "int64", "kind": "cache_position",
                         "start": DECODE_PROMPT}] + cache,
             "outputs": outputs,

@@ -2,6 +2,9 @@
 
 #include "adapters/engine/graph_edit.h"
 #include "adapters/engine/shared_constants.h"
+#include "simulator/graph/graph_nodes.h"
+#include "simulator/graph/module_inliner.h"
+#include "simulator/graph/module_table.h"
 
 namespace stickler {
 
@@ -79,6 +82,60 @@ void replaceWeightRead(GraphEdit& edit, torch::jit::Value* read, const at::Tenso
   torch::jit::Value* constant = insertSharedConstant(edit.graph(), tensor);
   read->replaceAllUsesWith(constant);
   edit.destroyIfUnused(reader);
+}
+
+void keepCachesUnpadded(
+    GraphEdit& edit, const std::string& module, const at::TensorOptions& options, int64_t head_dim,
+    int64_t padded,
+    const std::function<std::vector<int64_t>(const torch::jit::Node& write)>& positions) {
+  using torch::jit::Node;
+  using torch::jit::Value;
+  std::vector<Node*> writes;
+  for (const Node* node : allNodes(edit.graph())) {
+    if (node->kind() == torch::jit::aten::index_copy && isWithin(modulePathOf(*node), module)) {
+      writes.push_back(const_cast<Node*>(node));  // this edit owns the graph
+    }
+  }
+  torch::jit::Graph& graph = edit.graph();
+  for (Node* write : writes) {
+    // [padded, head_dim]: row p has a one where padded position p holds a model value.
+    at::Tensor take_out = at::zeros({padded, head_dim}, options);
+    const std::vector<int64_t> at = positions(*write);
+    for (int64_t i = 0; i < head_dim; ++i) take_out[at[i]][i] = 1;
+    Value* written = nullptr;
+    {
+      torch::jit::WithInsertPoint insert_point(write);
+      torch::jit::WithCurrentScope scope(graph, write->scope());
+      written =
+          graph.insert(torch::jit::aten::matmul, {write->input(3), graph.insertConstant(take_out)});
+    }
+    written->node()->setSourceRange(write->sourceRange());
+    edit.noteAdded(written->node());
+    write->replaceInput(3, written);
+    Value* cache = write->output();
+    Value* read = nullptr;
+    {
+      torch::jit::WithInsertPoint insert_point(write->next());
+      torch::jit::WithCurrentScope scope(graph, write->scope());
+      read = graph.insert(torch::jit::aten::matmul,
+                          {cache, graph.insertConstant(take_out.t().contiguous())});
+    }
+    read->node()->setSourceRange(write->sourceRange());
+    edit.noteAdded(read->node());
+    // Attention reads the padded cache; what returns the cache (the module's outputs, the
+    // stack of every layer's) keeps it as it is.
+    const std::vector<torch::jit::Use> uses = cache->uses();  // replaceInput edits the list
+    for (const auto& use : uses) {
+      Node* user = use.user;
+      if (user == read->node() || !isWithin(modulePathOf(*user), module)) continue;
+      if (user->kind() == torch::jit::prim::TupleConstruct ||
+          user->kind() == torch::jit::prim::ListConstruct ||
+          user->kind() == torch::jit::prim::Return) {
+        continue;
+      }
+      user->replaceInput(use.offset, read);
+    }
+  }
 }
 
 }  // namespace stickler

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <torch/script.h>
+#include <functional>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +44,17 @@ int64_t headSizeFillingSticks(int64_t heads, int64_t head_dim, int64_t stick);
 // Replaces what `read` (an attribute read or constant) yields with the constant `tensor`, in
 // the reader's scope, and removes the read when nothing else uses it.
 void replaceWeightRead(GraphEdit& edit, torch::jit::Value* read, const at::Tensor& tensor);
+
+// A decode graph's static KV cache (written with index_copy at the tokens' slots, within
+// `module`) is the graph's input and output, which an adapter does not change: it keeps the
+// model's head_dim. What is written is the padded head with its zeros taken out; what attention
+// reads is the cache with the zeros put back. Both are matmuls with a 0/1 selection matrix,
+// exact since the padding is exactly zero. `positions(write)` gives, for a cache write, where
+// each of the model's head_dim values sits in the padded head (i, or past a RoPE half's padding).
+void keepCachesUnpadded(
+    GraphEdit& edit, const std::string& module, const at::TensorOptions& options, int64_t head_dim,
+    int64_t padded,
+    const std::function<std::vector<int64_t>(const torch::jit::Node& write)>& positions);
 
 // Pads GPT-2-style attention, whose query, key and value come from one fused projection
 // (pad_attention_heads with qkv=...).

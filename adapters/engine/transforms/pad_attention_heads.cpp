@@ -158,70 +158,23 @@ class HeadPadder {
     // The merge first: once split, a padded head can have the merged width (2 x 32 -> 64).
     if (!rope) widenHeadMerge(module, heads * head_dim, heads * padded);
     for (Node* projection : projections) widenHeadSplit(module, *projection, head_dim, padded);
-    keepCachesUnpadded(module, role_of, weights.tensors["k.weight"].options(), head_dim, padded,
-                       rope);
+    keepCachesUnpadded(edit_, module, weights.tensors["k.weight"].options(), head_dim, padded,
+                       [&](const Node& write) {
+                         const char role = projectionFeeding(write.input(3), role_of, module);
+                         if (role != 'k' && role != 'v') {
+                           throw UserError("pad_attention_heads: the cache write at " +
+                                           modulePathOf(write) +
+                                           " is fed by neither the key nor the value projection");
+                         }
+                         // Keys under RoPE are padded after each half (padHalves).
+                         std::vector<int64_t> at(head_dim);
+                         for (int64_t i = 0; i < head_dim; ++i) {
+                           const bool second_half = role == 'k' && rope && i >= head_dim / 2;
+                           at[i] = second_half ? padded / 2 + (i - head_dim / 2) : i;
+                         }
+                         return at;
+                       });
     ++edit_.change().rewrites;
-  }
-
-  // A decode graph's static KV cache (written with index_copy at the tokens' slots) is the
-  // graph's input and output, which an adapter does not change: it keeps the model's head_dim.
-  // What is written is the padded head with its zeros taken out; what attention reads is the
-  // cache with the zeros put back. Both are matmuls with a 0/1 selection matrix, exact since the
-  // padding is exactly zero.
-  void keepCachesUnpadded(const std::string& module, const std::map<const Node*, char>& role_of,
-                          const at::TensorOptions& options, int64_t head_dim, int64_t padded,
-                          bool rope) {
-    std::vector<Node*> writes;
-    for (const Node* node : allNodes(edit_.graph())) {
-      if (node->kind() == aten::index_copy && isWithin(modulePathOf(*node), module)) {
-        writes.push_back(const_cast<Node*>(node));  // this edit owns the graph
-      }
-    }
-    torch::jit::Graph& graph = edit_.graph();
-    for (Node* write : writes) {
-      const char role = projectionFeeding(write->input(3), role_of, module);
-      if (role != 'k' && role != 'v') {
-        throw UserError("pad_attention_heads: the cache write at " + modulePathOf(*write) +
-                        " is fed by neither the key nor the value projection");
-      }
-      // [padded, head_dim]: row p has a one where padded position p holds a model value.
-      at::Tensor take_out = at::zeros({padded, head_dim}, options);
-      for (int64_t i = 0; i < head_dim; ++i) {
-        const bool second_half = role == 'k' && rope && i >= head_dim / 2;
-        const int64_t at = second_half ? padded / 2 + (i - head_dim / 2) : i;
-        take_out[at][i] = 1;
-      }
-      Value* written = nullptr;
-      {
-        torch::jit::WithInsertPoint insert_point(write);
-        torch::jit::WithCurrentScope scope(graph, write->scope());
-        written = graph.insert(aten::matmul, {write->input(3), graph.insertConstant(take_out)});
-      }
-      written->node()->setSourceRange(write->sourceRange());
-      edit_.noteAdded(written->node());
-      write->replaceInput(3, written);
-      Value* cache = write->output();
-      Value* read = nullptr;
-      {
-        torch::jit::WithInsertPoint insert_point(write->next());
-        torch::jit::WithCurrentScope scope(graph, write->scope());
-        read = graph.insert(aten::matmul, {cache, graph.insertConstant(take_out.t().contiguous())});
-      }
-      read->node()->setSourceRange(write->sourceRange());
-      edit_.noteAdded(read->node());
-      // Attention reads the padded cache; what returns the cache (the module's outputs, the
-      // stack of every layer's) keeps it as it is.
-      const std::vector<torch::jit::Use> uses = cache->uses();  // replaceInput edits the list
-      for (const auto& use : uses) {
-        Node* user = use.user;
-        if (user == read->node() || !isWithin(modulePathOf(*user), module)) continue;
-        if (user->kind() == prim::TupleConstruct || user->kind() == prim::ListConstruct ||
-            user->kind() == prim::Return) {
-          continue;
-        }
-        user->replaceInput(use.offset, read);
-      }
-    }
   }
 
   // Which of q, k and v feeds `value` within the attention module (metadata reads such as a

@@ -92,6 +92,7 @@ class FusedHeadPadder {
                       " and fill whole sticks with the " + std::to_string(heads) + " heads");
     }
     if (padded == head_dim) return;
+    const at::TensorOptions options = tensorOf(attention.qkv_weight.front()).options();
     for (Value* read : attention.qkv_weight) {
       replaceWeightRead(edit_, read, padHeadsAlong(tensorOf(read), out_dim, head_dim, padded));
     }
@@ -104,6 +105,11 @@ class FusedHeadPadder {
     }
     pinHeadSizeReads(module, heads, head_dim);
     widenShapes(module, heads, head_dim, padded);
+    // No RoPE here: each head's values sit first, its padding after them.
+    std::vector<int64_t> in_order(head_dim);
+    for (int64_t i = 0; i < head_dim; ++i) in_order[i] = i;
+    keepCachesUnpadded(edit_, module, options, head_dim, padded,
+                       [&](const Node&) { return in_order; });
     ++edit_.change().rewrites;
   }
 

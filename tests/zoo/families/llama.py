@@ -5,7 +5,8 @@ Qwen2's q/k/v biases."""
 import torch
 from torch import nn
 
-from common import DECODE_MAX_LENGTH, decode_card, example_inputs, mask_input, rename_classes, token_input
+from common import (DECODE_MAX_LENGTH, StaticCacheDecoder, cache_position_ids, decode_card, example_inputs, mask_input,
+                    rename_classes, static_cache_mask, token_input)
 
 FAMILY = "llama"
 
@@ -172,16 +173,6 @@ class LlamaModel(nn.Module):
         keep = causal[None, None, :, :] & attention_mask[:, None, None, :].to(torch.bool)
         return torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)
 
-    def _cache_mask(self, attention_mask, cache_position, dtype):
-        # Slots at or before each token's own, among those the mask keeps. A left-padded prompt's
-        # padding rows see nothing: they attend to every slot instead, as Transformers'
-        # _unmask_unattended does, so that no row of the softmax is empty.
-        slots = torch.arange(attention_mask.shape[-1], dtype=torch.long)
-        keep = (slots[None, :] <= cache_position[:, None])[None, None, :, :]
-        keep = keep & attention_mask[:, None, None, :].to(torch.bool)
-        keep = keep | ~keep.any(dim=-1, keepdim=True)
-        return torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)
-
     def forward(self, input_ids, attention_mask, cache_position=None, past_keys=None, past_values=None):
         inputs_embeds = self.embed_tokens(input_ids) * self.embedding_multiplier
         hidden_states = inputs_embeds
@@ -191,10 +182,9 @@ class LlamaModel(nn.Module):
             for decoder_layer in self.layers:
                 hidden_states = decoder_layer(hidden_states, causal_mask, position_ids)
             return self.norm(hidden_states)
-        # With a static cache: `attention_mask` covers the cache's slots, and a token's position
-        # counts the slots kept before it (left padding does not count).
-        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0).index_select(1, cache_position)
-        causal_mask = self._cache_mask(attention_mask, cache_position, inputs_embeds.dtype)
+        # With a static cache: `attention_mask` covers the cache's slots.
+        position_ids = cache_position_ids(attention_mask, cache_position)
+        causal_mask = static_cache_mask(attention_mask, cache_position, inputs_embeds.dtype)
         keys, values = [], []
         for i, decoder_layer in enumerate(self.layers):
             hidden_states, key, value = decoder_layer(hidden_states, causal_mask, position_ids, past_keys[i],
@@ -204,7 +194,7 @@ class LlamaModel(nn.Module):
         return self.norm(hidden_states), torch.stack(keys), torch.stack(values)
 
 
-class LlamaForCausalLM(nn.Module):
+class LlamaForCausalLM(StaticCacheDecoder, nn.Module):
     def __init__(self, config):
         super().__init__()
         self.model = LlamaModel(config)
@@ -215,16 +205,6 @@ class LlamaForCausalLM(nn.Module):
         hidden_states = self.model(input_ids, attention_mask)
         logits = self.lm_head(hidden_states)
         return logits / self.logits_scaling
-
-    # The decode interface (docs/model-card.md "Decoding"): a left-padded prompt fills a static
-    # cache of max_length slots; each step writes one token's keys and values at its slot.
-    def prefill(self, input_ids, attention_mask):
-        batch, prompt = input_ids.shape
-        slots = torch.zeros(batch, self.max_length - prompt, dtype=attention_mask.dtype)
-        cache_mask = torch.cat((attention_mask, slots), dim=-1)
-        cache_position = torch.arange(prompt, dtype=torch.long)
-        empty = torch.zeros(self.cache_shape, dtype=self.lm_head.weight.dtype)
-        return self.decode_step(input_ids, cache_mask, cache_position, empty, empty)
 
     def decode_step(self, input_ids, attention_mask, cache_position, past_keys, past_values):
         hidden_states, keys, values = self.model(input_ids, attention_mask, cache_position, past_keys, past_values)
