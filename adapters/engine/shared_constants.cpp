@@ -1,5 +1,6 @@
 #include "adapters/engine/shared_constants.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -20,6 +21,7 @@ struct TensorPool {
   std::mutex mutex;
   // Weak: a tensor lives as long as the graphs holding it, not as long as the process.
   std::map<Key, std::vector<c10::weak_intrusive_ptr<c10::TensorImpl>>> by_content;
+  size_t swept_at = 64;  // keys after the last sweep of dead ones
 };
 
 TensorPool& tensorPool() {
@@ -53,6 +55,14 @@ at::Tensor sharedTensor(const at::Tensor& tensor) {
     if (sameBytes(candidate, tensor)) return candidate;
   }
   alive.emplace_back(tensor.getIntrusivePtr());
+  // A server adapts model after model: the keys of tensors no graph holds any more go too.
+  if (pool.by_content.size() > 2 * pool.swept_at) {
+    for (auto it = pool.by_content.begin(); it != pool.by_content.end();) {
+      std::erase_if(it->second, [](const auto& weak) { return weak.expired(); });
+      it = it->second.empty() ? pool.by_content.erase(it) : std::next(it);
+    }
+    pool.swept_at = std::max<size_t>(pool.by_content.size(), 64);
+  }
   return tensor;
 }
 

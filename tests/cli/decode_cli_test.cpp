@@ -318,3 +318,44 @@ TEST(DecodeCli, AFusedProjectionsPaddedHeadsKeepTheCacheInTheModelsHeadSize) {
 
 }  // namespace
 }  // namespace stickler
+
+namespace stickler {
+namespace {
+
+// A scripted decoder decodes through the same interface: Mixtral's prefill and decode_step are
+// exported methods beside its forward, its routing still a loop with a branch per expert.
+TEST(DecodeCli, AScriptedMixtureOfExpertsDecodes) {
+  const Result r = stickler({"run", zooPath("mixtral-tiny.pt"), "--backend", "cpu-emulated:dl16",
+                             "--decode", "4", "--json"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const json report = json::parse(r.out);
+  EXPECT_EQ(report.at("verdict"), "pass");
+  const json& decode = report.at("decode");
+  EXPECT_EQ(decode.at("methods").at("step"), "decode_step");
+  ASSERT_EQ(decode.at("per_step").size(), 5u);
+  EXPECT_EQ(decode.at("per_step")[0].at("key_cosine").size(), 2u);  // one per layer
+  EXPECT_GT(decode.at("min_kv_cosine").get<double>(), 0.999);
+
+  // Adapted, its heads of 32 are padded in both decode graphs (the key's cache write told from
+  // the value's through the scripted helper's returned tuple), each checked; the selection that
+  // keeps the cache at 32 is what then blocks it, as for the other heads of 32.
+  const Result adapted = stickler({"adapt", zooPath("mixtral-tiny.pt"), "--profile",
+                                   "spyre-2026-clean", "--decode", "4", "--json"});
+  EXPECT_EQ(adapted.status, 3) << adapted.out << adapted.err;
+  const json adapt = json::parse(adapted.out);
+  EXPECT_EQ(adapt.at("forward_verdict"), "pass");
+  for (const char* graph : {"prefill", "decode_step"}) {
+    std::set<std::string> took;
+    for (const auto& name : adapt.at("decode").at("adapters").at(graph)) {
+      took.insert(name.get<std::string>());
+    }
+    EXPECT_TRUE(took.count("pad-attention-heads")) << graph << adapt["decode"]["adapters"].dump();
+  }
+  const json& blocker = adapt.at("compile").at("blockers").at(0);
+  EXPECT_EQ(blocker.at("rule"), "weight-stick-alignment");
+  EXPECT_EQ(blocker.at("op"), "aten::matmul");
+  EXPECT_EQ(blocker.at("module"), "model.layers.0.self_attn");
+}
+
+}  // namespace
+}  // namespace stickler

@@ -5,6 +5,7 @@
 // end, and o_proj reads those positions with zero columns. Scores and outputs are the same sums
 // with zero terms added. Without RoPE (rotary=""), heads are padded to whole sticks: every
 // q, k and v head gets zeros at its end, and the view that merges the heads back is widened.
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -185,8 +186,18 @@ class HeadPadder {
     std::set<const Node*> seen;
     std::vector<const Value*> pending = {value};
     while (!pending.empty()) {
-      const Node* node = pending.back()->node();
+      const Value* current = pending.back();
+      const Node* node = current->node();
       pending.pop_back();
+      // A scripted helper's returned (q, k, v) are unpacked from the tuple it built: follow
+      // only the element this value is.
+      if (node->kind() == prim::TupleUnpack &&
+          node->input()->node()->kind() == prim::TupleConstruct) {
+        const auto outputs = node->outputs();
+        const size_t index = std::find(outputs.begin(), outputs.end(), current) - outputs.begin();
+        pending.push_back(node->input()->node()->input(index));
+        continue;
+      }
       if (!seen.insert(node).second || !isWithin(modulePathOf(*node), module)) continue;
       if (auto role = role_of.find(node); role != role_of.end()) {
         found.insert(role->second);

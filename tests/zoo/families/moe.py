@@ -1,13 +1,15 @@
 """A small mixture-of-experts decoder (MixtralForCausalLM style), exported with torch.jit.script
 so the routing stays data-dependent: router softmax, topk, and a per-expert dispatch that loops
-over the top-k slots (prim::Loop) and calls an expert only when tokens chose it (prim::If)."""
-from typing import Tuple
+over the top-k slots (prim::Loop) and calls an expert only when tokens chose it (prim::If). Its
+decode interface is two exported methods, prefill and decode_step, over a static KV cache
+(docs/model-card.md "Decoding"), scripted as the forward is."""
+from typing import List, Tuple
 
 import torch
 from torch import Tensor, nn
 from torch.jit import Final
 
-from common import mask_input, rename_classes, token_input
+from common import DECODE_MAX_LENGTH, decode_card, mask_input, rename_classes, token_input
 from families.llama import LlamaAttention, LlamaRMSNorm
 
 FAMILY = "mixtral"
@@ -59,10 +61,24 @@ class MixtralSparseMoeBlock(nn.Module):
         return final_hidden_states.reshape(batch_size, sequence_length, self.hidden_dim), router_logits
 
 
+class MixtralAttention(LlamaAttention):
+    """LlamaAttention with a static cache for the decode methods: the tokens' keys and values
+    written at their slots, attention over every slot."""
+
+    @torch.jit.export
+    def with_cache(self, hidden_states: Tensor, attention_mask: Tensor, position_ids: Tensor, past_key: Tensor,
+                   past_value: Tensor, cache_position: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        bsz, q_len, _ = hidden_states.size()
+        query_states, key_states, value_states = self._project(hidden_states, position_ids, bsz, q_len)
+        past_key = past_key.index_copy(2, cache_position, key_states)
+        past_value = past_value.index_copy(2, cache_position, value_states)
+        return self._attend(query_states, past_key, past_value, attention_mask, bsz, q_len), past_key, past_value
+
+
 class MixtralDecoderLayer(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.self_attn = LlamaAttention(config)
+        self.self_attn = MixtralAttention(config)
         self.block_sparse_moe = MixtralSparseMoeBlock(config)
         self.input_layernorm = LlamaRMSNorm(config["hidden_size"], eps=config["rms_norm_eps"])
         self.post_attention_layernorm = LlamaRMSNorm(config["hidden_size"], eps=config["rms_norm_eps"])
@@ -74,6 +90,17 @@ class MixtralDecoderLayer(nn.Module):
         residual = hidden_states
         hidden_states, router_logits = self.block_sparse_moe(self.post_attention_layernorm(hidden_states))
         return residual + hidden_states
+
+    @torch.jit.export
+    def with_cache(self, hidden_states: Tensor, attention_mask: Tensor, position_ids: Tensor, past_key: Tensor,
+                   past_value: Tensor, cache_position: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        residual = hidden_states
+        hidden_states, past_key, past_value = self.self_attn.with_cache(
+            self.input_layernorm(hidden_states), attention_mask, position_ids, past_key, past_value, cache_position)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states, router_logits = self.block_sparse_moe(self.post_attention_layernorm(hidden_states))
+        return residual + hidden_states, past_key, past_value
 
 
 class MixtralModel(nn.Module):
@@ -100,15 +127,59 @@ class MixtralModel(nn.Module):
             hidden_states = decoder_layer(hidden_states, causal_mask, position_ids)
         return self.norm(hidden_states)
 
+    @torch.jit.export
+    def with_cache(self, input_ids: Tensor, attention_mask: Tensor, cache_position: Tensor, past_keys: Tensor,
+                   past_values: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        # tests/zoo/common.py's static_cache_mask and cache_position_ids, as script writes them.
+        hidden_states = self.embed_tokens(input_ids)
+        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0).index_select(1, cache_position)
+        slots = torch.arange(attention_mask.size(-1), dtype=torch.long)
+        keep = (slots[None, :] <= cache_position[:, None])[None, None, :, :]
+        keep = keep & attention_mask[:, None, None, :].to(torch.bool)
+        keep = keep | ~keep.any(dim=-1, keepdim=True)
+        causal_mask = torch.zeros(keep.shape, dtype=hidden_states.dtype).masked_fill(~keep, self.mask_min)
+        keys: List[Tensor] = []
+        values: List[Tensor] = []
+        i = 0
+        for decoder_layer in self.layers:
+            hidden_states, key, value = decoder_layer.with_cache(hidden_states, causal_mask, position_ids,
+                                                                 past_keys[i], past_values[i], cache_position)
+            keys.append(key)
+            values.append(value)
+            i += 1
+        return self.norm(hidden_states), torch.stack(keys), torch.stack(values)
+
 
 class MixtralForCausalLM(nn.Module):
-    def __init__(self, config):
+    max_length: Final[int]
+
+    def __init__(self, config, cache_shape: List[int]):
         super().__init__()
         self.model = MixtralModel(config)
         self.lm_head = nn.Linear(config["hidden_size"], config["vocab_size"], bias=False)
+        self.max_length = cache_shape[3]
+        self.cache_shape = cache_shape
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         return self.lm_head(self.model(input_ids, attention_mask))
+
+    # The decode interface (tests/zoo/common.py's StaticCacheDecoder, as script writes it).
+    @torch.jit.export
+    def prefill(self, input_ids: Tensor, attention_mask: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        batch = input_ids.size(0)
+        prompt = input_ids.size(1)
+        slots = torch.zeros(batch, self.max_length - prompt, dtype=attention_mask.dtype)
+        cache_mask = torch.cat((attention_mask, slots), dim=-1)
+        cache_position = torch.arange(prompt, dtype=torch.long)
+        empty = torch.zeros(self.cache_shape, dtype=self.lm_head.weight.dtype)
+        return self.decode_step(input_ids, cache_mask, cache_position, empty, empty)
+
+    @torch.jit.export
+    def decode_step(self, input_ids: Tensor, attention_mask: Tensor, cache_position: Tensor, past_keys: Tensor,
+                    past_values: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        hidden_states, keys, values = self.model.with_cache(input_ids, attention_mask, cache_position, past_keys,
+                                                            past_values)
+        return self.lm_head(hidden_states), keys, values
 
 
 VARIANTS = {
@@ -119,7 +190,9 @@ VARIANTS = {
 
 
 def build(name, config):
-    model = MixtralForCausalLM(config)
+    cache_shape = [config["num_hidden_layers"], 1, config["num_key_value_heads"], DECODE_MAX_LENGTH,
+                   config["head_dim"]]
+    model = MixtralForCausalLM(config, cache_shape)
     rename_classes(model, "Llama", "Mixtral")
     card = {
         "name": name,
@@ -127,6 +200,7 @@ def build(name, config):
         "description": "Mixtral-style mixture-of-experts decoder, scripted (data-dependent routing)",
         "inputs": [token_input("input_ids", 1, 16, config["vocab_size"]), mask_input("attention_mask", 1, 16)],
         "outputs": [{"name": "logits", "kind": "logits"}],
+        "decode": decode_card(config["vocab_size"], cache_shape),
         "config": config,
     }
     return model, card, "script", config["hidden_size"]
