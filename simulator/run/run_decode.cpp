@@ -8,6 +8,7 @@
 #include "simulator/graph/decode_card.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/lowering/host_placement.h"
+#include "simulator/run/decode_cosines.h"
 #include "simulator/run/run_parts.h"
 #include "simulator/support/errors.h"
 
@@ -225,11 +226,8 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control,
     step_report.seconds = seconds;
     step_report.key_cosine = layerCosines(reference.keys, device.keys, kept);
     step_report.value_cosine = layerCosines(reference.values, device.values, kept);
-    for (const auto* cosines : {&step_report.key_cosine, &step_report.value_cosine}) {
-      for (const auto& value : *cosines) {
-        const double low = value.value_or(-1.0);
-        report.min_kv_cosine = report.min_kv_cosine ? std::min(*report.min_kv_cosine, low) : low;
-      }
+    if (const auto low = lowestKvCosine(step_report)) {
+      report.min_kv_cosine = report.min_kv_cosine ? std::min(*report.min_kv_cosine, *low) : *low;
     }
     if (!step_report.passed && !report.first_failing_step) {
       report.first_failing_step = step_report.step;

@@ -42,6 +42,10 @@ void decodeAfterAdapting(const BringUpRequest& request, const TaskControl& contr
 
 }  // namespace
 
+bool forwardPassed(const BringUpResult& so_far) {
+  return so_far.run && so_far.run->verdict == RunVerdict::kPass;
+}
+
 BringUpResult bringUp(const BringUpRequest& request, const TaskControl& control) {
   BringUpResult result;
   if (request.stack != nullptr) {

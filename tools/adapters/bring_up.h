@@ -71,6 +71,9 @@ struct BringUpResult {
   std::optional<RunResult> decode;
 };
 
+// A decode_if for judging a decoder as the gate and a sweep do: decode once its forward passed.
+bool forwardPassed(const BringUpResult& so_far);
+
 // Throws UserError when the archive cannot be loaded (a sweep's "bad archive"), Cancelled when
 // `control` is cancelled.
 BringUpResult bringUp(const BringUpRequest& request, const TaskControl& control = {});

@@ -3,28 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "simulator/run/decode_cosines.h"
 #include "simulator/support/text_format.h"
+#include "tools/reports/result_json.h"
 
 namespace stickler {
 
 using nlohmann::json;
 
 namespace {
-
-std::optional<double> lowestCosine(const DecodeStepReport& step) {
-  std::optional<double> lowest;
-  for (const auto* cosines : {&step.key_cosine, &step.value_cosine}) {
-    for (const auto& value : *cosines) {
-      const double low = value.value_or(-1.0);  // not finite: as far as a cosine goes
-      lowest = lowest ? std::min(*lowest, low) : low;
-    }
-  }
-  return lowest;
-}
-
-json numberOrNull(const std::optional<double>& value) {
-  return value ? json(*value) : json();
-}
 
 std::string sixDigits(double value) {
   char text[32];
@@ -54,7 +41,7 @@ json decodeSummaryToJson(const RunResult& decode, const DecodeAdaptation& adapta
         {{"step", step.step},
          {"token_agrees", step.reference_token == step.device_token},
          {"verdict", step.passed ? "pass" : "fail"},
-         {"min_kv_cosine", numberOrNull(lowestCosine(step))},
+         {"min_kv_cosine", numberOrNull(lowestKvCosine(step))},
          {"top5_relative_error", logits ? numberOrNull(logits->top5_relative_error) : json()},
          {"seconds", step.seconds}});
   }
@@ -102,7 +89,7 @@ std::string decodeFailureReason(const RunResult& decode) {
   } else if (!step.logits.reason.empty()) {
     text += ": " + step.logits.reason;
   }
-  if (const auto lowest = lowestCosine(step)) {
+  if (const auto lowest = lowestKvCosine(step)) {
     text += " (KV cache cosine down to " + sixDigits(*lowest) + ")";
   }
   return text;

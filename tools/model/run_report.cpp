@@ -1,5 +1,6 @@
 #include "tools/model/run_report.h"
 
+#include "simulator/run/decode_cosines.h"
 #include "tools/framework/exit_status.h"
 #include "tools/reports/result_json.h"
 
@@ -45,6 +46,7 @@ json decodeReportToJson(const DecodeReport& decode) {
                      {"verdict", step.passed ? "pass" : "fail"},
                      {"seconds", step.seconds},
                      {"logits", outputComparisonToJson(logits).at(0)},
+                     {"min_kv_cosine", numberOrNull(lowestKvCosine(step))},
                      {"key_cosine", cosinesToJson(step.key_cosine)},
                      {"value_cosine", cosinesToJson(step.value_cosine)}});
   }

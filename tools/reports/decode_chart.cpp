@@ -18,22 +18,10 @@ svg .agree{fill:#2e7d32}svg .disagree{fill:#c62828;font-weight:bold}
 
 namespace {
 
-// The step's lowest key or value cosine over every layer; a cosine that was not finite (null)
-// counts as -1, as far as a cosine goes.
+// The step's lowest key or value cosine over every layer, as the decode's documents give it.
 std::optional<double> lowestCosine(const json& step) {
-  if (step.contains("min_kv_cosine")) {
-    const json& value = step["min_kv_cosine"];
-    return value.is_number() ? std::optional<double>(value.get<double>()) : std::nullopt;
-  }
-  std::optional<double> lowest;
-  for (const char* key : {"key_cosine", "value_cosine"}) {
-    if (!step.contains(key)) continue;
-    for (const json& value : step[key]) {
-      const double cosine = value.is_number() ? value.get<double>() : -1.0;
-      lowest = lowest ? std::min(*lowest, cosine) : cosine;
-    }
-  }
-  return lowest;
+  const json& value = step.value("min_kv_cosine", json());
+  return value.is_number() ? std::optional<double>(value.get<double>()) : std::nullopt;
 }
 
 std::string cosineText(const std::optional<double>& cosine) {

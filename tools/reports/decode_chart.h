@@ -10,9 +10,9 @@ namespace stickler {
 
 // One bar per step: how far the KV cache's lowest cosine is from 1 (log scale), coloured by
 // the step's verdict, with the greedy token's agreement under it and the step the caller marks
-// (`marked`, -1 for none) outlined. `per_step` is a decode's per_step array, as run_model's
-// decode document has it (key_cosine and value_cosine per layer) or as the gate's and a sweep's
-// summaries do (min_kv_cosine). `id` names the svg element.
+// (`marked`, -1 for none) outlined. `per_step` is a decode's per_step array (its min_kv_cosine,
+// verdict and token_agrees), as run_model's decode document and the gate's and a sweep's
+// summaries have it. `id` names the svg element.
 std::string decodeStepChart(const nlohmann::json& per_step, const std::string& id,
                             int64_t marked = -1);
 

@@ -75,9 +75,7 @@ json gateOneModel(const std::string& model, const std::string& profile_name,
   request.profile = profile_name;
   request.run_seconds = seconds;
   if (cardOf(*request.original).decode) request.decode_steps = decode_steps;
-  request.decode_if = [](const BringUpResult& so_far) {
-    return so_far.run && so_far.run->verdict == RunVerdict::kPass;
-  };
+  request.decode_if = forwardPassed;
   const BringUpResult brought = bringUp(request);
   const json stacking = stackingToJson(brought.stacking, *brought.stack, 10);
   const RunResult& verdict_run = brought.decode ? *brought.decode : *brought.run;

@@ -114,9 +114,7 @@ json probeHere(const std::string& path, const std::vector<CatalogEntry>& catalog
            weightBytes(*so_far.original) <= so_far.profile.device.card_memory_bytes;
   };
   if (cardOf(*request.original).decode) request.decode_steps = options.decode_steps;
-  request.decode_if = [](const BringUpResult& so_far) {
-    return so_far.run && so_far.run->verdict == RunVerdict::kPass;
-  };
+  request.decode_if = forwardPassed;
   const BringUpResult brought = bringUp(request);
   const DeviceProfile& profile = brought.profile;
   const ModelCard& card = cardOf(*brought.original);
