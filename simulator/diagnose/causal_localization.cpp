@@ -1,14 +1,17 @@
 #include "simulator/diagnose/causal_localization.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "simulator/backends/backend.h"
 #include "simulator/backends/model_host_client.h"
 #include "simulator/compare/output_comparison.h"
 #include "simulator/diagnose/causal_search.h"
+#include "simulator/diagnose/localization_units.h"
 #include "simulator/diagnose/module_deviation.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
@@ -60,6 +63,11 @@ LocalizeStatus numericsStatus(RunVerdict verdict) {
   return LocalizeStatus::kFails;
 }
 
+// ceil(log2 M) bisection runs over M units, two for determinism and two to confirm.
+int64_t singleCauseTarget(int64_t units) {
+  return static_cast<int64_t>(std::ceil(std::log2(std::max<int64_t>(units, 1)))) + 4;
+}
+
 class Localizer {
  public:
   Localizer(const LoadedModel& model, const LocalizeOptions& options)
@@ -82,21 +90,29 @@ class Localizer {
     const auto whole = compileWhole();
     notePhase("lowered the whole model", phaseClock() - start);
     if (!whole->ok()) return blocked(*whole);
-    collectUnits(whole->lowering());
+    units_ = LocalizationUnits(*model_.graph, whole->lowering());
     result_.units = static_cast<int64_t>(units_.size());
     const size_t applications = whole->lowering().pass_applications.size();
     result_.device_run_target = options_.passes ? passTarget(applications) : target();
+    result_.all_causes = options_.all_causes;
+    if (!options_.passes) {
+      result_.budget =
+          RunBudget{options_.max_runs > 0 ? options_.max_runs : defaultRunBudget(*result_.units),
+                    options_.max_runs <= 0};
+    }
 
     // Determinism first: the same whole-model run twice, the first compared with the reference
     // module by module.
     start = phaseClock();
     deviation_ = std::make_unique<ModuleDeviation>(model_, backend_->format(), options_.thresholds);
     notePhase("module thresholds", phaseClock() - start);
-    const Trial first = trial(units_, "whole model (determinism check, 1 of 2)", /*whole=*/true,
-                              /*lockstep=*/true);
+    const Trial first =
+        trial(units_.paths(), "whole model (determinism check, 1 of 2)", /*whole=*/true,
+              /*lockstep=*/true);
     deviation_->take(first.lockstep);
     result_.numerics = deviation_->report();
-    const Trial second = trial(units_, "whole model (determinism check, 2 of 2)", /*whole=*/true);
+    const Trial second =
+        trial(units_.paths(), "whole model (determinism check, 2 of 2)", /*whole=*/true);
     const bool deterministic =
         first.verdict == second.verdict &&
         (first.verdict == RunVerdict::kPass || first.verdict == RunVerdict::kFail
@@ -116,45 +132,22 @@ class Localizer {
     if (options_.passes) return bisectPasses(whole->lowering());
 
     std::vector<std::string> names;
-    for (const std::string& unit : units_) names.push_back(displayPath(unit));
-    const CausalFinding finding =
-        causalSearch(names, [&](const std::vector<size_t>& indices, const std::string& label) {
+    for (const std::string& unit : units_.paths()) names.push_back(displayPath(unit));
+    CausalSearchOptions search;
+    search.all_causes = options_.all_causes;
+    const int64_t left = result_.budget->max_runs - static_cast<int64_t>(result_.runs.size());
+    search.max_probes = static_cast<size_t>(std::max<int64_t>(left, 0));
+    const size_t runs_before = result_.runs.size();
+    const CausalSearchResult found = causalSearch(
+        names,
+        [&](const std::vector<size_t>& indices, const std::string& label) {
           std::vector<std::string> units;
           units.reserve(indices.size());
-          for (size_t index : indices) units.push_back(units_[index]);
+          for (size_t index : indices) units.push_back(units_.paths()[index]);
           return trial(units, label).verdict;
-        });
-    const std::string& culprit = units_[finding.culprit];
-    // The units before the first one the failure needs ran on the device in a passing run (the
-    // bisection's last passing prefix): what deviates among them is absorbed downstream.
-    const size_t clean =
-        finding.kind == CausalFinding::Kind::kNeedsSeveral ? finding.first : finding.culprit;
-    result_.absorbed = deviation_->absorbed([&](const std::string& path) {
-      bool holds_a_unit = false;
-      for (size_t i = 0; i < units_.size(); ++i) {
-        if (!isWithin(units_[i], path)) continue;
-        if (i >= clean) return false;
-        holds_a_unit = true;
-      }
-      return holds_a_unit;
-    });
-    result_.culprit = unitAt(finding.culprit);
-    result_.culprit->deviation = deviation_->errorsOf(culprit);
-    result_.alone_verdict = finding.alone_verdict;
-    result_.rest_verdict = finding.rest_verdict;
-    switch (finding.kind) {
-      case CausalFinding::Kind::kNeedsSeveral: {
-        std::vector<LocalizationUnit> together;
-        for (size_t i = finding.first; i <= finding.culprit; ++i) together.push_back(unitAt(i));
-        result_.together = std::move(together);
-        return finish(LocalizeStatus::kNeedsSeveral);
-      }
-      case CausalFinding::Kind::kWithOtherCauses:
-        return finish(LocalizeStatus::kLocalizedWithOtherCauses);
-      case CausalFinding::Kind::kLocalized:
-        break;
-    }
-    return finish(LocalizeStatus::kLocalized);
+        },
+        search);
+    return concluded(found, runs_before);
   }
 
   // One whole-model device run compared with the reference in lockstep: every module call's
@@ -164,10 +157,10 @@ class Localizer {
     result_.numerics_mode = true;
     const auto whole = compileWhole();
     if (!whole->ok()) return blocked(*whole);
-    collectUnits(whole->lowering());
+    units_ = LocalizationUnits(*model_.graph, whole->lowering());
     result_.units = static_cast<int64_t>(units_.size());
     deviation_ = std::make_unique<ModuleDeviation>(model_, backend_->format(), options_.thresholds);
-    const Trial first = trial(units_, "whole model, compared in lockstep", /*whole=*/true,
+    const Trial first = trial(units_.paths(), "whole model, compared in lockstep", /*whole=*/true,
                               /*lockstep=*/true);
     deviation_->take(first.lockstep);
     result_.numerics = deviation_->report();
@@ -184,6 +177,64 @@ class Localizer {
   }
 
  private:
+  // The report of what the search found: the first cause is the culprit (a set's unit that
+  // completed the failure), every cause is listed with its confirmation and runs.
+  LocalizationResult concluded(const CausalSearchResult& found, size_t runs_before) {
+    std::set<size_t> blamed;
+    for (const FoundCause& cause : found.causes)
+      blamed.insert(cause.units.begin(), cause.units.end());
+    // The units of the bisection's last passing prefix ran on the device in a passing run: what
+    // deviates among them (and is no cause's) is absorbed downstream.
+    result_.absorbed = deviation_->absorbed([&](const std::string& path) {
+      bool holds_a_unit = false;
+      for (size_t i = 0; i < units_.size(); ++i) {
+        if (!isWithin(units_.paths()[i], path)) continue;
+        if (i >= found.clean_prefix || blamed.count(i)) return false;
+        holds_a_unit = true;
+      }
+      return holds_a_unit;
+    });
+    std::vector<LocalizedCause> causes;
+    for (const FoundCause& cause : found.causes) {
+      LocalizedCause entry;
+      for (size_t unit : cause.units) {
+        entry.units.push_back(unitAt(unit));
+        entry.units.back().deviation = deviation_->errorsOf(units_.paths()[unit]);
+      }
+      entry.alone_verdict = cause.alone_verdict;
+      entry.without_each = cause.without_each;
+      entry.rest_verdict = cause.rest_verdict.value_or(RunVerdict::kFail);
+      entry.confirmed = cause.confirmed();
+      entry.first_run = static_cast<int64_t>(runs_before + cause.first_probe + 1);
+      entry.runs = static_cast<int64_t>(cause.probes);
+      causes.push_back(std::move(entry));
+    }
+    result_.causes = std::move(causes);
+    RunBudget& budget = *result_.budget;
+    budget.exhausted = found.budget_exhausted;
+    if (found.budget_exhausted) {
+      budget.undecided = found.undecided;
+      for (size_t unit : found.undecided_units) {
+        budget.undecided_modules.push_back(displayPath(units_.paths()[unit]));
+      }
+    }
+    if (!found.causes.empty()) {
+      const FoundCause& first = found.causes.front();
+      result_.culprit = unitAt(first.completing);
+      result_.culprit->deviation = deviation_->errorsOf(units_.paths()[first.completing]);
+      result_.alone_verdict = first.completing_alone_verdict;
+      result_.rest_verdict = first.rest_verdict.value_or(RunVerdict::kFail);
+      if (first.isSet()) result_.together = result_.causes->front().units;
+    }
+    if (found.budget_exhausted) return finish(LocalizeStatus::kBudgetExhausted);
+    if (found.causes.size() > 1) return finish(LocalizeStatus::kSeveralCauses);
+    const FoundCause& only = found.causes.front();
+    if (only.isSet()) return finish(LocalizeStatus::kNeedsSeveral);
+    return finish(only.rest_verdict == RunVerdict::kPass
+                      ? LocalizeStatus::kLocalized
+                      : LocalizeStatus::kLocalizedWithOtherCauses);
+  }
+
   // The whole model, but what adapters keep on the host.
   std::unique_ptr<CompiledModel> compileWhole() {
     Placement everything;
@@ -196,21 +247,7 @@ class Localizer {
     return finish(LocalizeStatus::kBlocked);
   }
 
-  // The modules whose own nodes run on the device, in the order their first node executes.
-  void collectUnits(const LoweringResult& lowering) {
-    for (const torch::jit::Node* node : allNodes(*model_.graph)) {
-      const NodePlace place = lowering.placeOf(node);
-      if (place != NodePlace::kDevice && place != NodePlace::kFallback) continue;
-      const std::string path = modulePathOf(*node);
-      if (!unit_ops_.count(path)) units_.push_back(path);
-      ++unit_ops_[path][node->kind().toQualString()];
-    }
-  }
-
-  // ceil(log2 M) bisection runs, two for determinism and two to confirm.
-  int64_t target() const {
-    return static_cast<int64_t>(std::ceil(std::log2(std::max<size_t>(units_.size(), 1)))) + 4;
-  }
+  int64_t target() const { return singleCauseTarget(static_cast<int64_t>(units_.size())); }
 
   // ceil(log2 A) bisection runs over A pass applications, two for determinism, one without
   // any pass.
@@ -225,14 +262,16 @@ class Localizer {
     result_.pass_applications = static_cast<int64_t>(count);
     if (count == 0) return finish(LocalizeStatus::kNoPassApplications);
     const std::string of = " of " + std::to_string(count) + " pass applications";
-    if (trial(units_, "whole model, none" + of, true, false, 0).verdict != RunVerdict::kPass) {
+    if (trial(units_.paths(), "whole model, none" + of, true, false, 0).verdict !=
+        RunVerdict::kPass) {
       return finish(LocalizeStatus::kFailsWithoutPasses);
     }
     size_t pass = 0, fail = count;  // the first `fail` applications fail; `pass` pass
     while (fail - pass > 1) {
       const size_t middle = pass + (fail - pass) / 2;
-      const Trial probe = trial(units_, "whole model, the first " + std::to_string(middle) + of,
-                                true, false, static_cast<int64_t>(middle));
+      const Trial probe =
+          trial(units_.paths(), "whole model, the first " + std::to_string(middle) + of, true,
+                false, static_cast<int64_t>(middle));
       (probe.verdict == RunVerdict::kPass ? pass : fail) = middle;
     }
     const PassApplication& culprit = whole.pass_applications[fail - 1];
@@ -252,14 +291,18 @@ class Localizer {
 
   void announce(const std::string& what) {
     options_.control.checkCancelled();
-    options_.control.progress(static_cast<double>(result_.runs.size()),
-                              static_cast<double>(target()), "device run: " + what);
+    // Past the single cause's target (a set, more causes), toward the budget.
+    const int64_t runs = static_cast<int64_t>(result_.runs.size());
+    const int64_t total = runs < target() || !result_.budget ? target() : result_.budget->max_runs;
+    options_.control.progress(static_cast<double>(runs),
+                              static_cast<double>(std::max(total, runs + 1)),
+                              "device run: " + what);
   }
 
   Placement placementOf(const std::vector<std::string>& units, bool whole) const {
     Placement placement;
     if (!whole) {
-      placement.device_modules = units;
+      placement.device_modules = units_.placed(units);
       placement.own_nodes_only = true;
     }
     placement.host_modules = model_.host_modules;
@@ -314,12 +357,12 @@ class Localizer {
   }
 
   LocalizationUnit unitAt(size_t index) const {
-    const std::string& path = units_[index];
+    const std::string& path = units_.paths()[index];
     LocalizationUnit unit;
     unit.module = displayPath(path);
     unit.module_class = model_.modules.classOf(path);
     unit.position = static_cast<int64_t>(index + 1);
-    unit.ops = unit_ops_.at(path);
+    unit.ops = units_.opsOf(path);
     return unit;
   }
 
@@ -332,13 +375,16 @@ class Localizer {
   LocalizeOptions options_;
   std::unique_ptr<Backend> backend_;
   std::vector<at::Tensor> reference_;
-  std::vector<std::string> units_;
-  std::map<std::string, std::map<std::string, int64_t>> unit_ops_;
+  LocalizationUnits units_;
   std::unique_ptr<ModuleDeviation> deviation_;
   LocalizationResult result_;
 };
 
 }  // namespace
+
+int64_t defaultRunBudget(int64_t units) {
+  return 4 * singleCauseTarget(units);
+}
 
 LocalizationResult localizeDivergence(const LoadedModel& model, const LocalizeOptions& options) {
   return Localizer(model, options).run();

@@ -23,9 +23,18 @@ struct LocalizeOptions {
   double timeout_seconds = 0;
   TaskControl control;           // progress and cancellation
   ThresholdSettings thresholds;  // how per-module thresholds are derived
-  // Bisect the lowering\'s pass applications (fusions) instead of the modules.
+  // Bisect the lowering's pass applications (fusions) instead of the modules.
   bool passes = false;
+  // Go on past the first cause: each cause kept on the CPU, the rest searched again until it
+  // passes on the device.
+  bool all_causes = false;
+  // Device runs in all, the determinism runs included; 0: defaultRunBudget of the units.
+  int64_t max_runs = 0;
 };
+
+// Four times the single-cause target (ceil(log2 M) + 4 runs for M units): room for a set of
+// modules that fail only together, or three more causes, on a model of any size.
+int64_t defaultRunBudget(int64_t units);
 
 // What localization found (tools/localize_report writes it as stickler.localize). Throws
 // UserError for a backend that is not a device backend.

@@ -10,6 +10,10 @@ const char* localizeStatusName(LocalizeStatus status) {
       return "localized_with_other_causes";
     case LocalizeStatus::kNeedsSeveral:
       return "needs_several";
+    case LocalizeStatus::kSeveralCauses:
+      return "several_causes";
+    case LocalizeStatus::kBudgetExhausted:
+      return "budget_exhausted";
     case LocalizeStatus::kPasses:
       return "passes";
     case LocalizeStatus::kNondeterministic:

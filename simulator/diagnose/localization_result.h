@@ -17,7 +17,9 @@ namespace stickler {
 enum class LocalizeStatus {
   kLocalized,                 // alone on the device it fails; everything else there passes
   kLocalizedWithOtherCauses,  // alone it fails, but the model fails without it as well
-  kNeedsSeveral,              // only together with the modules before it
+  kNeedsSeveral,              // a minimal set of modules that fail only together
+  kSeveralCauses,             // all_causes: more than one cause, each confirmed
+  kBudgetExhausted,           // the run budget ended the search before it was decided
   kPasses,                    // nothing to localize
   kNondeterministic,          // two identical whole-model runs disagree
   kBlocked,                   // the model does not compile
@@ -111,6 +113,27 @@ struct DeviceTrial {
   double seconds = 0.0;  // the device run, as its caller waited for it (its host's included)
 };
 
+// A cause localizeDivergence found: one module, or a 1-minimal set of modules that fail only
+// together, with the runs that confirm it.
+struct LocalizedCause {
+  std::vector<LocalizationUnit> units;           // in execution order, each with its own deviation
+  RunVerdict alone_verdict = RunVerdict::kFail;  // the cause alone on the device
+  std::vector<RunVerdict> without_each;          // a set: without units[i], the rest of it
+  RunVerdict rest_verdict = RunVerdict::kFail;   // the modules still searched, without it
+  bool confirmed = false;  // alone it fails; a set: without any one member it passes
+  int64_t first_run = 0;   // 1-based, among the report's runs
+  int64_t runs = 0;        // spent finding and confirming it
+};
+
+// How many device runs localization may make, and what was left undecided when they ran out.
+struct RunBudget {
+  int64_t max_runs = 0;
+  bool by_default = true;  // not asked for
+  bool exhausted = false;
+  std::string undecided;                       // where the search was
+  std::vector<std::string> undecided_modules;  // the modules it was deciding among
+};
+
 struct PassCulprit {
   int64_t application = 0;  // 1-based
   std::string pass;         // fusion
@@ -135,7 +158,10 @@ struct LocalizationResult {
   std::optional<LocalizationUnit> culprit;
   std::optional<RunVerdict> alone_verdict;  // the confirmation runs
   std::optional<RunVerdict> rest_verdict;
-  std::optional<std::vector<LocalizationUnit>> together;  // kNeedsSeveral
+  std::optional<std::vector<LocalizationUnit>> together;  // kNeedsSeveral: the first cause's set
+  bool all_causes = false;                                // asked to go on past the first cause
+  std::optional<std::vector<LocalizedCause>> causes;      // in order of discovery
+  std::optional<RunBudget> budget;
   std::optional<int64_t> pass_applications;
   std::optional<PassCulprit> pass_culprit;
   std::vector<DeviceTrial> runs;

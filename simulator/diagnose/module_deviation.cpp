@@ -124,21 +124,29 @@ std::vector<DeviationOnset> ModuleDeviation::absorbed(
   // magnitude past everything before it), with how many modules downstream carry it.
   constexpr double kOnsetJump = 10.0;
   const auto& calls = model_.interpreter->moduleCalls();
+  // An onset `passes` leaves out (a cause) takes its carriers with it: a module downstream of a
+  // cause is not an onset of its own.
   std::vector<DeviationOnset> list;
   double largest_before = 0.0;
+  bool any_over = false, onset_listed = false;
   for (const ModuleErrors& errors : errors_) {
     const double error =
         errors.non_finite ? std::numeric_limits<double>::infinity() : errors.rel_l2;
-    const bool onset = list.empty() || error > kOnsetJump * largest_before;
+    const bool onset = !any_over || error > kOnsetJump * largest_before;
     largest_before = std::max(largest_before, error);
+    if (!over(errors)) continue;
+    any_over = true;
     const ModuleCall& call = calls[static_cast<size_t>(errors.call)];
-    if (!over(errors) || !passes(call.path)) continue;
-    if (!onset) {
+    const bool kept = passes(call.path);
+    if (onset) {
+      onset_listed = kept;
+      if (kept) {
+        list.push_back({call.path, call.class_name, finiteOrNone(errors.rel_l2),
+                        thresholds_.threshold[static_cast<size_t>(errors.call)], ratio(errors), 0});
+      }
+    } else if (onset_listed && kept) {
       ++list.back().downstream_over_threshold;
-      continue;
     }
-    list.push_back({call.path, call.class_name, finiteOrNone(errors.rel_l2),
-                    thresholds_.threshold[static_cast<size_t>(errors.call)], ratio(errors), 0});
   }
   return list;
 }

@@ -9,16 +9,30 @@
 namespace stickler::testing {
 
 std::string wrongScaleProfile(const std::string& module, const std::string& extends) {
-  const std::string path = ::testing::TempDir() + "fault-" + extends + "-" + module + ".json";
+  return scaledModulesProfile({module}, 3.0, extends);
+}
+
+std::string scaledModulesProfile(const std::vector<std::string>& modules, double factor,
+                                 const std::string& extends) {
+  std::string name = extends;
+  nlohmann::json faults = nlohmann::json::array();
+  for (const std::string& module : modules) {
+    name += "-" + module;
+    faults.push_back({{"id", "wrong-scale-" + std::to_string(faults.size() + 1)},
+                      {"match", {{"module", module}}},
+                      {"effect", {{"kind", "wrong_scale"}, {"factor", factor}}}});
+  }
+  for (char& c : name) {
+    if (c == '*' || c == '?' || c == '/') c = '_';
+  }
+  const std::string path =
+      ::testing::TempDir() + "fault-" + name + "-x" + std::to_string(factor) + ".json";
   const nlohmann::json profile = {
       {"version", 1},
       {"extends", extends},
       {"name", "test-wrong-scale"},
-      {"description", "Test profile: one module's outputs come out three times too large."},
-      {"faults",
-       {{{"id", "wrong-scale"},
-         {"match", {{"module", module}}},
-         {"effect", {{"kind", "wrong_scale"}, {"factor", 3.0}}}}}}};
+      {"description", "Test profile: some modules' outputs come out too large."},
+      {"faults", faults}};
   std::ofstream(path) << profile.dump(2);
   return path;
 }

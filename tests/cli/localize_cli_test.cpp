@@ -49,6 +49,15 @@ TEST_P(LocalizeFamily, NamesTheCorruptedModuleAndConfirmsIt) {
   const int64_t target = static_cast<int64_t>(std::ceil(std::log2(units))) + 4;
   EXPECT_EQ(report["device_run_target"], target);
   EXPECT_LE(report["device_runs"].get<int64_t>(), target);
+  // No more runs than the search made before minimal sets and budgets: two for determinism,
+  // a bisection to the culprit's position, the culprit alone and everything but it.
+  const int64_t culprit = report["culprit"]["position"].get<int64_t>() - 1;
+  int64_t before = 4;
+  for (int64_t pass = 0, fail = units; fail - pass > 1; ++before) {
+    const int64_t middle = pass + (fail - pass) / 2;
+    (culprit < middle ? fail : pass) = middle;
+  }
+  EXPECT_LE(report["device_runs"].get<int64_t>(), before);
   EXPECT_EQ(report["runs"].size(), report["device_runs"].get<size_t>());
   // Compared in lockstep with the reference, the culprit is far over its derived threshold.
   EXPECT_EQ(report["culprit"]["deviation"]["over_threshold"], true) << report["culprit"].dump();

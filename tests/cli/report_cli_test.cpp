@@ -1,6 +1,6 @@
 // Reports on the command line: diagnose and localize save theirs (JSON, and HTML / JUnit on
 // request), `stickler report` serves them back; diagnose's numerics mode and its ranking across
-// models; and a failure that needs several modules together, found end to end.
+// models (a failure that needs several modules together: localize_causes_test.cpp).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,7 +10,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/build_paths.h"
 #include "tests/cli/cli_runner.h"
 #include "tests/cli/fault_profiles.h"
 #include "tests/unit/zoo.h"
@@ -31,31 +30,8 @@ std::string readFile(const std::string& path) {
   return text.str();
 }
 
-std::string testProfile(const std::string& name) {
-  return std::string(testing::kTestProfiles) + "/" + name;
-}
-
 std::string scratch(const std::string& name) {
   return ::testing::TempDir() + "report-cli-" + std::to_string(::getpid()) + "-" + name;
-}
-
-TEST(ReportCli, AFailureNeedingSeveralModulesIsReportedAsSuch) {
-  // The fused add + layer_norm kernel is faulty: vit-tiny's first layer norm fails only when
-  // the embeddings' add runs on the device with it, in one kernel. No single module is the
-  // cause, and localization says so instead of blaming one.
-  const Result result = stickler({"localize", zooPath("vit-tiny.pt"), "--profile",
-                                  testProfile("layernorm-after-add.json"), "--json"});
-  ASSERT_EQ(result.status, 0) << result.err;
-  const json report = json::parse(result.out);
-  ASSERT_EQ(report["status"], "needs_several") << report.dump(2);
-  EXPECT_EQ(report["culprit"]["module"], "encoder.layer.0.layernorm_before");
-  EXPECT_EQ(report["confirmation"]["alone_on_device"], "pass");
-  EXPECT_FALSE(report["confirmation"]["confirmed"]);
-  std::vector<std::string> together;
-  for (const auto& module : report["together"]) together.push_back(module["module"]);
-  ASSERT_GE(together.size(), 2u);
-  EXPECT_EQ(together.front(), "embeddings");
-  EXPECT_EQ(together.back(), "encoder.layer.0.layernorm_before");
 }
 
 TEST(ReportCli, LocalizeSavesItsReportAndWritesHtmlAndJunit) {

@@ -539,5 +539,27 @@ TEST_F(McpServerTest, ADecodeOfASessionAdaptedModelGoesThroughAdaptModel) {
       << step_took.dump();
 }
 
+// all_causes and max_runs over MCP: the fused add + layer_norm fault fails vit-tiny in five
+// pairs of modules; 20 runs name the first pair, confirmed, and stop before the second is.
+TEST_F(McpServerTest, LocalizeNamesCausesWithinItsRunBudget) {
+  initialize();
+  const json result = call("localize_divergence", {{"model", "vit-tiny.pt"},
+                                                   {"profile", "layernorm-after-add.json"},
+                                                   {"all_causes", true},
+                                                   {"max_runs", 20}});
+  ASSERT_FALSE(result.at("isError")) << result.dump();
+  const json& report = result.at("structuredContent");
+  ASSERT_EQ(report.at("status"), "budget_exhausted") << report.dump(1);
+  EXPECT_TRUE(report.at("all_causes"));
+  EXPECT_EQ(report.at("budget").at("max_runs"), 20);
+  EXPECT_LE(report.at("device_runs").get<int64_t>(), 20);
+  ASSERT_GE(report.at("causes").size(), 1u);
+  const json& first = report.at("causes").at(0);
+  EXPECT_EQ(first.at("modules").at(0).at("module"), "embeddings");
+  EXPECT_EQ(first.at("modules").at(1).at("module"), "encoder.layer.0.layernorm_before");
+  EXPECT_TRUE(first.at("confirmation").at("confirmed"));
+  EXPECT_FALSE(report.at("budget").at("undecided").at("modules").empty());
+}
+
 }  // namespace
 }  // namespace stickler

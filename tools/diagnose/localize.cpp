@@ -36,6 +36,13 @@ json run(const json& input, OperationContext& context) {
   options.control = context.task();
   options.passes = input.value("passes", false);
   options.thresholds = thresholdSettings(input);
+  options.all_causes = input.value("all_causes", false);
+  options.max_runs = input.value("max_runs", int64_t{0});
+  if (options.passes && (options.all_causes || options.max_runs > 0)) {
+    throw UserError(
+        "passes bisects the pass applications, once: all_causes and max_runs apply to the "
+        "search over modules");
+  }
   const int64_t decode_steps = input.value("decode", int64_t{0});
   json decode;
   std::shared_ptr<const LoadedModel> model;
@@ -98,10 +105,37 @@ std::string renderText(const json& report) {
             culprit["into_op"].get<std::string>() + " (" +
             culprit["into_module"].get<std::string>() + ")\n";
   }
-  if (report.contains("together")) {
-    text += "fails only together:";
-    for (const auto& module : report["together"]) {
-      text += " " + module["module"].get<std::string>();
+  if (report.contains("causes") && !report["causes"].empty() &&
+      (report["causes"].size() > 1 || report["status"] != "localized")) {
+    text += "\ncauses, in the order found:\n";
+    int64_t number = 0;
+    for (const auto& cause : report["causes"]) {
+      text += "  " + std::to_string(++number) + ".";
+      for (const auto& module : cause["modules"]) text += " " + module["module"].get<std::string>();
+      const json& confirmation = cause["confirmation"];
+      text += std::string(cause["kind"] == "together" ? " (only together)" : "") + ": alone " +
+              confirmation["alone_on_device"].get<std::string>();
+      for (const auto& without : confirmation["without_each"]) {
+        text += ", without " + without["module"].get<std::string>() + " " +
+                without["verdict"].get<std::string>();
+      }
+      text += ", everything else " + confirmation["everything_else_on_device"].get<std::string>() +
+              (confirmation["confirmed"].get<bool>() ? " (confirmed" : " (NOT confirmed") + "; " +
+              std::to_string(cause["runs"].get<int64_t>()) + " runs from run " +
+              std::to_string(cause["first_run"].get<int64_t>()) + ")\n";
+      if (cause.contains("span")) {
+        text += "     within " + std::to_string(cause["span"]["modules"].get<int64_t>()) +
+                " consecutive modules, " + cause["span"]["from"].get<std::string>() + " to " +
+                cause["span"]["to"].get<std::string>() + "\n";
+      }
+    }
+  }
+  if (report.contains("budget") && report["budget"]["exhausted"].get<bool>()) {
+    const json& budget = report["budget"];
+    text += "\nrun budget of " + std::to_string(budget["max_runs"].get<int64_t>()) +
+            " spent; undecided: " + budget["undecided"]["reason"].get<std::string>();
+    for (const auto& module : budget["undecided"]["modules"]) {
+      text += "\n  " + module.get<std::string>();
     }
     text += "\n";
   }
@@ -131,7 +165,9 @@ Operation makeLocalizeDivergenceOperation() {
       "device, the rest on the CPU reference), then confirmation (the module alone on the "
       "device fails; everything but it on the device passes). Reports the culprit with its "
       "class and operators, or the modules that fail only together, and every device run "
-      "(at most ceil(log2 M) + 4 for M modules and one culprit). With adapt, the catalog's "
+      "(at most ceil(log2 M) + 4 for M modules and one culprit). Modules that fail only together "
+      "are narrowed to a minimal set, each member confirmed; with all_causes every cause is "
+      "named, within max_runs. With adapt, the catalog's "
       "adapters for the model and profile are applied first, without changing the session. "
       "The report is saved (report_id; get_report serves it as JSON, HTML or JUnit).";
   json schema = {
@@ -147,6 +183,22 @@ Operation makeLocalizeDivergenceOperation() {
        "Bisect the lowering's pass applications (fusions) instead of the modules: the whole "
        "model runs on the device with only the first N applications, like LLVM's "
        "-opt-bisect-limit, and the first application that makes the model fail is named."}};
+  schema["properties"]["all_causes"] = {
+      {"type", "boolean"},
+      {"default", false},
+      {"description",
+       "Name every cause, not only the first: each cause found (one module, or a minimal set "
+       "of modules that fail only together) is kept on the CPU reference and the modules left "
+       "are searched again, until they pass on the device. Each cause comes with its "
+       "confirmation runs, in the order found."}};
+  schema["properties"]["max_runs"] = {
+      {"type", "integer"},
+      {"minimum", 3},
+      {"maximum", 100000},
+      {"description",
+       "At most this many device runs in all (the two determinism runs included); the report "
+       "says what was left undecided when they ran out. Default: four times the single-cause "
+       "target, 4 * (ceil(log2 M) + 4) for M modules."}};
   schema["properties"]["decode"] = {
       {"type", "integer"},
       {"minimum", 0},
@@ -161,19 +213,22 @@ Operation makeLocalizeDivergenceOperation() {
   schema["properties"]["html"] = htmlReportField();
   schema["properties"]["junit"] = junitReportField();
   operation.input_schema = schema;
-  operation.output_schema = {{"type", "object"},
-                             {"properties",
-                              {{"schema", {{"const", "stickler.localize"}}},
-                               {"status",
-                                {{"enum",
-                                  {"localized", "localized_with_other_causes", "needs_several",
-                                   "passes", "nondeterministic", "blocked", "pass_localized",
-                                   "no_pass_applications", "fails_without_passes"}}}},
-                               {"summary", {{"type", "string"}}},
-                               {"culprit", {{"type", "object"}}},
-                               {"decode", {{"type", "object"}}},
-                               {"device_runs", {{"type", "integer"}}}}},
-                             {"required", {"schema", "status", "summary"}}};
+  operation.output_schema = {
+      {"type", "object"},
+      {"properties",
+       {{"schema", {{"const", "stickler.localize"}}},
+        {"status",
+         {{"enum",
+           {"localized", "localized_with_other_causes", "needs_several", "several_causes",
+            "budget_exhausted", "passes", "nondeterministic", "blocked", "pass_localized",
+            "no_pass_applications", "fails_without_passes"}}}},
+        {"summary", {{"type", "string"}}},
+        {"culprit", {{"type", "object"}}},
+        {"causes", {{"type", "array"}}},
+        {"budget", {{"type", "object"}}},
+        {"decode", {{"type", "object"}}},
+        {"device_runs", {{"type", "integer"}}}}},
+      {"required", {"schema", "status", "summary"}}};
   operation.annotations = {.read_only = false, .destructive = false, .idempotent = true};
   operation.cli = {"localize", {"model"}, {{"inputs", "input"}, {"timeout_seconds", "timeout"}}};
   operation.run = run;

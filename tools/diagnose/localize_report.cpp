@@ -70,6 +70,61 @@ json deviationToJson(const std::optional<UnitDeviation>& deviation) {
           {"over_threshold", deviation->over_threshold}};
 }
 
+json causesToJson(const std::vector<LocalizedCause>& causes) {
+  json list = json::array();
+  for (const LocalizedCause& cause : causes) {
+    json modules = json::array();
+    json without_each = json::array();
+    for (size_t i = 0; i < cause.units.size(); ++i) {
+      json unit = unitToJson(cause.units[i]);
+      unit["deviation"] = deviationToJson(cause.units[i].deviation);
+      modules.push_back(std::move(unit));
+      if (i < cause.without_each.size()) {
+        without_each.push_back({{"module", cause.units[i].module},
+                                {"verdict", runVerdictName(cause.without_each[i])}});
+      }
+    }
+    json entry{{"kind", cause.units.size() > 1 ? "together" : "module"},
+               {"modules", modules},
+               {"confirmation",
+                {{"alone_on_device", runVerdictName(cause.alone_verdict)},
+                 {"without_each", without_each},
+                 {"everything_else_on_device", runVerdictName(cause.rest_verdict)},
+                 {"confirmed", cause.confirmed}}},
+               {"first_run", cause.first_run},
+               {"runs", cause.runs}};
+    if (cause.units.size() > 1) {
+      // The consecutive modules from its first member to its last: context, not the cause.
+      entry["span"] = {{"from", cause.units.front().module},
+                       {"to", cause.units.back().module},
+                       {"modules", cause.units.back().position - cause.units.front().position + 1}};
+    }
+    list.push_back(std::move(entry));
+  }
+  return list;
+}
+
+json budgetToJson(const RunBudget& budget, size_t runs) {
+  json entry{{"max_runs", budget.max_runs},
+             {"default", budget.by_default},
+             {"runs", runs},
+             {"exhausted", budget.exhausted}};
+  if (budget.exhausted) {
+    entry["undecided"] = {{"reason", budget.undecided}, {"modules", budget.undecided_modules}};
+  }
+  return entry;
+}
+
+// "a", "a and b", "a, b and c": a cause's modules.
+std::string causeText(const LocalizedCause& cause) {
+  std::string text;
+  for (size_t i = 0; i < cause.units.size(); ++i) {
+    if (i > 0) text += i + 1 == cause.units.size() ? " and " : ", ";
+    text += cause.units[i].module;
+  }
+  return cause.units.size() > 1 ? text + " together" : text;
+}
+
 json runsToJson(const std::vector<DeviceTrial>& runs) {
   json list = json::array();
   for (const DeviceTrial& run : runs) {
@@ -135,16 +190,48 @@ std::string summaryOf(const LocalizationResult& result) {
                   ? " (" + absorbedCount(result.absorbed) + ")"
                   : std::string());
     case LocalizeStatus::kNeedsSeveral: {
-      const auto& together = result.together.value();
-      return culprit + " fails the model only together with the " +
-             std::to_string(together.size() - 1) + " module(s) before it, from " +
-             together.front().module + ": no single module is the cause";
+      const LocalizedCause& cause = result.causes.value().front();
+      return causeText(cause) + " fail the model only together: a minimal set of " +
+             std::to_string(cause.units.size()) + " modules (together on the device the model " +
+             verb(cause.alone_verdict) + ", without any one of them it passes" +
+             (cause.confirmed ? "" : ", not confirmed") + ")" +
+             (cause.rest_verdict == RunVerdict::kPass
+                  ? std::string()
+                  : "; the model still " + verb(cause.rest_verdict) +
+                        " without them: another cause remains (all_causes finds every one)");
+    }
+    case LocalizeStatus::kSeveralCauses: {
+      const auto& causes = result.causes.value();
+      std::string listed;
+      for (size_t i = 0; i < causes.size(); ++i) {
+        listed += (i > 0 ? "; " : "") + std::to_string(i + 1) + ". " + causeText(causes[i]);
+      }
+      return std::to_string(causes.size()) +
+             " causes, each failing the model on the device while the ones before it ran on "
+             "the CPU: " +
+             listed + "; with all of them on the CPU the model passes";
+    }
+    case LocalizeStatus::kBudgetExhausted: {
+      const RunBudget& budget = result.budget.value();
+      const size_t found = result.causes ? result.causes->size() : 0;
+      std::string text =
+          "the run budget (" + std::to_string(budget.max_runs) + " device runs) ended the search ";
+      if (found == 0) {
+        text += "before a cause was confirmed";
+      } else {
+        text += "after " + std::to_string(found) + " cause(s) (";
+        for (size_t i = 0; i < found; ++i) {
+          text += (i > 0 ? "; " : "") + causeText((*result.causes)[i]);
+        }
+        text += ")";
+      }
+      return text + "; undecided: " + budget.undecided + "; raise max_runs to go on";
     }
     case LocalizeStatus::kLocalizedWithOtherCauses:
       return culprit + " fails the model alone on the device, but the model still " +
              verb(result.rest_verdict) +
-             " without it: another module fails as well; run again with this one fixed or "
-             "adapted";
+             " without it: another module fails as well; localize with all_causes to name every "
+             "cause, or run again with this one fixed or adapted";
     case LocalizeStatus::kLocalized:
       return culprit + " (" + result.culprit->module_class +
              ") flips the end-to-end verdict: alone on the device the model " +
@@ -216,6 +303,11 @@ json localizeReport(const LocalizationResult& result) {
     json together = json::array();
     for (const LocalizationUnit& unit : *result.together) together.push_back(unitToJson(unit));
     report["together"] = together;
+  }
+  if (result.causes) report["causes"] = causesToJson(*result.causes);
+  if (result.budget) {
+    report["all_causes"] = result.all_causes;
+    report["budget"] = budgetToJson(*result.budget, result.runs.size());
   }
   if (result.pass_applications) report["pass_applications"] = *result.pass_applications;
   if (const auto& pass = result.pass_culprit) {

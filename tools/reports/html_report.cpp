@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "tools/reports/causes_section.h"
 #include "tools/reports/decode_chart.h"
 #include "tools/reports/html_page.h"
 #include "tools/reports/report_outcome.h"
@@ -14,12 +15,6 @@ namespace stickler {
 namespace {
 
 using nlohmann::json;
-
-std::string count(const json& object, const char* key) {
-  return object.contains(key) && object[key].is_number_integer()
-             ? std::to_string(object[key].get<int64_t>())
-             : "?";
-}
 
 // The module calls' paths use "" for the forward's own operators; reports say "<root>".
 std::string moduleName(const json& entry) {
@@ -85,8 +80,13 @@ std::string triage(const json& report, const ReportOutcome& outcome) {
                        " deviation(s) absorbed downstream: over threshold, yet not the cause");
   }
   if (report.contains("device_runs")) {
-    items.emplace_back(count(report, "device_runs") + " device run(s), target at most " +
-                       count(report, "device_run_target"));
+    items.emplace_back(integerField(report, "device_runs") + " device run(s), target at most " +
+                       integerField(report, "device_run_target"));
+  }
+  if (report.contains("budget") && report["budget"].is_object() &&
+      report["budget"].value("exhausted", false)) {
+    items.emplace_back("the run budget of " + integerField(report["budget"], "max_runs") +
+                       " device runs ended the search before it was decided (see Causes)");
   }
   if (report.contains("determinism") && report["determinism"].is_object()) {
     items.emplace_back(report["determinism"].value("deterministic", false)
@@ -133,16 +133,17 @@ std::string culprit(const json& report) {
   if (report.contains("culprit") && report["culprit"].is_object()) {
     const json& found = report["culprit"];
     const std::string status = stringField(report, "status");
-    const std::string title =
-        status == "needs_several"                 ? "Fails only together with the modules before it"
-        : status == "localized_with_other_causes" ? "Causal culprit (and other causes)"
-                                                  : "Causal culprit";
+    std::string title = "Causal culprit";
+    if (status == "needs_several") title = "Fails only together with other modules";
+    if (status == "localized_with_other_causes") title = "Causal culprit (and other causes)";
+    if (status == "several_causes") title = "The first of several causes";
+    if (status == "budget_exhausted") title = "The first cause (the run budget ended the search)";
     section = "<section id=\"culprit\" class=\"callout\">\n<h2>" + title +
               "</h2>\n<p><code "
               "id=\"culprit-module\">" +
               escapeMarkup(stringField(found, "module")) + "</code> (" +
               escapeMarkup(stringField(found, "module_class")) + "), module " +
-              count(found, "position") + " of " + count(report, "units") +
+              integerField(found, "position") + " of " + integerField(report, "units") +
               " in execution order.</p>\n";
     if (report.contains("confirmation")) {
       const json& confirmation = report["confirmation"];
@@ -163,7 +164,7 @@ std::string culprit(const json& report) {
                  "&times; the emulated format's).</p>\n";
     }
     if (report.contains("together")) {
-      section += "<p>It fails the model only together with:";
+      section += "<p>The minimal set that fails the model only together:";
       for (const auto& module : report["together"])
         section += " <code>" + escapeMarkup(stringField(module, "module")) + "</code>";
       section += "</p>\n";
@@ -185,7 +186,7 @@ std::string culprit(const json& report) {
     const json& found = report["pass_culprit"];
     return "<section id=\"culprit\" class=\"callout\">\n<h2>Culprit pass application</h2>\n<p>" +
            escapeMarkup(stringField(found, "pass")) + " application " +
-           count(found, "application") + " of " + count(report, "pass_applications") +
+           integerField(found, "application") + " of " + integerField(report, "pass_applications") +
            ": <code id=\"culprit-module\">" + escapeMarkup(stringField(found, "op")) +
            "</code> in <code>" + escapeMarkup(stringField(found, "module")) +
            "</code> into the kernel of <code>" + escapeMarkup(stringField(found, "into_op")) +
@@ -284,7 +285,7 @@ std::string chart(const json& report) {
       metricText(report["numerics"]["thresholds"].value("margin", json())) + "&times; the " +
       metricText(report["numerics"]["thresholds"].value("percentile", json())) +
       " percentile of the emulated format's error over " +
-      count(report["numerics"]["thresholds"], "input_sets") + " input set(s).</p>\n";
+      integerField(report["numerics"]["thresholds"], "input_sets") + " input set(s).</p>\n";
   section +=
       "<p class=\"legend\"><span><i class=\"swatch\" style=\"background:#7a9cc6\"></i>within "
       "threshold</span><span><i class=\"swatch\" style=\"background:#e08a2c\"></i>over "
@@ -301,7 +302,7 @@ std::string decodeSection(const json& report) {
   const json& localized = decode.value("localized_step", json());
   std::string section =
       "<section id=\"decode\">\n<h2>Decode, step by step</h2>\n<p>The prefill and " +
-      count(decode, "steps") +
+      integerField(decode, "steps") +
       " greedy step(s) on the device and on the CPU reference, the reference's token fed to "
       "both. " +
       (localized.is_number()
@@ -330,7 +331,7 @@ std::string absorbedTable(const json& report) {
                metricText(entry["rel_l2"]) + "</td><td class=\"num\">" +
                metricText(entry["threshold"]) + "</td><td class=\"num\">" +
                metricText(entry["ratio_to_emulated"]) + "</td><td class=\"num\">" +
-               count(entry, "downstream_over_threshold") + "</td></tr>\n";
+               integerField(entry, "downstream_over_threshold") + "</td></tr>\n";
   }
   return section + "</table>\n</section>\n";
 }
@@ -394,8 +395,8 @@ std::string rankingTable(const json& report) {
     return names;
   };
   for (const auto& entry : report["ranking"]) {
-    section += "<tr><td class=\"num\">" + count(entry, "models_blocked") +
-               "</td><td class=\"num\">" + count(entry, "occurrences") + "</td><td>" +
+    section += "<tr><td class=\"num\">" + integerField(entry, "models_blocked") +
+               "</td><td class=\"num\">" + integerField(entry, "occurrences") + "</td><td>" +
                escapeMarkup(stringField(entry, "rule")) + "</td><td><code>" +
                escapeMarkup(stringField(entry, "op")) + "</code></td><td>" +
                escapeMarkup(joined(entry["models"])) + "</td><td>" +
@@ -435,6 +436,7 @@ std::string renderHtmlReport(const json& report) {
   std::string body = header(report, outcome);
   body += triage(report, outcome);
   body += culprit(report);
+  body += causesSection(report);
   body += compilerFailure(report);
   body += decodeSection(report);
   body += chart(report);
@@ -444,7 +446,7 @@ std::string renderHtmlReport(const json& report) {
   body += runsTable(report);
   body += embeddedJson(report);
   body += "<footer><p class=\"mono\">" + escapeMarkup(stringField(report, "schema")) + " version " +
-          count(report, "version") + "</p></footer>\n";
+          integerField(report, "version") + "</p></footer>\n";
   return renderHtmlPage({.title = "Stickler " + outcome.kind + ": " + outcome.model + " on " +
                                   outcome.target + " (" + outcome.status + ")",
                          .style = std::string(kDocumentStyle) + kStyle + kDecodeChartStyle,

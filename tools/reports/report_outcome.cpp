@@ -56,6 +56,12 @@ std::string stringField(const json& object, const char* key) {
              : std::string();
 }
 
+std::string integerField(const nlohmann::json& object, const char* key) {
+  return object.is_object() && object.contains(key) && object[key].is_number_integer()
+             ? std::to_string(object[key].get<int64_t>())
+             : "?";
+}
+
 ReportOutcome reportOutcome(const json& report) {
   ReportOutcome outcome;
   outcome.kind = reportKind(report);

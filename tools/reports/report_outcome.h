@@ -23,4 +23,7 @@ ReportOutcome reportOutcome(const nlohmann::json& report);
 // have been edited by hand).
 std::string stringField(const nlohmann::json& object, const char* key);
 
+// object[key] as decimal text when it is an integer, else "?".
+std::string integerField(const nlohmann::json& object, const char* key);
+
 }  // namespace stickler

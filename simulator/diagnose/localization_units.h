@@ -1,0 +1,42 @@
+// The units of causal localization: the modules whose own operators run on the device (children
+// not included), in the order their first operator executes. A module that only passes its input
+// through (dropout in inference) is no unit of its own: it rides with the unit before it, so that
+// a kernel fused across it (an add, the dropout, a layer_norm) is placed whole in a hybrid run,
+// and it is never named as a cause it cannot be.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace torch::jit {
+struct Graph;
+}  // namespace torch::jit
+
+namespace stickler {
+
+struct LoweringResult;
+
+class LocalizationUnits {
+ public:
+  LocalizationUnits() = default;
+  LocalizationUnits(const torch::jit::Graph& graph, const LoweringResult& lowering);
+
+  // Module paths, in execution order.
+  const std::vector<std::string>& paths() const { return paths_; }
+  size_t size() const { return paths_.size(); }
+
+  // What a hybrid run puts on the device for these units: each, and the modules riding with it.
+  std::vector<std::string> placed(const std::vector<std::string>& units) const;
+
+  // A unit's device operators, its riders' included, counted by kind.
+  std::map<std::string, int64_t> opsOf(const std::string& unit) const;
+
+ private:
+  std::vector<std::string> paths_;
+  std::map<std::string, std::map<std::string, int64_t>> ops_;  // each module's own
+  std::map<std::string, std::vector<std::string>> riders_;
+};
+
+}  // namespace stickler

@@ -1,0 +1,185 @@
+// `stickler localize` when one module is not the whole story: modules that fail only together
+// are narrowed to a minimal set, with the runs that confirm it; --all-causes names every cause
+// one after another; --max-runs bounds the search and says what it left undecided.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_runner.h"
+#include "tests/cli/fault_profiles.h"
+#include "tests/unit/synthetic_models.h"
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+using nlohmann::json;
+using testing::Result;
+using testing::scaledModulesProfile;
+using testing::stickler;
+using testing::zooPath;
+
+json localize(const std::vector<std::string>& args) {
+  const Result result = stickler(args);
+  EXPECT_EQ(result.status, 0) << result.err;
+  return json::parse(result.out);
+}
+
+std::vector<std::string> modulesOf(const json& cause) {
+  std::vector<std::string> modules;
+  for (const auto& module : cause["modules"]) modules.push_back(module["module"]);
+  return modules;
+}
+
+// The run the report lists under `label`, or null.
+json runLabelled(const json& report, const std::string& label) {
+  for (const auto& run : report["runs"]) {
+    if (run["device"] == label) return run;
+  }
+  return nullptr;
+}
+
+TEST(LocalizeCauses, TwoInteractingFaultsAreNamedAsExactlyThoseTwo) {
+  // Both layers' output projections 2.4 times too large: either alone costs the output about
+  // 0.0007 of cosine (the bar is 0.001), both together about 0.0013. The two are 13 modules
+  // apart in execution order; the answer is the two, not the 13.
+  const std::string html = ::testing::TempDir() + "causes-" + std::to_string(::getpid()) + ".html";
+  const std::vector<std::string> faulty = {"encoder.layer.0.output.dense",
+                                           "encoder.layer.1.output.dense"};
+  const json report =
+      localize({"localize", zooPath("bert-tiny.pt"), "--profile", scaledModulesProfile(faulty, 2.4),
+                "--adapt", "--html", html, "--json"});
+  ASSERT_EQ(report["status"], "needs_several") << report.dump(2);
+  ASSERT_EQ(report["causes"].size(), 1u) << report["causes"].dump(2);
+  const json& cause = report["causes"][0];
+  EXPECT_EQ(cause["kind"], "together");
+  EXPECT_EQ(modulesOf(cause), faulty);
+  std::vector<std::string> together;
+  for (const auto& module : report["together"]) together.push_back(module["module"]);
+  EXPECT_EQ(together, faulty);
+  EXPECT_EQ(report["culprit"]["module"], faulty[1]);  // the one that completes the failure
+
+  // Confirmed by its own runs, each in the report's list: the two fail together, each alone
+  // passes, and everything else on the device passes.
+  const json& confirmation = cause["confirmation"];
+  EXPECT_EQ(confirmation["alone_on_device"], "fail");
+  ASSERT_EQ(confirmation["without_each"].size(), 2u);
+  for (const auto& without : confirmation["without_each"]) EXPECT_EQ(without["verdict"], "pass");
+  EXPECT_EQ(confirmation["everything_else_on_device"], "pass");
+  EXPECT_TRUE(confirmation["confirmed"]);
+  EXPECT_EQ(runLabelled(report, "only " + faulty[0] + " and " + faulty[1])["verdict"], "fail");
+  EXPECT_EQ(runLabelled(report, "only " + faulty[0])["verdict"], "pass");
+  EXPECT_EQ(runLabelled(report, "only " + faulty[1])["verdict"], "pass");
+  EXPECT_EQ(runLabelled(report, "everything but " + faulty[0] + " and " + faulty[1])["verdict"],
+            "pass");
+  // The cause's runs are the report's runs after the two determinism runs, all of them.
+  EXPECT_EQ(cause["first_run"], 3);
+  EXPECT_EQ(cause["first_run"].get<int64_t>() + cause["runs"].get<int64_t>() - 1,
+            report["device_runs"].get<int64_t>());
+  // The consecutive run from one to the other stays as context.
+  EXPECT_EQ(cause["span"]["from"], faulty[0]);
+  EXPECT_EQ(cause["span"]["to"], faulty[1]);
+  EXPECT_GT(cause["span"]["modules"].get<int64_t>(), 10);
+  // Neither member is reported as an absorbed deviation, nor is what carries theirs.
+  EXPECT_TRUE(report["absorbed"].empty()) << report["absorbed"].dump(2);
+  EXPECT_LE(report["device_runs"].get<int64_t>(), report["budget"]["max_runs"].get<int64_t>());
+
+  std::stringstream page;
+  page << std::ifstream(html).rdbuf();
+  EXPECT_NE(page.str().find("<section id=\"causes\">"), std::string::npos);
+  EXPECT_NE(page.str().find("<tr class=\"cause-row\" data-cause=\"1\"><td class=\"num\">1</td><td>"
+                            "<code>encoder.layer.0.output.dense</code> "
+                            "<code>encoder.layer.1.output.dense</code>"),
+            std::string::npos);
+}
+
+TEST(LocalizeCauses, AFusedAddAndLayerNormAreNamedAsExactlyTheTwoModules) {
+  // The fused add + layer_norm kernel is faulty: vit-tiny's first layer norm fails only when
+  // the embeddings' add runs on the device with it, in one kernel. The dropout between them
+  // passes its input through and rides with the embeddings: it is never named.
+  const json report = localize({"localize", zooPath("vit-tiny.pt"), "--profile",
+                                testing::testProfile("layernorm-after-add.json"), "--json"});
+  ASSERT_EQ(report["status"], "needs_several") << report.dump(2);
+  EXPECT_EQ(modulesOf(report["causes"][0]),
+            (std::vector<std::string>{"embeddings", "encoder.layer.0.layernorm_before"}));
+  EXPECT_TRUE(report["causes"][0]["confirmation"]["confirmed"]);
+  EXPECT_EQ(report["confirmation"]["alone_on_device"], "pass");  // the layer norm alone
+  // Every layer norm after an add fails the same way: the model still fails without these two.
+  EXPECT_EQ(report["causes"][0]["confirmation"]["everything_else_on_device"], "fail");
+  EXPECT_NE(report["summary"].get<std::string>().find("another cause remains"), std::string::npos);
+  EXPECT_EQ(report["causes"][0]["modules"][0]["ops"].count("aten::dropout"), 1u)
+      << report["causes"][0]["modules"][0]["ops"].dump();
+}
+
+TEST(LocalizeCauses, AllCausesNamesEveryLayer) {
+  // The same fault in every one of 4 layers, each enough to fail the model: with
+  // --all-causes, each layer is named in turn, confirmed with the ones before it on the CPU.
+  for (const std::string glob :
+       {"model.layers.*.mlp.down_proj", "model.layers.*.post_attention_layernorm"}) {
+    const json report =
+        localize({"localize", zooPath("llama-4layer-outliers.pt"), "--profile",
+                  scaledModulesProfile({glob}, 3.0), "--adapt", "--all-causes", "--json"});
+    ASSERT_EQ(report["status"], "several_causes") << glob << "\n" << report.dump(2);
+    EXPECT_TRUE(report["all_causes"]);
+    ASSERT_EQ(report["causes"].size(), 4u) << glob;
+    for (size_t layer = 0; layer < 4; ++layer) {
+      const json& cause = report["causes"][layer];
+      std::string expected = glob;
+      expected.replace(expected.find('*'), 1, std::to_string(layer));
+      EXPECT_EQ(modulesOf(cause), std::vector<std::string>{expected});
+      EXPECT_EQ(cause["confirmation"]["alone_on_device"], "fail");
+      EXPECT_TRUE(cause["confirmation"]["confirmed"]);
+      // Only the last leaves nothing failing behind it.
+      EXPECT_EQ(cause["confirmation"]["everything_else_on_device"], layer == 3 ? "pass" : "fail");
+    }
+    EXPECT_FALSE(report["budget"]["exhausted"]);
+    EXPECT_TRUE(report["budget"]["default"]);
+    EXPECT_LE(report["device_runs"].get<int64_t>(), report["budget"]["max_runs"].get<int64_t>());
+  }
+}
+
+TEST(LocalizeCauses, TheRunBudgetIsRespectedAndReported) {
+  const std::string module = "transformer.h.0.mlp.c_proj";
+  const std::string profile = scaledModulesProfile({module}, 3.0);
+  const json report = localize({"localize", zooPath("gpt2-tiny.pt"), "--profile", profile,
+                                "--adapt", "--max-runs", "5", "--json"});
+  ASSERT_EQ(report["status"], "budget_exhausted") << report.dump(2);
+  EXPECT_EQ(report["device_runs"], 5);
+  EXPECT_EQ(report["runs"].size(), 5u);
+  EXPECT_EQ(report["budget"]["max_runs"], 5);
+  EXPECT_FALSE(report["budget"]["default"]);
+  EXPECT_TRUE(report["budget"]["exhausted"]);
+  EXPECT_TRUE(report["causes"].empty());
+  // Three bisection runs narrow 23 modules to a few; the faulty one is among them.
+  const json& undecided = report["budget"]["undecided"];
+  EXPECT_LT(undecided["modules"].size(), 6u) << undecided.dump(2);
+  EXPECT_NE(std::find(undecided["modules"].begin(), undecided["modules"].end(), module),
+            undecided["modules"].end())
+      << undecided.dump(2);
+
+  // The same search with the default budget goes to the end within it.
+  const json whole =
+      localize({"localize", zooPath("gpt2-tiny.pt"), "--profile", profile, "--adapt", "--json"});
+  ASSERT_EQ(whole["status"], "localized") << whole.dump(2);
+  EXPECT_FALSE(whole["budget"]["exhausted"]);
+  EXPECT_EQ(whole["budget"]["runs"], whole["device_runs"]);
+
+  // Too small a budget, or one for the pass bisection, is refused before any run.
+  const Result tiny =
+      stickler({"localize", zooPath("gpt2-tiny.pt"), "--profile", profile, "--max-runs", "2"});
+  EXPECT_EQ(tiny.status, 2);
+  EXPECT_NE(tiny.err.find("max_runs"), std::string::npos) << tiny.err;
+  const Result passes = stickler(
+      {"localize", zooPath("gpt2-tiny.pt"), "--profile", profile, "--passes", "--all-causes"});
+  EXPECT_EQ(passes.status, 2);
+  EXPECT_NE(passes.err.find("all_causes and max_runs apply to the search over modules"),
+            std::string::npos)
+      << passes.err;
+}
+
+}  // namespace
+}  // namespace stickler
