@@ -44,6 +44,10 @@ std::string ToolCallContext::resolvePath(const std::string& path) {
   return workspace_.resolve(path);
 }
 
+std::string ToolCallContext::resolveOutputPath(const std::string& path) {
+  return workspace_.resolveCreating(path);
+}
+
 bool ToolCallContext::clientSupports(const std::string& capability) const {
   return session_.client_capabilities.is_object() &&
          session_.client_capabilities.contains(capability);

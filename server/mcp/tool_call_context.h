@@ -25,6 +25,7 @@ class ToolCallContext : public OperationContext {
   TaskControl task() override;
   void log(const std::string& level, const std::string& message) override;
   std::string resolvePath(const std::string& path) override;
+  std::string resolveOutputPath(const std::string& path) override;
   ModelCache* models() override { return &session_.models; }
   AdapterStacks* adapterStacks() override { return &session_.adapter_stacks; }
   std::string workspaceRoot() override { return workspace_.roots().at(0); }

@@ -81,4 +81,40 @@ std::string Workspace::resolve(const std::string& path) const {
                   " outside the workspace (roots: " + roots + ")");
 }
 
+std::string Workspace::resolveCreating(const std::string& path) const {
+  if (path.empty()) throw UserError("an empty path");
+  if (path.find('\0') != std::string::npos) throw UserError("a path with a NUL byte");
+  const fs::path given(path);
+  std::error_code ec;
+  if (given.is_absolute() ? fs::exists(given.parent_path(), ec) : [&] {
+        for (const auto& root : roots_) {
+          if (fs::exists((fs::path(root) / given).parent_path(), ec)) return true;
+        }
+        return false;
+      }()) {
+    return resolve(path);
+  }
+  // A relative path that exists nowhere yet is made under the first root, as resolve says.
+  fs::path parent = (given.is_absolute() ? given : fs::path(roots_.front()) / given).parent_path();
+  for (const auto& part : given) {
+    if (part == "..") {
+      throw UserError("path '" + path +
+                      "': a folder that does not exist yet cannot be reached "
+                      "through '..'; name it plainly");
+    }
+  }
+  // The nearest folder that exists, resolved and confined like any path; the rest is made
+  // under it.
+  fs::path missing;
+  while (!fs::exists(parent, ec)) {
+    missing = parent.filename() / missing;
+    parent = parent.parent_path();
+  }
+  const fs::path base(resolve(parent.string()));
+  const fs::path folders = base / missing;
+  fs::create_directories(folders, ec);
+  if (ec) throw UserError("cannot create " + folders.string() + ": " + ec.message());
+  return resolve((folders / given.filename()).string());
+}
+
 }  // namespace stickler

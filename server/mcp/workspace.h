@@ -19,6 +19,11 @@ class Workspace {
   // result lies outside every root, naming where it leads.
   std::string resolve(const std::string& path) const;
 
+  // As resolve, for a file about to be written: folders missing on the way are created, once
+  // the nearest existing one is found inside a root. A missing folder is never reached through
+  // "..": the path must name it plainly.
+  std::string resolveCreating(const std::string& path) const;
+
   const std::vector<std::string>& roots() const { return roots_; }
 
  private:

@@ -35,7 +35,8 @@ std::vector<c10::IValue> unpickled(const std::string& bytes) {
 json placementToJson(const Placement& placement) {
   return {{"device_modules", placement.device_modules},
           {"host_modules", placement.host_modules},
-          {"own_nodes_only", placement.own_nodes_only}};
+          {"own_nodes_only", placement.own_nodes_only},
+          {"device_nodes", placement.device_nodes}};
 }
 
 Placement placementFromJson(const json& doc) {
@@ -43,6 +44,7 @@ Placement placementFromJson(const json& doc) {
   placement.device_modules = doc.at("device_modules").get<std::vector<std::string>>();
   placement.host_modules = doc.at("host_modules").get<std::vector<std::string>>();
   placement.own_nodes_only = doc.at("own_nodes_only").get<bool>();
+  placement.device_nodes = doc.at("device_nodes").get<std::vector<int64_t>>();
   return placement;
 }
 

@@ -15,6 +15,7 @@
 #include "simulator/diagnose/module_deviation.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
+#include "simulator/graph/node_info.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/phase_times.h"
 
@@ -91,6 +92,7 @@ class Localizer {
     notePhase("lowered the whole model", phaseClock() - start);
     if (!whole->ok()) return blocked(*whole);
     units_ = LocalizationUnits(*model_.graph, whole->lowering());
+    node_list_ = allNodes(*model_.graph);
     result_.units = static_cast<int64_t>(units_.size());
     const size_t applications = whole->lowering().pass_applications.size();
     result_.device_run_target = options_.passes ? passTarget(applications) : target();
@@ -197,16 +199,11 @@ class Localizer {
     std::vector<LocalizedCause> causes;
     for (const FoundCause& cause : found.causes) {
       LocalizedCause entry;
+      static_cast<CauseConfirmation&>(entry) = confirmationOf(cause, runs_before);
       for (size_t unit : cause.units) {
         entry.units.push_back(unitAt(unit));
         entry.units.back().deviation = deviation_->errorsOf(units_.paths()[unit]);
       }
-      entry.alone_verdict = cause.alone_verdict;
-      entry.without_each = cause.without_each;
-      entry.rest_verdict = cause.rest_verdict.value_or(RunVerdict::kFail);
-      entry.confirmed = cause.confirmed();
-      entry.first_run = static_cast<int64_t>(runs_before + cause.first_probe + 1);
-      entry.runs = static_cast<int64_t>(cause.probes);
       causes.push_back(std::move(entry));
     }
     result_.causes = std::move(causes);
@@ -227,12 +224,99 @@ class Localizer {
       if (first.isSet()) result_.together = result_.causes->front().units;
     }
     if (found.budget_exhausted) return finish(LocalizeStatus::kBudgetExhausted);
+    const FoundCause& first = found.causes.front();
+    if (options_.operators && !first.isSet()) {
+      localizeOperators(first.completing, result_.causes->front());
+    }
     if (found.causes.size() > 1) return finish(LocalizeStatus::kSeveralCauses);
-    const FoundCause& only = found.causes.front();
-    if (only.isSet()) return finish(LocalizeStatus::kNeedsSeveral);
-    return finish(only.rest_verdict == RunVerdict::kPass
+    if (first.isSet()) return finish(LocalizeStatus::kNeedsSeveral);
+    return finish(first.rest_verdict == RunVerdict::kPass
                       ? LocalizeStatus::kLocalized
                       : LocalizeStatus::kLocalizedWithOtherCauses);
+  }
+
+  static CauseConfirmation confirmationOf(const FoundCause& cause, size_t runs_before) {
+    CauseConfirmation confirmation;
+    confirmation.alone_verdict = cause.alone_verdict;
+    confirmation.without_each = cause.without_each;
+    confirmation.rest_verdict = cause.rest_verdict.value_or(RunVerdict::kFail);
+    confirmation.confirmed = cause.confirmed();
+    confirmation.first_run = static_cast<int64_t>(runs_before + cause.first_probe + 1);
+    confirmation.runs = static_cast<int64_t>(cause.probes);
+    return confirmation;
+  }
+
+  // The culprit module's own operators, searched as the modules were: each run puts some of
+  // them on the device (with the modules riding along), the rest of the model on the CPU
+  // reference. A culprit of one operator needs no run: the module's confirmation is its.
+  void localizeOperators(size_t culprit_index, const LocalizedCause& module) {
+    const std::string& culprit = units_.paths()[culprit_index];
+    const std::vector<int64_t>& nodes = units_.nodesOf(culprit);
+    OperatorCause found;
+    found.candidates = static_cast<int64_t>(nodes.size());
+    if (nodes.size() == 1) {
+      static_cast<CauseConfirmation&>(found) = module;
+      found.rest_verdict = RunVerdict::kPass;  // nothing else of it
+      found.runs = 0;
+      found.operators = {operatorAt(nodes.front())};
+      result_.culprit_operators = std::move(found);
+      return;
+    }
+    std::vector<std::string> names;
+    for (int64_t node : nodes) {
+      names.push_back(node_list_[static_cast<size_t>(node)]->kind().toQualString() +
+                      std::string(" (node ") + std::to_string(node) + ")");
+    }
+    RunBudget& budget = *result_.budget;
+    const std::string of = " of " + displayPath(culprit);
+    CausalSearchOptions search;
+    search.noun = "operator";
+    const int64_t left = budget.max_runs - static_cast<int64_t>(result_.runs.size());
+    search.max_probes = static_cast<size_t>(std::max<int64_t>(left, 0));
+    const size_t runs_before = result_.runs.size();
+    const CausalSearchResult ops = causalSearch(
+        names,
+        [&](const std::vector<size_t>& indices, const std::string& label) {
+          std::vector<int64_t> chosen;
+          for (size_t index : indices) chosen.push_back(nodes[index]);
+          return operatorTrial(culprit, chosen, label + of).verdict;
+        },
+        search);
+    if (ops.budget_exhausted || ops.causes.empty()) {
+      budget.exhausted = true;
+      budget.undecided = "the operators" + of + ": " + ops.undecided;
+      for (size_t index : ops.undecided_units) budget.undecided_operators.push_back(names[index]);
+      return;
+    }
+    const FoundCause& cause = ops.causes.front();
+    static_cast<CauseConfirmation&>(found) = confirmationOf(cause, runs_before);
+    for (size_t index : cause.units) found.operators.push_back(operatorAt(nodes[index]));
+    result_.culprit_operators = std::move(found);
+  }
+
+  LocalizedOperator operatorAt(int64_t position) const {
+    const torch::jit::Node* node = node_list_[static_cast<size_t>(position)];
+    LocalizedOperator op;
+    op.op = node->kind().toQualString();
+    op.node = position;
+    op.where = describeNode(*node, model_.modules);
+    if (const auto record = model_.records.find(node); record != model_.records.end()) {
+      op.inputs = record->second.inputs;
+      op.outputs = record->second.outputs;
+    }
+    op.cpu_fallback = units_.isCpuFallback(position);
+    return op;
+  }
+
+  Trial operatorTrial(const std::string& culprit, const std::vector<int64_t>& nodes,
+                      const std::string& what) {
+    announce(what);
+    Placement placement;
+    placement.device_modules = units_.ridersOf(culprit);
+    placement.device_nodes = nodes;
+    placement.own_nodes_only = true;
+    placement.host_modules = model_.host_modules;
+    return judged(deviceRun(placement, false, -1), 1, what);
   }
 
   // The whole model, but what adapters keep on the host.
@@ -286,7 +370,8 @@ class Localizer {
   Trial trial(const std::vector<std::string>& units, const std::string& what, bool whole = false,
               bool lockstep = false, int64_t pass_limit = -1) {
     announce(what);
-    return judged(deviceRun(placementOf(units, whole), lockstep, pass_limit), units, what, whole);
+    return judged(deviceRun(placementOf(units, whole), lockstep, pass_limit),
+                  static_cast<int64_t>(whole ? units_.size() : units.size()), what);
   }
 
   void announce(const std::string& what) {
@@ -330,8 +415,7 @@ class Localizer {
   }
 
   // The run's end-to-end verdict against the reference, noted among the runs.
-  Trial judged(std::optional<BackendRun> run, const std::vector<std::string>& units,
-               const std::string& what, bool whole) {
+  Trial judged(std::optional<BackendRun> run, int64_t modules_on_device, const std::string& what) {
     Trial result;
     double seconds = 0.0;
     if (!run || run->status == BackendRun::Status::kBlocked) {
@@ -351,8 +435,7 @@ class Localizer {
         result.message = run->message;
       }
     }
-    result_.runs.push_back({what, static_cast<int64_t>(whole ? units_.size() : units.size()),
-                            result.verdict, result.message, seconds});
+    result_.runs.push_back({what, modules_on_device, result.verdict, result.message, seconds});
     return result;
   }
 
@@ -363,6 +446,7 @@ class Localizer {
     unit.module_class = model_.modules.classOf(path);
     unit.position = static_cast<int64_t>(index + 1);
     unit.ops = units_.opsOf(path);
+    unit.cpu_fallback_ops = units_.cpuFallbackOpsOf(path);
     return unit;
   }
 
@@ -376,6 +460,7 @@ class Localizer {
   std::unique_ptr<Backend> backend_;
   std::vector<at::Tensor> reference_;
   LocalizationUnits units_;
+  std::vector<const torch::jit::Node*> node_list_;  // allNodes order: operators by position
   std::unique_ptr<ModuleDeviation> deviation_;
   LocalizationResult result_;
 };

@@ -30,6 +30,9 @@ struct LocalizeOptions {
   bool all_causes = false;
   // Device runs in all, the determinism runs included; 0: defaultRunBudget of the units.
   int64_t max_runs = 0;
+  // Within a single culprit module, search its own operators the same way for the one (or the
+  // set) that makes it fail.
+  bool operators = true;
 };
 
 // Four times the single-cause target (ceil(log2 M) + 4 runs for M units): room for a set of

@@ -97,18 +97,17 @@ class Search {
   }
 
   std::string modules(size_t count) const {
-    return std::to_string(count) + (round_ == 0 ? " modules" : " modules left");
+    return std::to_string(count) + " " + options_.noun + "s" + (round_ == 0 ? "" : " left");
   }
 
-  static std::string count(size_t modules) {
-    return std::to_string(modules) + (modules == 1 ? " module" : " modules");
+  std::string count(size_t units) const {
+    return std::to_string(units) + " " + options_.noun + (units == 1 ? "" : "s");
   }
 
   // "a, b and c"; a long list by its ends.
   std::string listed(const Units& units) const {
     if (units.size() > 4) {
-      return std::to_string(units.size()) + " modules from " + names_[units.front()] + " to " +
-             names_[units.back()];
+      return count(units.size()) + " from " + names_[units.front()] + " to " + names_[units.back()];
     }
     std::string text;
     for (size_t i = 0; i < units.size(); ++i) {
@@ -124,7 +123,8 @@ class Search {
     // The smallest failing prefix: `floor` of them pass, all of them fail.
     size_t pass = floor, fail = candidates.size();
     while (fail - pass > 1) {
-      pending("the module that completes the " + causeOrdinal() + " failure is one of these",
+      pending("the " + options_.noun + " that completes the " + causeOrdinal() +
+                  " failure is one of these",
               slice(candidates, pass, fail));
       const size_t middle = pass + (fail - pass) / 2;
       const bool failed =

@@ -32,6 +32,7 @@ using CausalProbe =
 struct CausalSearchOptions {
   bool all_causes = false;           // go on past the first cause until what is left passes
   std::optional<size_t> max_probes;  // none: no limit; the search stops (undecided) at this many
+  std::string noun = "module";       // what a unit is, in labels: "the first 3 of 7 modules"
 };
 
 // One cause, with the probes that confirm it.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "simulator/graph/model_identity.h"
+#include "simulator/graph/value_desc.h"
 #include "simulator/run/run_verdict.h"
 
 namespace stickler {
@@ -100,6 +101,7 @@ struct LocalizationUnit {
   std::string module_class;
   int64_t position = 0;  // 1-based, in execution order
   std::map<std::string, int64_t> ops;
+  std::map<std::string, int64_t> cpu_fallback_ops;  // those of `ops` run on the host CPU
   // The culprit only: its error in the whole-model run; none when it never finished.
   std::optional<UnitDeviation> deviation;
 };
@@ -113,16 +115,36 @@ struct DeviceTrial {
   double seconds = 0.0;  // the device run, as its caller waited for it (its host's included)
 };
 
-// A cause localizeDivergence found: one module, or a 1-minimal set of modules that fail only
-// together, with the runs that confirm it.
-struct LocalizedCause {
-  std::vector<LocalizationUnit> units;           // in execution order, each with its own deviation
+// The runs that confirm a cause (modules, or operators within the culprit module).
+struct CauseConfirmation {
   RunVerdict alone_verdict = RunVerdict::kFail;  // the cause alone on the device
-  std::vector<RunVerdict> without_each;          // a set: without units[i], the rest of it
-  RunVerdict rest_verdict = RunVerdict::kFail;   // the modules still searched, without it
+  std::vector<RunVerdict> without_each;          // a set: without member i, the rest of it
+  RunVerdict rest_verdict = RunVerdict::kFail;   // the units still searched, without it
   bool confirmed = false;  // alone it fails; a set: without any one member it passes
   int64_t first_run = 0;   // 1-based, among the report's runs
   int64_t runs = 0;        // spent finding and confirming it
+};
+
+// A cause localizeDivergence found: one module, or a 1-minimal set of modules that fail only
+// together.
+struct LocalizedCause : CauseConfirmation {
+  std::vector<LocalizationUnit> units;  // in execution order, each with its own deviation
+};
+
+// One operator of the culprit module, as the example run saw it.
+struct LocalizedOperator {
+  std::string op;     // "aten::bmm"
+  int64_t node = 0;   // its position in the graph's execution order
+  std::string where;  // "aten::bmm in h.0.self_attention (BloomAttention) at modeling_bloom.py:201"
+  std::vector<ValueDesc> inputs, outputs;
+  bool cpu_fallback = false;  // the device stack runs it on its host CPU
+};
+
+// Operator-level localization within the culprit module: its own device operators searched
+// the way modules are, the rest of the model on the CPU reference.
+struct OperatorCause : CauseConfirmation {
+  std::vector<LocalizedOperator> operators;  // one, or a minimal set, in execution order
+  int64_t candidates = 0;                    // the culprit's own device operators
 };
 
 // How many device runs localization may make, and what was left undecided when they ran out.
@@ -130,8 +152,9 @@ struct RunBudget {
   int64_t max_runs = 0;
   bool by_default = true;  // not asked for
   bool exhausted = false;
-  std::string undecided;                       // where the search was
-  std::vector<std::string> undecided_modules;  // the modules it was deciding among
+  std::string undecided;                         // where the search was
+  std::vector<std::string> undecided_modules;    // the modules it was deciding among
+  std::vector<std::string> undecided_operators;  // or the culprit's operators
 };
 
 struct PassCulprit {
@@ -161,6 +184,10 @@ struct LocalizationResult {
   std::optional<std::vector<LocalizationUnit>> together;  // kNeedsSeveral: the first cause's set
   bool all_causes = false;                                // asked to go on past the first cause
   std::optional<std::vector<LocalizedCause>> causes;      // in order of discovery
+  // The culprit's operator (or operators) that make it fail: searched when it has several, its
+  // only one otherwise; none when the culprit is no single module, or the budget ran out first
+  // (budget.undecided says so).
+  std::optional<OperatorCause> culprit_operators;
   std::optional<RunBudget> budget;
   std::optional<int64_t> pass_applications;
   std::optional<PassCulprit> pass_culprit;

@@ -26,12 +26,19 @@ LocalizationUnits::LocalizationUnits(const torch::jit::Graph& graph,
                                      const LoweringResult& lowering) {
   std::vector<std::string> modules;
   std::map<std::string, bool> passive;
+  int64_t position = -1;
   for (const torch::jit::Node* node : allNodes(graph)) {
+    ++position;
     const NodePlace place = lowering.placeOf(node);
     if (place != NodePlace::kDevice && place != NodePlace::kFallback) continue;
     const std::string path = modulePathOf(*node);
     if (!ops_.count(path)) modules.push_back(path);
     ++ops_[path][node->kind().toQualString()];
+    if (place == NodePlace::kFallback) {
+      ++fallback_ops_[path][node->kind().toQualString()];
+      fallback_nodes_.insert(position);
+    }
+    nodes_[path].push_back(position);
     const auto known = passive.find(path);
     passive[path] = passesThrough(*node) && (known == passive.end() || known->second);
   }
@@ -65,14 +72,29 @@ std::vector<std::string> LocalizationUnits::placed(const std::vector<std::string
   return modules;
 }
 
-std::map<std::string, int64_t> LocalizationUnits::opsOf(const std::string& unit) const {
-  std::map<std::string, int64_t> ops = ops_.at(unit);
-  if (const auto riders = riders_.find(unit); riders != riders_.end()) {
-    for (const std::string& rider : riders->second) {
-      for (const auto& [op, count] : ops_.at(rider)) ops[op] += count;
+std::map<std::string, int64_t> LocalizationUnits::countedWithRiders(
+    const std::map<std::string, std::map<std::string, int64_t>>& counts,
+    const std::string& unit) const {
+  std::map<std::string, int64_t> total;
+  for (const std::string& module : placed({unit})) {
+    if (const auto own = counts.find(module); own != counts.end()) {
+      for (const auto& [op, count] : own->second) total[op] += count;
     }
   }
-  return ops;
+  return total;
+}
+
+std::map<std::string, int64_t> LocalizationUnits::opsOf(const std::string& unit) const {
+  return countedWithRiders(ops_, unit);
+}
+
+std::map<std::string, int64_t> LocalizationUnits::cpuFallbackOpsOf(const std::string& unit) const {
+  return countedWithRiders(fallback_ops_, unit);
+}
+
+std::vector<std::string> LocalizationUnits::ridersOf(const std::string& unit) const {
+  const auto riders = riders_.find(unit);
+  return riders == riders_.end() ? std::vector<std::string>{} : riders->second;
 }
 
 }  // namespace stickler

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,10 +33,27 @@ class LocalizationUnits {
 
   // A unit's device operators, its riders' included, counted by kind.
   std::map<std::string, int64_t> opsOf(const std::string& unit) const;
+  // Those of them the device stack runs on its host CPU (a CPU fallback), counted by kind.
+  std::map<std::string, int64_t> cpuFallbackOpsOf(const std::string& unit) const;
+
+  // The positions (in allNodes order) of a unit's own device operators, its riders' not
+  // included: the units of operator-level localization.
+  const std::vector<int64_t>& nodesOf(const std::string& unit) const { return nodes_.at(unit); }
+  // Whether the operator at `position` is one the device stack runs on its host CPU.
+  bool isCpuFallback(int64_t position) const { return fallback_nodes_.count(position) > 0; }
+  // The pass-through modules riding with a unit.
+  std::vector<std::string> ridersOf(const std::string& unit) const;
 
  private:
+  std::map<std::string, int64_t> countedWithRiders(
+      const std::map<std::string, std::map<std::string, int64_t>>& counts,
+      const std::string& unit) const;
+
   std::vector<std::string> paths_;
   std::map<std::string, std::map<std::string, int64_t>> ops_;  // each module's own
+  std::map<std::string, std::map<std::string, int64_t>> fallback_ops_;
+  std::map<std::string, std::vector<int64_t>> nodes_;
+  std::set<int64_t> fallback_nodes_;
   std::map<std::string, std::vector<std::string>> riders_;
 };
 

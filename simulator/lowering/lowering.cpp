@@ -45,7 +45,9 @@ LoweringResult lower(const LoadedModel& model, const DeviceProfile& profile,
                      const Placement& placement, const LoweringOptions& options) {
   const LoweringContext context(model, profile, placement, options);
   LoweringResult result;
+  int64_t position = -1;
   for (const Node* node : allNodes(*model.graph)) {
+    ++position;
     if (!node->kind().is_aten()) {
       result.place[node] = NodePlace::kPlumbing;
       continue;
@@ -54,7 +56,7 @@ LoweringResult lower(const LoadedModel& model, const DeviceProfile& profile,
       result.place[node] = NodePlace::kHost;
       continue;
     }
-    if (!placement.onDevice(modulePathOf(*node)) || placedOnHost(*node)) {
+    if (!placement.nodeOnDevice(modulePathOf(*node), position) || placedOnHost(*node)) {
       result.place[node] = NodePlace::kCpuReference;
       continue;
     }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,21 @@ struct Placement {
   // Localization's units: device_modules then name the modules whose own nodes run on the
   // device ("" for the root's), children not included, and an empty list places nothing there.
   bool own_nodes_only = false;
+  // Operator-level localization, with own_nodes_only: single nodes on the device besides the
+  // modules', by their position in the graph's execution order (allNodes), ascending.
+  std::vector<int64_t> device_nodes;
 
   bool wholeModel() const { return !own_nodes_only && device_modules.empty(); }
+  // Whether the node at `position` of module `module_path` runs on the device.
+  bool nodeOnDevice(const std::string& module_path, int64_t position) const {
+    if (onDevice(module_path)) return true;
+    if (!own_nodes_only || !std::binary_search(device_nodes.begin(), device_nodes.end(), position))
+      return false;
+    for (const auto& module : host_modules) {
+      if (isWithin(module_path, module)) return false;
+    }
+    return true;
+  }
   bool onDevice(const std::string& module_path) const {
     for (const auto& module : host_modules) {
       if (isWithin(module_path, module)) return false;

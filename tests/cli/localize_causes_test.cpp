@@ -1,6 +1,7 @@
 // `stickler localize` when one module is not the whole story: modules that fail only together
 // are narrowed to a minimal set, with the runs that confirm it; --all-causes names every cause
-// one after another; --max-runs bounds the search and says what it left undecided.
+// one after another; --max-runs bounds the search and says what it left undecided; within a
+// culprit module, the operator that makes it fail is named.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -179,6 +180,56 @@ TEST(LocalizeCauses, TheRunBudgetIsRespectedAndReported) {
   EXPECT_NE(passes.err.find("all_causes and max_runs apply to the search over modules"),
             std::string::npos)
       << passes.err;
+}
+
+TEST(LocalizeCauses, TheOperatorWithinTheCulpritIsNamedAndConfirmed) {
+  // Only the softmax of the first attention layer is faulty (its outputs 3 times too large):
+  // the module search names the attention module, then its own operators are searched the
+  // same way, and the softmax is named, with its node, source line, shapes and dtypes.
+  const std::string path = ::testing::TempDir() + "softmax-fault.json";
+  const json profile = {
+      {"version", 1},
+      {"extends", "spyre-2025-clean"},
+      {"name", "test-softmax-scale"},
+      {"description", "Test profile: one attention layer's softmax comes out 3 times too large."},
+      {"faults",
+       {{{"id", "softmax-scale"},
+         {"match", {{"op", "aten::softmax"}, {"module", "transformer.h.0.attn"}}},
+         {"effect", {{"kind", "wrong_scale"}, {"factor", 3.0}}}}}}};
+  std::ofstream(path) << profile.dump(2);
+  const json report =
+      localize({"localize", zooPath("gpt2-tiny.pt"), "--profile", path, "--adapt", "--json"});
+  ASSERT_EQ(report["status"], "localized") << report.dump(2);
+  EXPECT_EQ(report["culprit"]["module"], "transformer.h.0.attn");
+  ASSERT_TRUE(report.contains("culprit_operators")) << report.dump(2);
+  const json& found = report["culprit_operators"];
+  EXPECT_EQ(found["kind"], "operator");
+  EXPECT_GT(found["candidates"].get<int64_t>(), 3);  // the attention's own operators
+  ASSERT_EQ(found["operators"].size(), 1u) << found.dump(2);
+  const json& op = found["operators"][0];
+  EXPECT_EQ(op["op"], "aten::softmax");
+  EXPECT_NE(op["where"].get<std::string>().find("aten::softmax in transformer.h.0.attn"),
+            std::string::npos)
+      << op["where"];
+  ASSERT_FALSE(op["inputs"].empty());
+  EXPECT_EQ(op["inputs"][0]["dtype"], "float32");
+  EXPECT_EQ(op["outputs"][0]["shape"], op["inputs"][0]["shape"]);
+  EXPECT_FALSE(op["cpu_fallback"]);
+  // Confirmed as a module is: alone on the device the model fails, with the attention's other
+  // operators there it passes; each of those runs is in the list, after the module's.
+  EXPECT_EQ(found["confirmation"]["alone_on_device"], "fail");
+  EXPECT_EQ(found["confirmation"]["everything_else_on_device"], "pass");
+  EXPECT_TRUE(found["confirmation"]["confirmed"]);
+  const std::string node = "aten::softmax (node " + std::to_string(op["node"].get<int64_t>()) + ")";
+  EXPECT_EQ(runLabelled(report, "only " + node + " of transformer.h.0.attn")["verdict"], "fail");
+  EXPECT_EQ(runLabelled(report, "everything but " + node + " of transformer.h.0.attn")["verdict"],
+            "pass");
+  EXPECT_EQ(found["first_run"].get<int64_t>() + found["runs"].get<int64_t>() - 1,
+            report["device_runs"].get<int64_t>());
+  EXPECT_LE(report["device_runs"].get<int64_t>(), report["budget"]["max_runs"].get<int64_t>());
+  EXPECT_NE(report["summary"].get<std::string>().find("within it, the operator " + node),
+            std::string::npos)
+      << report["summary"];
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `stickler localize` on the zoo: a test fault profile corrupts one module of each family (its
 // outputs scaled by 3, on top of spyre-2025-clean), and localization must name that module,
-// confirm it, and stay within ceil(log2 M) + 4 device runs for M modules.
+// confirm it, and stay within ceil(log2 M) + 4 device runs for M modules (then search its own
+// operators).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -48,16 +49,28 @@ TEST_P(LocalizeFamily, NamesTheCorruptedModuleAndConfirmsIt) {
   const int64_t units = report["units"];
   const int64_t target = static_cast<int64_t>(std::ceil(std::log2(units))) + 4;
   EXPECT_EQ(report["device_run_target"], target);
-  EXPECT_LE(report["device_runs"].get<int64_t>(), target);
-  // No more runs than the search made before minimal sets and budgets: two for determinism,
-  // a bisection to the culprit's position, the culprit alone and everything but it.
+  // The module search, up to the culprit's confirmation, within the target and no longer than
+  // before minimal sets and budgets: two for determinism, a bisection to the culprit's
+  // position, the culprit alone and everything but it.
+  const json& cause = report["causes"][0];
+  const int64_t module_runs = cause["first_run"].get<int64_t>() + cause["runs"].get<int64_t>() - 1;
+  EXPECT_LE(module_runs, target);
   const int64_t culprit = report["culprit"]["position"].get<int64_t>() - 1;
   int64_t before = 4;
   for (int64_t pass = 0, fail = units; fail - pass > 1; ++before) {
     const int64_t middle = pass + (fail - pass) / 2;
     (culprit < middle ? fail : pass) = middle;
   }
-  EXPECT_LE(report["device_runs"].get<int64_t>(), before);
+  EXPECT_LE(module_runs, before);
+  // Then the culprit's own operators, when it has several, in as many runs for K of them.
+  const json& operators = report["culprit_operators"];
+  const int64_t candidates = operators["candidates"];
+  EXPECT_GE(candidates, 1);
+  const int64_t operator_runs = operators["runs"];
+  if (candidates > 1) {
+    EXPECT_LE(operator_runs, static_cast<int64_t>(std::ceil(std::log2(candidates))) + 2);
+  }
+  EXPECT_EQ(report["device_runs"].get<int64_t>(), module_runs + operator_runs);
   EXPECT_EQ(report["runs"].size(), report["device_runs"].get<size_t>());
   // Compared in lockstep with the reference, the culprit is far over its derived threshold.
   EXPECT_EQ(report["culprit"]["deviation"]["over_threshold"], true) << report["culprit"].dump();

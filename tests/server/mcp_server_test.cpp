@@ -193,6 +193,22 @@ TEST_F(McpServerTest, ListProfilesNamesEveryShippedProfileAndItsResource) {
   }
   EXPECT_EQ(names, listProfiles());
   EXPECT_TRUE(call("list_profiles", {{"unexpected", 1}}).at("isError"));
+
+  // A profile given by path (a lab build, a test profile) is listed after them, with its path;
+  // one outside the workspace is refused.
+  const json given = call("list_profiles", {{"paths", {"layernorm-after-add.json"}}});
+  ASSERT_FALSE(given.at("isError")) << given.dump();
+  const json& listed = given.at("structuredContent").at("profiles");
+  ASSERT_EQ(listed.size(), listProfiles().size() + 1);
+  EXPECT_EQ(listed.back().at("name"), "test-layernorm-after-add");
+  EXPECT_EQ(listed.back().at("fusion"), "pointwise");
+  EXPECT_NE(listed.back().at("path").get<std::string>().find("layernorm-after-add.json"),
+            std::string::npos);
+  EXPECT_FALSE(listed.back().contains("resource"));
+  const json outside = call("list_profiles", {{"paths", {"/etc/passwd"}}});
+  EXPECT_TRUE(outside.at("isError"));
+  EXPECT_NE(outside.at("content").at(0).at("text").get<std::string>().find("outside the workspace"),
+            std::string::npos);
 }
 
 TEST_F(McpServerTest, CheckSupportGivesTheStacksFactsAndHashNotItsFaultRules) {

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "server/mcp/json_rpc.h"
 #include "server/mcp/workspace.h"
@@ -119,6 +120,15 @@ class WorkspaceTest : public ::testing::Test {
     fs::create_symlink(base_ / "outside" / "secret.pt", base_ / "root" / "models" / "link.pt");
   }
   void TearDown() override { fs::remove_all(base_); }
+  // The UserError `call` throws, or "(allowed)".
+  static std::string refusal(const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "(allowed)";
+  }
   fs::path base_;
 };
 
@@ -134,14 +144,7 @@ TEST_F(WorkspaceTest, PathsInsideResolve) {
 
 TEST_F(WorkspaceTest, EscapesAreRefused) {
   Workspace workspace({(base_ / "root").string()});
-  auto errorOf = [&](const std::string& path) {
-    try {
-      workspace.resolve(path);
-    } catch (const UserError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(allowed)");
-  };
+  auto errorOf = [&](const std::string& path) { return refusal([&] { workspace.resolve(path); }); };
   EXPECT_NE(errorOf("../outside/secret.pt").find("outside the workspace"), std::string::npos);
   EXPECT_NE(errorOf("/etc/passwd").find("outside the workspace"), std::string::npos);
   EXPECT_NE(errorOf("escape/secret.pt").find("resolves to"),
@@ -180,6 +183,28 @@ TEST_F(WorkspaceTest, ADanglingLinkIsResolvedWhereAWriteWouldLand) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("too many levels of symbolic links"), std::string::npos);
   }
+}
+
+TEST_F(WorkspaceTest, AFileAboutToBeWrittenGetsItsMissingFoldersInsideOnly) {
+  // adapt_model's save into stickler-repros/ failed when the folder was not there yet.
+  Workspace workspace({(base_ / "root").string()});
+  const std::string root = fs::canonical(base_ / "root").string();
+  EXPECT_EQ(workspace.resolveCreating("stickler-repros/deeper/a.pt"),
+            root + "/stickler-repros/deeper/a.pt");
+  EXPECT_TRUE(fs::is_directory(base_ / "root" / "stickler-repros" / "deeper"));
+  EXPECT_EQ(workspace.resolveCreating("models/b.pt"), root + "/models/b.pt");  // as resolve
+  auto errorOf = [&](const std::string& path) {
+    return refusal([&] { workspace.resolveCreating(path); });
+  };
+  // Nothing is created outside: not behind a symlinked folder, not at an absolute path.
+  EXPECT_NE(errorOf("escape/made/x.pt").find("outside the workspace"), std::string::npos);
+  EXPECT_FALSE(fs::exists(base_ / "outside" / "made"));
+  const fs::path elsewhere = base_ / "outside" / "made-too" / "x.pt";
+  EXPECT_NE(errorOf(elsewhere.string()).find("outside the workspace"), std::string::npos);
+  EXPECT_FALSE(fs::exists(base_ / "outside" / "made-too"));
+  EXPECT_NE(errorOf("missing/../../outside/x.pt").find("cannot be reached through '..'"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(base_ / "root" / "missing"));
 }
 
 TEST_F(WorkspaceTest, SeveralRoots) {

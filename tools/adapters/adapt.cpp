@@ -66,7 +66,7 @@ json run(const json& input, OperationContext& context) {
                       {"Profile", brought.profile.name}});
     }
     if (input.contains("save")) {
-      const std::string out = context.resolvePath(requireString(input, "save"));
+      const std::string out = context.resolveOutputPath(requireString(input, "save"));
       saveAdaptedArchive(*stack.current(), stack.names(), out);
       report["saved"] = out;
     }

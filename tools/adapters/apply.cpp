@@ -105,7 +105,7 @@ json run(const json& input, OperationContext& context) {
   report["session"] = sessionStackToJson(stack);
   report["blockers_left"] = blockersLeftToJson(*stack.current(), profile, context.listLimit());
   if (input.contains("save") && report["status"] == "applied") {
-    const std::string out = context.resolvePath(requireString(input, "save"));
+    const std::string out = context.resolveOutputPath(requireString(input, "save"));
     saveAdaptedArchive(*stack.current(), stack.names(), out);
     report["saved"] = out;
   }

@@ -100,6 +100,7 @@ BringUpResult bringUp(const BringUpRequest& request, const TaskControl& control)
     LocalizeOptions localize;
     localize.backend = spyreSimBackend(request.profile);
     localize.timeout_seconds = request.run_seconds;
+    localize.operators = false;  // a sweep sorts by module; the operator is for a session
     localize.control = control;
     result.localization = localizeDivergence(*stack.current(), localize);
   }

@@ -38,6 +38,7 @@ json run(const json& input, OperationContext& context) {
   options.thresholds = thresholdSettings(input);
   options.all_causes = input.value("all_causes", false);
   options.max_runs = input.value("max_runs", int64_t{0});
+  options.operators = input.value("operators", true);
   if (options.passes && (options.all_causes || options.max_runs > 0)) {
     throw UserError(
         "passes bisects the pass applications, once: all_causes and max_runs apply to the "
@@ -67,6 +68,43 @@ json run(const json& input, OperationContext& context) {
   return report;
 }
 
+// "a:1x16x64:float32, b:..." of an operator's recorded values (tensors only).
+std::string shapesText(const json& values) {
+  std::string text;
+  for (const auto& value : values) {
+    if (value.value("kind", "") != "Tensor") continue;
+    std::string shape;
+    for (const auto& size : value.value("shape", json::array())) {
+      shape += (shape.empty() ? "" : "x") + std::to_string(size.get<int64_t>());
+    }
+    text += (text.empty() ? "" : ", ") + (shape.empty() ? "scalar" : shape) + " " +
+            value.value("dtype", std::string());
+  }
+  return text.empty() ? "-" : text;
+}
+
+// The culprit's operators: which one fails the model, how it was confirmed, and what it saw.
+std::string operatorLines(const json& found) {
+  const int64_t candidates = found.value("candidates", int64_t{0});
+  std::string text = candidates > 1
+                         ? "  within it, of its " + std::to_string(candidates) + " operators (" +
+                               std::to_string(found.value("runs", int64_t{0})) + " runs):\n"
+                         : "  its only operator:\n";
+  for (const auto& op : found["operators"]) {
+    text += "    " + op["where"].get<std::string>() +
+            (op.value("cpu_fallback", false) ? " [runs on the host CPU]" : "") + "\n      " +
+            shapesText(op["inputs"]) + " -> " + shapesText(op["outputs"]) + "\n";
+  }
+  if (candidates > 1) {
+    const json& confirmation = found["confirmation"];
+    text += "    alone on the device " + confirmation["alone_on_device"].get<std::string>() +
+            ", the module's other operators there " +
+            confirmation["everything_else_on_device"].get<std::string>() +
+            (confirmation["confirmed"].get<bool>() ? " (confirmed)" : " (NOT confirmed)") + "\n";
+  }
+  return text;
+}
+
 std::string renderText(const json& report) {
   std::string text = headlineText(report);
   if (report.contains("decode")) text += decodeFocusText(report["decode"], "localized");
@@ -91,6 +129,7 @@ std::string renderText(const json& report) {
             metricText(deviation["threshold"]) + " (" + metricText(deviation["ratio_to_emulated"]) +
             "x the emulated format's)\n";
   }
+  if (report.contains("culprit_operators")) text += operatorLines(report["culprit_operators"]);
   if (report.contains("absorbed") && !report["absorbed"].empty()) {
     text +=
         "\nabsorbed downstream (over threshold, yet the model passes with them on the device):\n";
@@ -191,6 +230,14 @@ Operation makeLocalizeDivergenceOperation() {
        "of modules that fail only together) is kept on the CPU reference and the modules left "
        "are searched again, until they pass on the device. Each cause comes with its "
        "confirmation runs, in the order found."}};
+  schema["properties"]["operators"] = {
+      {"type", "boolean"},
+      {"default", true},
+      {"description",
+       "Within a culprit that is one module, search its own operators the same way (subsets of "
+       "them on the device, everything else on the CPU reference) and name the operator, or the "
+       "minimal set of operators, that makes it fail, with its node, source line, shapes and "
+       "dtypes: about ceil(log2 K) + 2 more device runs for K operators."}};
   schema["properties"]["max_runs"] = {
       {"type", "integer"},
       {"minimum", 3},

@@ -56,10 +56,45 @@ json onsetsToJson(const std::vector<DeviationOnset>& onsets) {
 }
 
 json unitToJson(const LocalizationUnit& unit) {
-  return {{"module", unit.module},
-          {"module_class", unit.module_class},
-          {"position", unit.position},
-          {"ops", unit.ops}};
+  json entry{{"module", unit.module},
+             {"module_class", unit.module_class},
+             {"position", unit.position},
+             {"ops", unit.ops}};
+  if (!unit.cpu_fallback_ops.empty()) entry["cpu_fallback_ops"] = unit.cpu_fallback_ops;
+  return entry;
+}
+
+// A cause's confirmation; `members` name what without_each leaves out, in order, under `key`.
+json confirmationToJson(const CauseConfirmation& cause, const char* key,
+                        const std::vector<std::string>& members) {
+  json without_each = json::array();
+  for (size_t i = 0; i < cause.without_each.size() && i < members.size(); ++i) {
+    without_each.push_back({{key, members[i]}, {"verdict", runVerdictName(cause.without_each[i])}});
+  }
+  return {{"alone_on_device", runVerdictName(cause.alone_verdict)},
+          {"without_each", without_each},
+          {"everything_else_on_device", runVerdictName(cause.rest_verdict)},
+          {"confirmed", cause.confirmed}};
+}
+
+json operatorsToJson(const OperatorCause& cause) {
+  json operators = json::array();
+  std::vector<std::string> members;
+  for (const LocalizedOperator& op : cause.operators) {
+    operators.push_back({{"op", op.op},
+                         {"node", op.node},
+                         {"where", op.where},
+                         {"inputs", valueDescsToJson(op.inputs)},
+                         {"outputs", valueDescsToJson(op.outputs)},
+                         {"cpu_fallback", op.cpu_fallback}});
+    members.push_back(op.op + " (node " + std::to_string(op.node) + ")");
+  }
+  return {{"kind", cause.operators.size() > 1 ? "together" : "operator"},
+          {"candidates", cause.candidates},
+          {"operators", operators},
+          {"confirmation", confirmationToJson(cause, "operator", members)},
+          {"first_run", cause.first_run},
+          {"runs", cause.runs}};
 }
 
 json deviationToJson(const std::optional<UnitDeviation>& deviation) {
@@ -74,23 +109,16 @@ json causesToJson(const std::vector<LocalizedCause>& causes) {
   json list = json::array();
   for (const LocalizedCause& cause : causes) {
     json modules = json::array();
-    json without_each = json::array();
-    for (size_t i = 0; i < cause.units.size(); ++i) {
-      json unit = unitToJson(cause.units[i]);
-      unit["deviation"] = deviationToJson(cause.units[i].deviation);
-      modules.push_back(std::move(unit));
-      if (i < cause.without_each.size()) {
-        without_each.push_back({{"module", cause.units[i].module},
-                                {"verdict", runVerdictName(cause.without_each[i])}});
-      }
+    std::vector<std::string> members;
+    for (const LocalizationUnit& unit : cause.units) {
+      json entry = unitToJson(unit);
+      entry["deviation"] = deviationToJson(unit.deviation);
+      modules.push_back(std::move(entry));
+      members.push_back(unit.module);
     }
     json entry{{"kind", cause.units.size() > 1 ? "together" : "module"},
                {"modules", modules},
-               {"confirmation",
-                {{"alone_on_device", runVerdictName(cause.alone_verdict)},
-                 {"without_each", without_each},
-                 {"everything_else_on_device", runVerdictName(cause.rest_verdict)},
-                 {"confirmed", cause.confirmed}}},
+               {"confirmation", confirmationToJson(cause, "module", members)},
                {"first_run", cause.first_run},
                {"runs", cause.runs}};
     if (cause.units.size() > 1) {
@@ -111,6 +139,9 @@ json budgetToJson(const RunBudget& budget, size_t runs) {
              {"exhausted", budget.exhausted}};
   if (budget.exhausted) {
     entry["undecided"] = {{"reason", budget.undecided}, {"modules", budget.undecided_modules}};
+    if (!budget.undecided_operators.empty()) {
+      entry["undecided"]["operators"] = budget.undecided_operators;
+    }
   }
   return entry;
 }
@@ -166,6 +197,23 @@ std::string numericsSummary(const LocalizationResult& result) {
            " (" + onset.module_class + ")";
   }
   return summary + "; no module is over its threshold before the end";
+}
+
+// "; within it, the operator aten::bmm (node 57): with it alone on the device the model fails,
+// with the module's other 11 operators there it passes": the operator search, when it ran.
+std::string operatorText(const std::optional<OperatorCause>& cause) {
+  if (!cause || cause->candidates < 2) return "";
+  std::string ops;
+  for (size_t i = 0; i < cause->operators.size(); ++i) {
+    if (i > 0) ops += i + 1 == cause->operators.size() ? " and " : ", ";
+    ops += cause->operators[i].op + " (node " + std::to_string(cause->operators[i].node) + ")";
+  }
+  const bool set = cause->operators.size() > 1;
+  const int64_t others = cause->candidates - static_cast<int64_t>(cause->operators.size());
+  return "; within it, the operator" + std::string(set ? "s " : " ") + ops + ": with " +
+         (set ? "them" : "it") + " alone on the device the model " + verb(cause->alone_verdict) +
+         ", with the module's other " + std::to_string(others) + " operator(s) there it " +
+         verb(cause->rest_verdict);
 }
 
 std::string summaryOf(const LocalizationResult& result) {
@@ -235,7 +283,8 @@ std::string summaryOf(const LocalizationResult& result) {
     case LocalizeStatus::kLocalized:
       return culprit + " (" + result.culprit->module_class +
              ") flips the end-to-end verdict: alone on the device the model " +
-             verb(result.alone_verdict) + ", and with only it on the CPU the model passes";
+             verb(result.alone_verdict) + ", and with only it on the CPU the model passes" +
+             operatorText(result.culprit_operators);
     case LocalizeStatus::kNoPassApplications:
       return "the lowering applies no passes to this model on " + result.backend +
              " (no fusion): no pass application can be the cause";
@@ -305,6 +354,8 @@ json localizeReport(const LocalizationResult& result) {
     report["together"] = together;
   }
   if (result.causes) report["causes"] = causesToJson(*result.causes);
+  if (result.culprit_operators)
+    report["culprit_operators"] = operatorsToJson(*result.culprit_operators);
   if (result.budget) {
     report["all_causes"] = result.all_causes;
     report["budget"] = budgetToJson(*result.budget, result.runs.size());

@@ -27,6 +27,9 @@ class OperationContext {
   virtual void log(const std::string& level, const std::string& message) {}
   // A file path the caller named, resolved; throws UserError when it may not be used.
   virtual std::string resolvePath(const std::string& path) { return path; }
+  // A path a file is about to be written to, resolved as resolvePath, with the folders missing
+  // on the way created (inside the workspace over MCP).
+  virtual std::string resolveOutputPath(const std::string& path);
   // Models kept loaded across calls, or nullptr.
   virtual ModelCache* models() { return nullptr; }
   // The adapters applied to models in this session, or nullptr (each command starts afresh).

@@ -1,5 +1,7 @@
 #include "tools/framework/operation_table.h"
 
+#include <filesystem>
+
 #include <stdexcept>
 
 #include "simulator/support/errors.h"
@@ -7,6 +9,17 @@
 #include "tools/framework/input_validation.h"
 
 namespace stickler {
+
+std::string OperationContext::resolveOutputPath(const std::string& path) {
+  const std::string resolved = resolvePath(path);
+  const std::filesystem::path parent = std::filesystem::path(resolved).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::exists(parent, ec)) {
+    std::filesystem::create_directories(parent, ec);
+    if (ec) throw UserError("cannot create " + parent.string() + ": " + ec.message());
+  }
+  return resolved;
+}
 
 const std::vector<Operation>& operationTable() {
   // Each feature's folder registers its own, in the order front-ends list them.

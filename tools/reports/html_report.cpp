@@ -163,6 +163,24 @@ std::string culprit(const json& report) {
                  metricText(deviation["ratio_to_emulated"]) +
                  "&times; the emulated format's).</p>\n";
     }
+    if (report.contains("culprit_operators") && report["culprit_operators"].is_object()) {
+      const json& found = report["culprit_operators"];
+      const std::string candidates = integerField(found, "candidates");
+      section += "<p id=\"culprit-operator\">" +
+                 (candidates == "1" ? std::string("Its only operator:")
+                                    : "Within it, of its " + candidates + " operators (" +
+                                          integerField(found, "runs") + " runs):");
+      for (const auto& op : found.value("operators", json::array()))
+        section += " <code>" + escapeMarkup(stringField(op, "where")) + "</code>";
+      if (candidates != "1" && found.contains("confirmation")) {
+        const json& confirmation = found["confirmation"];
+        section += "; alone on the device the model <b>" +
+                   escapeMarkup(stringField(confirmation, "alone_on_device")) +
+                   "</b>, with the module's other operators there <b>" +
+                   escapeMarkup(stringField(confirmation, "everything_else_on_device")) + "</b>";
+      }
+      section += ".</p>\n";
+    }
     if (report.contains("together")) {
       section += "<p>The minimal set that fails the model only together:";
       for (const auto& module : report["together"])
