@@ -161,6 +161,12 @@ OutputComparison compareOutputs(const std::vector<at::Tensor>& reference,
       if (!pass) {
         entry.reason = "cosine similarity below " + std::to_string(settings.embedding_cosine);
       }
+    } else if (entry.kind == OutputKind::kActivation) {
+      const double tolerance = card.outputs[i].relative_l2_tolerance;
+      entry.relative_l2_tolerance = tolerance;
+      pass = metrics.relative_l2.has_value() && *metrics.relative_l2 <= tolerance &&
+             metrics.non_finite == 0;
+      if (!pass) entry.reason = "relative L2 error beyond the card's tolerance";
     } else {
       entry.verdict = OutputVerdict::kNone;
       comparison.outputs.push_back(std::move(entry));

@@ -47,6 +47,7 @@ struct OutputReport {
   std::optional<bool> equal;             // integer outputs: compared exactly, with no verdict
   std::optional<OutputMetrics> metrics;  // floating-point outputs of the same shape
   std::optional<LogitAgreement> logits;
+  std::optional<double> relative_l2_tolerance;  // activations: the card's
   std::optional<OutputVerdict> verdict;  // none for integer outputs
   std::string reason;                    // why it failed
 };

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <unordered_map>
@@ -17,6 +19,7 @@
 #include "simulator/graph/module_table.h"
 #include "simulator/graph/node_info.h"
 #include "simulator/lowering/lowering.h"
+#include "simulator/run/run_model.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -66,9 +69,11 @@ class BoundaryCapture : public ExecutionObserver {
 // What a repro must show to count: the same blocker, or the same run-time failure in the same
 // operator.
 struct Expectation {
-  std::string rule;    // a blocker's rule; "" for a run-time failure
-  std::string status;  // a run-time failure: aborted, timed_out, failed
-  std::string op;
+  std::string rule;       // a blocker's rule; "" for a run-time failure
+  std::string status;     // a run-time failure: aborted, timed_out, failed
+  std::string op;         // a numerical failure from a module: its class
+  bool numerics = false;  // a numerical failure: the verdict fails, and passes without faults
+  double margin = 0;      // numerics: the thresholds' margin
 };
 
 // The archive alone on the profile: what it shows, and whether that is the expected failure.
@@ -106,6 +111,145 @@ std::pair<bool, std::string> check(const std::string& archive, const Expectation
   return {status == expected.status && op == expected.op, status + (op.empty() ? "" : " in " + op)};
 }
 
+// A CPU backend's outputs for the archive on its example inputs.
+std::vector<at::Tensor> cpuOutputs(const LoadedModel& alone, const BackendSpec& spec) {
+  const BackendRun run =
+      makeBackend(spec)->compile(alone, Placement{})->run(alone.example_inputs, RunOptions{});
+  if (run.status != BackendRun::Status::kCompleted) {
+    throw UserError("the repro did not run on " + spec.text + ": " + run.message);
+  }
+  return flattenTensors(run.outputs);
+}
+
+std::optional<double> relativeL2(const at::Tensor& reference, const at::Tensor& other) {
+  const at::Tensor r = reference.to(c10::kDouble);
+  const double norm = r.norm().item<double>();
+  const double error = (other.to(c10::kDouble) - r).norm().item<double>();
+  const double ratio = norm > 0 ? error / norm : error;
+  return std::isfinite(ratio) ? std::optional<double>(ratio) : std::nullopt;
+}
+
+std::string numberText(std::optional<double> value) {
+  if (!value) return "not finite";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", *value);
+  return text;
+}
+
+// Judges each floating output of the saved archive as an activation: its tolerance is the
+// thresholds' rule on these inputs (margin x the emulated format's error, at least the unit
+// roundoff). Returns the pickled (fp32, float64) reference outputs for the archive.
+std::string judgeAsActivations(const std::string& archive, const DeviceProfile& profile,
+                               double margin, ModelCard& card, NumericsReproCheck& check) {
+  const auto alone = loadModel(archive);
+  const std::vector<at::Tensor> fp32 = flattenTensors(alone->example_outputs);
+  BackendSpec wide;
+  wide.kind = BackendSpec::Kind::kCpu64;
+  wide.text = "cpu64";
+  BackendSpec emulated;
+  emulated.kind = BackendSpec::Kind::kCpuEmulated;
+  emulated.format = profile.format;
+  emulated.text = "cpu-emulated:" + formatName(profile.format);
+  const std::vector<at::Tensor> float64 = cpuOutputs(*alone, wide);
+  const std::vector<at::Tensor> rounded = cpuOutputs(*alone, emulated);
+  card.outputs.clear();
+  for (size_t i = 0; i < fp32.size(); ++i) {
+    OutputSpec output{fp32.size() == 1 ? "output" : "output." + std::to_string(i)};
+    if (fp32[i].is_floating_point() && i < rounded.size() && i < float64.size()) {
+      output.kind = OutputKind::kActivation;
+      output.relative_l2_tolerance = std::max(
+          margin * relativeL2(fp32[i], rounded[i]).value_or(0.0), unitRoundoff(profile.format));
+      check.tolerances.push_back(output.relative_l2_tolerance);
+      check.reference_relative_l2_float64.push_back(relativeL2(float64[i], fp32[i]));
+    }
+    card.outputs.push_back(std::move(output));
+  }
+  if (check.tolerances.empty()) throw UserError("the region has no floating-point output");
+  std::vector<c10::IValue> fp32_values(fp32.begin(), fp32.end());
+  std::vector<c10::IValue> float64_values(float64.begin(), float64.end());
+  const auto pickled = torch::jit::pickle_save(c10::ivalue::Tuple::create(
+      {c10::ivalue::Tuple::create(fp32_values), c10::ivalue::Tuple::create(float64_values)}));
+  return std::string(pickled.begin(), pickled.end());
+}
+
+// `stickler run` of the archive on a profile: its verdict, and what its activations showed.
+std::pair<RunVerdict, std::string> verdictOn(const std::string& archive, const std::string& spec,
+                                             double timeout_seconds,
+                                             std::vector<std::optional<double>>* errors) {
+  RunRequest request;
+  request.model = archive;
+  request.backend = spyreSimBackend(spec);
+  request.timeout_seconds = timeout_seconds;
+  const RunResult result = runModel(request);
+  std::string observed = runVerdictName(result.verdict);
+  if (!result.comparison) return {result.verdict, observed};
+  std::string details;
+  for (const OutputReport& output : result.comparison->outputs.outputs) {
+    if (!output.relative_l2_tolerance || !output.metrics) continue;
+    if (errors) errors->push_back(output.metrics->relative_l2);
+    details += (details.empty() ? "" : ", ") + output.name + " relative L2 " +
+               numberText(output.metrics->relative_l2) + " (tolerance " +
+               numberText(*output.relative_l2_tolerance) + ")" +
+               (output.metrics->non_finite > 0
+                    ? ", " + std::to_string(output.metrics->non_finite) + " non-finite"
+                    : "");
+  }
+  return {result.verdict, observed + (details.empty() ? "" : ": " + details)};
+}
+
+// A numerical candidate's checks: it must fail on the profile and, when the profile has fault
+// rules, pass on the same profile without them.
+bool checkNumerics(const std::string& archive, const std::string& profile_spec,
+                   const DeviceProfile& profile, const std::string& directory,
+                   double timeout_seconds, ReproBundle& bundle) {
+  NumericsReproCheck& check = *bundle.numerics;
+  RunVerdict faulty = RunVerdict::kFail;
+  std::tie(faulty, bundle.observed) =
+      verdictOn(archive, profile_spec, timeout_seconds, &check.relative_l2);
+  if (profile.faults.empty()) return faulty == RunVerdict::kFail;
+  check.clean_profile = (fs::path(directory) / "clean-profile.json").string();
+  std::ofstream(check.clean_profile)
+      << nlohmann::json{{"name", profile.name + "-without-faults"},
+                        {"description", profile.name + " with no fault rules: the device as it "
+                                                       "should compute (a repro's control)"},
+                        {"extends", profile_spec},
+                        {"faults", nlohmann::json::array()}}
+             .dump(2)
+      << "\n";
+  check.clean_command = "stickler run " + archive + " --backend spyre-sim:" + check.clean_profile;
+  RunVerdict clean = RunVerdict::kFail;
+  std::tie(clean, check.clean_observed) =
+      verdictOn(archive, check.clean_profile, timeout_seconds, nullptr);
+  check.clean_passes = clean == RunVerdict::kPass;
+  return faulty == RunVerdict::kFail && *check.clean_passes;
+}
+
+void writeNumericsReadme(const ReproBundle& bundle, const ModelCard& card,
+                         const std::string& module_class) {
+  const NumericsReproCheck& check = *bundle.numerics;
+  std::ofstream readme(fs::path(bundle.directory) / "README.md");
+  readme << "# Repro: numerical failure in " << card.config.value("op", "") << "\n\n"
+         << card.description << " (module class " << module_class << ").\n\n"
+         << "It fails on the profile (`stickler run` exits 1):\n\n```\n"
+         << bundle.command << "\n```\n\n";
+  if (!check.clean_profile.empty()) {
+    readme << "and passes on the same profile without its fault rules:\n\n```\n"
+           << check.clean_command << "\n```\n\n";
+  } else {
+    readme << "The profile has no fault rules: the failure is its number format's.\n\n";
+  }
+  readme << "Each output is judged by its relative L2 error against the CPU fp32 reference "
+            "(kind activation in the card): the tolerance is "
+         << "the error of the device's format emulated on the CPU for these inputs, times the "
+            "thresholds' margin, at least the format's unit roundoff. The archive holds the "
+            "inputs the model fed the region (stickler/inputs.pkl) and the reference outputs in "
+            "fp32 and float64 (stickler/reference_outputs.pkl, a pickled tuple of both).\n\n"
+         << (bundle.reproduces ? "Checked: " : "Not reproduced by the archive alone: ")
+         << "on the profile " << bundle.observed;
+  if (check.clean_passes) readme << "; without its fault rules " << check.clean_observed;
+  readme << ".\n";
+}
+
 // Writes one candidate bundle for `region` and checks it.
 ReproBundle writeCandidate(const LoadedModel& model, const Region& region, bool keep_path,
                            const Expectation& expected, const DeviceProfile& profile,
@@ -119,7 +263,9 @@ ReproBundle writeCandidate(const LoadedModel& model, const Region& region, bool 
   }
   ReproModule repro = outlineRegion(region, boundary, capture.values(), model, keep_path);
 
-  const std::string what = expected.rule.empty() ? expected.status : expected.rule;
+  const std::string what = expected.numerics       ? "numerical failure"
+                           : expected.rule.empty() ? expected.status
+                                                   : expected.rule;
   const std::string where = displayPath(region.module_path);
   ModelCard card;
   card.name = model.card.name + "-repro";
@@ -136,9 +282,12 @@ ReproBundle writeCandidate(const LoadedModel& model, const Region& region, bool 
                  {"op", expected.op},
                  {"scope", region.scope},
                  {"profile", profile.name}};
-  card.config[expected.rule.empty() ? "status" : "rule"] = what;
+  if (!expected.numerics) card.config[expected.rule.empty() ? "status" : "rule"] = what;
   std::vector<c10::IValue> stored(repro.values.begin(), repro.values.end());
   const auto pickled = torch::jit::pickle_save(c10::ivalue::Tuple::create(stored));
+  std::unordered_map<std::string, std::string> files = {
+      {ModelCard::kArchivePath, modelCardToJson(card).dump(2)},
+      {ModelCard::kCapturedInputsPath, std::string(pickled.begin(), pickled.end())}};
 
   ReproBundle bundle;
   bundle.directory = directory;
@@ -147,13 +296,24 @@ ReproBundle writeCandidate(const LoadedModel& model, const Region& region, bool 
                  : keep_path              ? "operator, at its module path " + where
                                           : "operator";
   fs::create_directories(directory);
-  repro.module.save(bundle.archive, {{ModelCard::kArchivePath, modelCardToJson(card).dump(2)},
-                                     {ModelCard::kCapturedInputsPath,
-                                      std::string(pickled.begin(), pickled.end())}});
+  repro.module.save(bundle.archive, files);
   // A shipped profile by its name, any other by its file.
   const bool shipped = fs::path(profile.path).parent_path() == fs::path(profileDirectory());
-  bundle.command = "stickler run " + bundle.archive +
-                   " --backend spyre-sim:" + (shipped ? profile.name : profile.path);
+  const std::string profile_spec = shipped ? profile.name : profile.path;
+  bundle.command = "stickler run " + bundle.archive + " --backend spyre-sim:" + profile_spec;
+  if (expected.numerics) {
+    // The card's verdict needs the region's own outputs, so the archive is written twice.
+    bundle.numerics.emplace();
+    card.config["expect"] = "fails on " + profile_spec + ", passes without its fault rules";
+    files[ModelCard::kReferenceOutputsPath] =
+        judgeAsActivations(bundle.archive, profile, expected.margin, card, *bundle.numerics);
+    files[ModelCard::kArchivePath] = modelCardToJson(card).dump(2);
+    repro.module.save(bundle.archive, files);
+    bundle.reproduces =
+        checkNumerics(bundle.archive, profile_spec, profile, directory, timeout_seconds, bundle);
+    writeNumericsReadme(bundle, card, model.modules.classOf(region.module_path));
+    return bundle;
+  }
   std::tie(bundle.reproduces, bundle.observed) =
       check(bundle.archive, expected, profile, timeout_seconds);
   std::ofstream(fs::path(directory) / "README.md")
@@ -171,14 +331,15 @@ ReproBundle writeCandidate(const LoadedModel& model, const Region& region, bool 
 // The operator alone first; then, while the candidate does not fail the same way, the same
 // operator under its module path, its module, and each enclosing module up to the root: the
 // smallest repro that fails as the model does.
-ReproBundle writeGrownRepro(const LoadedModel& model, const Node& node, const Expectation& expected,
-                            const DeviceProfile& profile, const std::string& directory,
-                            double timeout_seconds) {
+ReproBundle writeGrownRepro(const LoadedModel& model, const Node* node, const std::string& from,
+                            const Expectation& expected, const DeviceProfile& profile,
+                            const std::string& directory, double timeout_seconds) {
   const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
-  std::vector<std::pair<Region, bool>> candidates = {{operatorRegion(node), false}};
-  const std::string path = modulePathOf(node);
-  if (!path.empty()) candidates.emplace_back(operatorRegion(node), true);
+  std::vector<std::pair<Region, bool>> candidates;
+  if (node) candidates.emplace_back(operatorRegion(*node), false);
+  const std::string path = node ? modulePathOf(*node) : from;
+  if (node && !path.empty()) candidates.emplace_back(operatorRegion(*node), true);
   for (std::string module = path;; module = module.substr(0, module.rfind('.'))) {
     if (!module.empty()) candidates.emplace_back(moduleRegion(model, module), true);
     if (module.find('.') == std::string::npos) break;
@@ -206,7 +367,7 @@ ReproBundle writeBlockerRepro(const LoadedModel& model, int64_t node_index, cons
   for (const Node* node : allNodes(*model.graph)) {
     if (!node->kind().is_aten()) continue;
     if (index++ == node_index) {
-      return writeGrownRepro(model, *node, {rule, "", node->kind().toQualString()}, profile,
+      return writeGrownRepro(model, node, "", {rule, "", node->kind().toQualString()}, profile,
                              directory, 60);
     }
   }
@@ -220,10 +381,32 @@ std::optional<ReproBundle> writeRunFailureRepro(const LoadedModel& model, const 
                                                 double timeout_seconds) {
   for (const Node* node : allNodes(*model.graph)) {
     if (node->kind().toQualString() == op && displayPath(modulePathOf(*node)) == module) {
-      return writeGrownRepro(model, *node, {"", status, op}, profile, directory, timeout_seconds);
+      return writeGrownRepro(model, node, "", {"", status, op}, profile, directory,
+                             timeout_seconds);
     }
   }
   return std::nullopt;
+}
+
+ReproBundle writeNumericsRepro(const LoadedModel& model, const std::string& module,
+                               std::optional<int64_t> node, const DeviceProfile& profile,
+                               const std::string& directory, double margin,
+                               double timeout_seconds) {
+  const Node* start = nullptr;
+  if (node) {
+    const std::vector<const Node*> nodes = allNodes(*model.graph);
+    if (*node < 0 || *node >= static_cast<int64_t>(nodes.size())) {
+      throw UserError("no node " + std::to_string(*node) + " in " + model.path);
+    }
+    start = nodes[static_cast<size_t>(*node)];
+  } else if (!module.empty() && model.modules.find(module) == nullptr) {
+    throw UserError("no module " + displayPath(module) + " in " + model.path);
+  }
+  Expectation expected;
+  expected.op = start ? start->kind().toQualString() : model.modules.classOf(module);
+  expected.numerics = true;
+  expected.margin = margin;
+  return writeGrownRepro(model, start, module, expected, profile, directory, timeout_seconds);
 }
 
 }  // namespace stickler

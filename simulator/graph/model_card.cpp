@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <sstream>
 #include <utility>
 
@@ -102,9 +103,10 @@ OutputKind outputKindFromName(const std::string& name, const std::string& origin
   if (name == "other") return OutputKind::kOther;
   if (name == "past_keys") return OutputKind::kPastKeys;
   if (name == "past_values") return OutputKind::kPastValues;
-  fail(origin,
-       "unknown output kind '" + name +
-           "' (expected logits, hidden_states, embeddings, other, past_keys or past_values)");
+  if (name == "activation") return OutputKind::kActivation;
+  fail(origin, "unknown output kind '" + name +
+                   "' (expected logits, hidden_states, embeddings, other, past_keys, past_values "
+                   "or activation)");
 }
 
 void validateInput(const InputSpec& input, const std::string& where) {
@@ -302,6 +304,8 @@ std::string outputKindName(OutputKind kind) {
       return "past_keys";
     case OutputKind::kPastValues:
       return "past_values";
+    case OutputKind::kActivation:
+      return "activation";
   }
   return "other";
 }
@@ -360,7 +364,19 @@ std::vector<OutputSpec> parseCardOutputs(const json& entries, const std::string&
     if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) {
       fail(origin, "each output needs a string \"name\"");
     }
-    outputs.push_back({entry["name"], outputKindFromName(entry.value("kind", "other"), origin)});
+    OutputSpec output{entry["name"], outputKindFromName(entry.value("kind", "other"), origin)};
+    const std::string where = origin + ": output '" + output.name + "'";
+    if (output.kind == OutputKind::kActivation) {
+      const auto tolerance = entry.find("relative_l2_tolerance");
+      if (tolerance == entry.end() || !tolerance->is_number() || !(tolerance->get<double>() > 0) ||
+          !std::isfinite(tolerance->get<double>())) {
+        fail(where, "an output of kind activation needs a positive \"relative_l2_tolerance\"");
+      }
+      output.relative_l2_tolerance = tolerance->get<double>();
+    } else if (entry.contains("relative_l2_tolerance")) {
+      fail(where, "\"relative_l2_tolerance\" belongs to outputs of kind activation");
+    }
+    outputs.push_back(std::move(output));
   }
   return outputs;
 }
@@ -383,7 +399,11 @@ json cardInputToJson(const InputSpec& input) {
 json cardOutputsToJson(const std::vector<OutputSpec>& outputs) {
   json entries = json::array();
   for (const auto& output : outputs) {
-    entries.push_back({{"name", output.name}, {"kind", outputKindName(output.kind)}});
+    json entry = {{"name", output.name}, {"kind", outputKindName(output.kind)}};
+    if (output.kind == OutputKind::kActivation) {
+      entry["relative_l2_tolerance"] = output.relative_l2_tolerance;
+    }
+    entries.push_back(std::move(entry));
   }
   return entries;
 }

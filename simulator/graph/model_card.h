@@ -47,11 +47,22 @@ struct InputSpec {
   int64_t left_padding = 0;  // kMask: the first positions of the last dimension are padding (0)
 };
 
-enum class OutputKind { kLogits, kHiddenStates, kEmbeddings, kOther, kPastKeys, kPastValues };
+// kActivation: an intermediate value of a model (what a repro bundle's region computes), judged
+// by its relative L2 error against the card's own tolerance.
+enum class OutputKind {
+  kLogits,
+  kHiddenStates,
+  kEmbeddings,
+  kOther,
+  kPastKeys,
+  kPastValues,
+  kActivation
+};
 
 struct OutputSpec {
   std::string name;
   OutputKind kind = OutputKind::kOther;
+  double relative_l2_tolerance = 0;  // kActivation: the largest relative L2 error that passes
 };
 
 // One graph of a decoder's decode interface: the archive's method and its card inputs/outputs.
@@ -83,6 +94,9 @@ struct ModelCard {
   // The most a card may hold: cards are a few hundred bytes; the cap bounds what is read.
   static constexpr uint64_t kMaxBytes = uint64_t{1} << 20;
   static constexpr const char* kCapturedInputsPath = "stickler/inputs.pkl";
+  // A numerical repro's reference outputs: a pickled tuple (fp32 outputs, float64 outputs),
+  // kept for the engineer who files the bug; `stickler run` computes its own reference.
+  static constexpr const char* kReferenceOutputsPath = "stickler/reference_outputs.pkl";
   // An adapted archive's module calls, node by node (adapted_archive.h): TorchScript's format
   // keeps the module tree but not which module call each node of a flat forward came from.
   static constexpr const char* kModulePathsPath = "stickler/module_paths.json";

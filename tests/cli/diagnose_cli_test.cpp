@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/cli/fault_profiles.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
 
@@ -141,6 +142,31 @@ TEST(DiagnoseCli, AReproGrowsToTheModuleThatFailsTheSameWay) {
   ASSERT_EQ(inspect.status, 0) << inspect.err;
   EXPECT_NE(inspect.out.find("\"encoder.layer.1.layernorm_after\""), std::string::npos);
   std::filesystem::remove_all(bundles);
+}
+
+// Numerics mode's onset is the attention's dropout, which only carries the bad softmax before
+// it: alone, on the inputs the model fed it, it does not fail, so its reproducer grows to the
+// attention module, which does, and passes without the profile's fault.
+TEST(DiagnoseCli, NumericsModeWritesAReproGrownToTheModuleThatFails) {
+  const std::string profile =
+      testing::scaledOperatorProfile("aten::softmax", "transformer.h.0.attn");
+  const std::string bundles = ::testing::TempDir() + "numerics-repros-" + std::to_string(getpid());
+  const Result result =
+      stickler({"diagnose", zooPath("gpt2-tiny.pt"), "--profile", profile, "--adapt", "--mode",
+                "numerics", "--bundle-dir", bundles, "--json"});
+  ASSERT_EQ(result.status, 1) << result.err;
+  const json report = json::parse(result.out);
+  ASSERT_FALSE(report["deviations"].empty()) << report.dump(2);
+  EXPECT_EQ(report["deviations"][0]["module"], "transformer.h.0.attn.attn_dropout");
+  const json& repro = report["repro"];
+  ASSERT_TRUE(repro.value("reproduces", false)) << repro.dump(2);
+  EXPECT_EQ(repro["scope"], "module transformer.h.0.attn");
+  EXPECT_EQ(repro["grown"], 1);
+  EXPECT_TRUE(repro["numerics"]["clean_passes"]);
+  const Result alone = stickler(commandArguments(repro["command"]));
+  EXPECT_EQ(alone.status, 1) << alone.out << alone.err;
+  const Result clean = stickler(commandArguments(repro["numerics"]["clean_command"]));
+  EXPECT_EQ(clean.status, 0) << clean.out << clean.err;
 }
 
 TEST(DiagnoseCli, RunModeRunsTheAdaptedModel) {

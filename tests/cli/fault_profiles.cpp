@@ -37,4 +37,20 @@ std::string scaledModulesProfile(const std::vector<std::string>& modules, double
   return path;
 }
 
+std::string scaledOperatorProfile(const std::string& op, const std::string& module) {
+  const std::string path =
+      ::testing::TempDir() + "fault-" + op.substr(op.find(':') + 2) + "-" + module + "-x3.json";
+  const nlohmann::json profile = {
+      {"version", 1},
+      {"extends", "spyre-2025-clean"},
+      {"name", "test-operator-scale"},
+      {"description", "Test profile: one operator of one module comes out 3 times too large."},
+      {"faults",
+       {{{"id", "operator-scale"},
+         {"match", {{"op", op}, {"module", module}}},
+         {"effect", {{"kind", "wrong_scale"}, {"factor", 3.0}}}}}}};
+  std::ofstream(path) << profile.dump(2);
+  return path;
+}
+
 }  // namespace stickler::testing

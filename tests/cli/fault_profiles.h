@@ -14,4 +14,8 @@ std::string wrongScaleProfile(const std::string& module,
 std::string scaledModulesProfile(const std::vector<std::string>& modules, double factor,
                                  const std::string& extends = "spyre-2025-clean");
 
+// A profile file extending spyre-2025-clean whose only fault scales the results of `op` (say
+// aten::softmax) in `module` by 3.
+std::string scaledOperatorProfile(const std::string& op, const std::string& module);
+
 }  // namespace stickler::testing

@@ -5,11 +5,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/script.h>
+
+#include "simulator/graph/model_card.h"
 #include "tests/cli/cli_runner.h"
 #include "tests/cli/fault_profiles.h"
 #include "tests/unit/synthetic_models.h"
@@ -182,23 +187,31 @@ TEST(LocalizeCauses, TheRunBudgetIsRespectedAndReported) {
       << passes.err;
 }
 
-TEST(LocalizeCauses, TheOperatorWithinTheCulpritIsNamedAndConfirmed) {
+// The fp32 and float64 reference outputs a numerical repro stores beside its captured inputs.
+std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> storedReferences(
+    const std::string& archive) {
+  torch::jit::ExtraFilesMap files = {{ModelCard::kReferenceOutputsPath, ""}};
+  torch::jit::load(archive, c10::nullopt, files);
+  const c10::IValue pair =
+      torch::jit::pickle_load(std::vector<char>(files[ModelCard::kReferenceOutputsPath].begin(),
+                                                files[ModelCard::kReferenceOutputsPath].end()));
+  auto tensors = [](const c10::IValue& tuple) {
+    std::vector<at::Tensor> out;
+    for (const auto& value : tuple.toTupleRef().elements()) out.push_back(value.toTensor());
+    return out;
+  };
+  return {tensors(pair.toTupleRef().elements()[0]), tensors(pair.toTupleRef().elements()[1])};
+}
+
+TEST(LocalizeCauses, TheOperatorWithinTheCulpritIsNamedConfirmedAndReproduced) {
   // Only the softmax of the first attention layer is faulty (its outputs 3 times too large):
   // the module search names the attention module, then its own operators are searched the
-  // same way, and the softmax is named, with its node, source line, shapes and dtypes.
-  const std::string path = ::testing::TempDir() + "softmax-fault.json";
-  const json profile = {
-      {"version", 1},
-      {"extends", "spyre-2025-clean"},
-      {"name", "test-softmax-scale"},
-      {"description", "Test profile: one attention layer's softmax comes out 3 times too large."},
-      {"faults",
-       {{{"id", "softmax-scale"},
-         {"match", {{"op", "aten::softmax"}, {"module", "transformer.h.0.attn"}}},
-         {"effect", {{"kind", "wrong_scale"}, {"factor", 3.0}}}}}}};
-  std::ofstream(path) << profile.dump(2);
-  const json report =
-      localize({"localize", zooPath("gpt2-tiny.pt"), "--profile", path, "--adapt", "--json"});
+  // same way, and the softmax is named, with its node, source line, shapes and dtypes. Its
+  // reproducer is that softmax alone, on the inputs the model fed it.
+  const std::string path = testing::scaledOperatorProfile("aten::softmax", "transformer.h.0.attn");
+  const std::string bundles = ::testing::TempDir() + "operator-repros-" + std::to_string(getpid());
+  const json report = localize({"localize", zooPath("gpt2-tiny.pt"), "--profile", path, "--adapt",
+                                "--bundle-dir", bundles, "--json"});
   ASSERT_EQ(report["status"], "localized") << report.dump(2);
   EXPECT_EQ(report["culprit"]["module"], "transformer.h.0.attn");
   ASSERT_TRUE(report.contains("culprit_operators")) << report.dump(2);
@@ -230,6 +243,43 @@ TEST(LocalizeCauses, TheOperatorWithinTheCulpritIsNamedAndConfirmed) {
   EXPECT_NE(report["summary"].get<std::string>().find("within it, the operator " + node),
             std::string::npos)
       << report["summary"];
+
+  // The reproducer: the softmax under its module path (the fault strikes by path), a small
+  // archive that fails `stickler run` on the faulty profile and passes without its faults.
+  const json& repro = report["repro"];
+  ASSERT_TRUE(repro.value("reproduces", false)) << repro.dump(2);
+  EXPECT_EQ(repro["scope"], "operator, at its module path transformer.h.0.attn");
+  const std::string archive = repro["archive"];
+  EXPECT_EQ(archive.rfind(bundles, 0), 0u) << archive;
+  EXPECT_LT(std::filesystem::file_size(archive) * 10,
+            std::filesystem::file_size(zooPath("gpt2-tiny.pt")));
+  const Result faulty = stickler({"run", archive, "--backend", "spyre-sim:" + path, "--json"});
+  EXPECT_EQ(faulty.status, 1) << faulty.err;
+  const json failed = json::parse(faulty.out);
+  ASSERT_EQ(failed["comparison"]["outputs"].size(), 1u);
+  const json& output = failed["comparison"]["outputs"][0];
+  EXPECT_EQ(output["kind"], "activation");
+  EXPECT_EQ(output["verdict"], "fail");
+  // Three times too large: an error of 2 against a tolerance of a few DL16 roundoffs.
+  EXPECT_NEAR(output["relative_l2"].get<double>(), 2.0, 0.01);
+  EXPECT_LT(output["relative_l2_tolerance"].get<double>(), 0.05);
+  const json& numerics = repro["numerics"];
+  EXPECT_TRUE(numerics["clean_passes"]);
+  const Result clean = stickler(
+      {"run", archive, "--backend", "spyre-sim:" + numerics["clean_profile"].get<std::string>()});
+  EXPECT_EQ(clean.status, 0) << clean.out << clean.err;
+  EXPECT_EQ(repro["command"], "stickler run " + archive + " --backend spyre-sim:" + path);
+  // It holds the softmax's real inputs and both references, which agree with each other far
+  // better than the device does with either.
+  const auto [fp32, float64] = storedReferences(archive);
+  ASSERT_EQ(fp32.size(), 1u);
+  ASSERT_EQ(float64.size(), 1u);
+  EXPECT_EQ(fp32[0].scalar_type(), at::kFloat);
+  EXPECT_EQ(float64[0].scalar_type(), at::kDouble);
+  EXPECT_EQ(fp32[0].sizes().vec(), op["outputs"][0]["shape"].get<std::vector<int64_t>>());
+  EXPECT_LT((fp32[0].to(at::kDouble) - float64[0]).norm().item<double>(),
+            1e-5 * float64[0].norm().item<double>());
+  EXPECT_TRUE(std::filesystem::exists(repro["directory"].get<std::string>() + "/README.md"));
 }
 
 }  // namespace

@@ -31,8 +31,9 @@ struct FaultCase {
 };
 
 json localize(const std::string& model, const std::string& profile) {
-  const Result result =
-      stickler({"localize", zooPath(model + ".pt"), "--profile", profile, "--adapt", "--json"});
+  const std::string bundles = ::testing::TempDir() + "localize-repros-" + std::to_string(getpid());
+  const Result result = stickler({"localize", zooPath(model + ".pt"), "--profile", profile,
+                                  "--adapt", "--bundle-dir", bundles, "--json"});
   EXPECT_EQ(result.status, 0) << result.err;
   return json::parse(result.out);
 }
@@ -75,6 +76,11 @@ TEST_P(LocalizeFamily, NamesTheCorruptedModuleAndConfirmsIt) {
   // Compared in lockstep with the reference, the culprit is far over its derived threshold.
   EXPECT_EQ(report["culprit"]["deviation"]["over_threshold"], true) << report["culprit"].dump();
   EXPECT_GT(report["culprit"]["deviation"]["ratio_to_emulated"].get<double>(), 10.0);
+  // Its reproducer, checked: a region of the culprit alone fails on the profile and passes
+  // on the same profile without its fault.
+  const json& repro = report["repro"];
+  EXPECT_TRUE(repro.value("reproduces", false)) << repro.dump(2);
+  EXPECT_TRUE(repro["numerics"].value("clean_passes", false)) << repro.dump(2);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -130,6 +136,10 @@ TEST(LocalizeCli, ARuntimeAbortIsPinnedToItsAttentionModule) {
   EXPECT_EQ(report["culprit"]["module"], "model.layers.0.self_attn");
   EXPECT_EQ(report["whole_model_verdict"], "aborted");
   EXPECT_EQ(report["confirmation"]["alone_on_device"], "aborted");
+  // Its reproducer is the run-failure kind: the softmax, alone, aborts the device the same way.
+  EXPECT_TRUE(report["repro"].value("reproduces", false)) << report["repro"].dump(2);
+  EXPECT_EQ(report["repro"]["observed"], "aborted in aten::softmax");
+  EXPECT_FALSE(report["repro"].contains("numerics"));
 }
 
 TEST(LocalizeCli, AnAbsorbedDeviationIsReportedNotBlamed) {

@@ -77,7 +77,8 @@ Call callNumber(int i) {
       return {"localize_divergence",
               {{"model", testing::zooPath("qwen2-hd128.pt")},
                {"profile", abort_profile},
-               {"operators", false}},
+               {"operators", false},
+               {"repro", false}},
               "status",
               "localized"};
   }

@@ -53,6 +53,40 @@ TEST(ModelCard, RoundTripsThroughJson) {
   EXPECT_DOUBLE_EQ(again.inputs[0].low, -1.0);  // floats default to [-1, 1)
 }
 
+// A repro bundle's region outputs an activation, judged by its own relative L2 tolerance: the
+// card keeps it through a round trip, and refuses one without a usable tolerance.
+TEST(ModelCard, AnActivationOutputCarriesItsTolerance) {
+  const std::string inputs = R"("inputs": [{"name": "x", "shape": [2], "kind": "float"}])";
+  const ModelCard card = parseModelCard(
+      "{" + inputs +
+          R"(, "outputs": [{"name": "out", "kind": "activation", "relative_l2_tolerance": 0.004}]})",
+      "card.json");
+  ASSERT_EQ(card.outputs.size(), 1u);
+  EXPECT_EQ(card.outputs[0].kind, OutputKind::kActivation);
+  EXPECT_DOUBLE_EQ(card.outputs[0].relative_l2_tolerance, 0.004);
+  const ModelCard again = parseModelCard(modelCardToJson(card).dump(), "again.json");
+  EXPECT_EQ(again.outputs[0].kind, OutputKind::kActivation);
+  EXPECT_DOUBLE_EQ(again.outputs[0].relative_l2_tolerance, 0.004);
+
+  for (const std::string& output :
+       {std::string(R"({"name": "out", "kind": "activation"})"),
+        std::string(R"({"name": "out", "kind": "activation", "relative_l2_tolerance": 0})"),
+        std::string(R"({"name": "out", "kind": "activation", "relative_l2_tolerance": "1"})")}) {
+    EXPECT_NE(errorOf([&] {
+                parseModelCard("{" + inputs + R"(, "outputs": [)" + output + "]}", "m.pt");
+              }).find("m.pt: output 'out': an output of kind activation needs a positive"),
+              std::string::npos)
+        << output;
+  }
+  EXPECT_NE(errorOf([&] {
+              parseModelCard("{" + inputs +
+                                 R"(, "outputs": [{"name": "l", "kind": "logits",
+                                     "relative_l2_tolerance": 0.1}]})",
+                             "m.pt");
+            }).find("belongs to outputs of kind activation"),
+            std::string::npos);
+}
+
 TEST(ModelCard, RejectsBadCardsWithTheFieldNamed) {
   EXPECT_NE(errorOf([] { parseModelCard("{", "m.pt"); }).find("m.pt: model card is not valid JSON"),
             std::string::npos);

@@ -61,6 +61,30 @@ TEST(OutputComparison, NonFiniteValuesOnTheDeviceFailAndLeaveNoFigure) {
   EXPECT_EQ(compared(reference, infinite, OutputKind::kHiddenStates).metrics->non_finite, 1);
 }
 
+// An activation passes while its relative L2 error is within the card's tolerance, whatever
+// its cosine: a value scaled by 1.01 points the same way and is still 1% off.
+TEST(OutputComparison, AnActivationIsJudgedByItsRelativeErrorAgainstTheCardsTolerance) {
+  ModelCard card;
+  card.outputs.push_back({"out", OutputKind::kActivation, 0.005});
+  const at::Tensor reference = torch::tensor({3.0F, -4.0F, 0.5F, 2.0F});
+  auto judged = [&](const at::Tensor& device) {
+    return compareOutputs({reference}, {device}, card, NumberFormat::kDL16, VerdictSettings{})
+        .outputs.at(0);
+  };
+  const OutputReport scaled = judged(reference * 1.01);
+  EXPECT_NEAR(*scaled.metrics->relative_l2, 0.01, 1e-6);
+  EXPECT_NEAR(*scaled.metrics->cosine, 1.0, 1e-6);
+  EXPECT_EQ(scaled.verdict, OutputVerdict::kFail);
+  EXPECT_EQ(scaled.reason, "relative L2 error beyond the card's tolerance");
+  EXPECT_EQ(scaled.relative_l2_tolerance, 0.005);
+
+  const OutputReport close = judged(reference * 1.004);
+  EXPECT_EQ(close.verdict, OutputVerdict::kPass);
+
+  const at::Tensor nan = torch::tensor({3.0F, std::numeric_limits<float>::quiet_NaN(), 0.5F, 2.0F});
+  EXPECT_EQ(judged(nan).verdict, OutputVerdict::kFail);
+}
+
 TEST(OutputComparison, LogitsAreJudgedByTopOneAndTheReferencesOwnMargin) {
   // Row 0: a clear top-1 the device keeps. Row 1: a clear top-1 the device loses. Row 2: the
   // reference's top two within the tolerance of each other, swapped on the device: ambiguous.

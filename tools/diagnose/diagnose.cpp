@@ -21,6 +21,7 @@
 #include "tools/adapters/adapter_support.h"
 #include "tools/diagnose/decode_focus.h"
 #include "tools/diagnose/localize_report.h"
+#include "tools/diagnose/repro_bundles.h"
 #include "tools/diagnose/threshold_options.h"
 #include "tools/framework/operation_table.h"
 #include "tools/framework/schema_fields.h"
@@ -37,18 +38,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// "03-weight-stick-alignment-linear-lm_head": a bundle's directory name.
-std::string bundleName(size_t index, const std::string& rule, const std::string& op,
-                       const std::string& module) {
-  std::string name = (index < 9 ? "0" : "") + std::to_string(index + 1) + "-" + rule + "-" +
-                     op.substr(op.find("::") == std::string::npos ? 0 : op.find("::") + 2) + "-" +
-                     (module.empty() ? "root" : module);
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') c = '_';
-  }
-  return name;
-}
 
 // The knowledge-base pages that speak of a blocker's rule and operator: where an agent reads
 // what the device does there and what was done about it before.
@@ -132,18 +121,6 @@ json diagnoseCompile(const std::shared_ptr<const LoadedModel>& model, const Devi
   return report;
 }
 
-// Where the repro bundles go: bundle_dir, or stickler-repros/<model name> in the workspace.
-std::string bundleDirectory(const json& input, const LoadedModel& model,
-                            OperationContext& context) {
-  if (input.contains("bundle_dir")) return context.resolvePath(requireString(input, "bundle_dir"));
-  // Made first: the workspace resolves a path through its existing parent directory.
-  const fs::path directory =
-      fs::path(context.workspaceRoot()) / "stickler-repros" / cardOf(model).name;
-  std::error_code ec;
-  fs::create_directories(directory, ec);
-  return context.resolvePath(directory.string());
-}
-
 json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const DeviceProfile& profile,
                  const std::string& profile_name, double timeout_seconds,
                  const std::string& bundle_dir, OperationContext& context) {
@@ -188,14 +165,20 @@ json diagnoseRun(const std::shared_ptr<const LoadedModel>& model, const DevicePr
   return report;
 }
 
-json diagnoseNumerics(const LoadedModel& model, const std::string& profile_name, const json& input,
+json diagnoseNumerics(const LoadedModel& model, const DeviceProfile& profile,
+                      const std::string& profile_name, const json& input,
                       OperationContext& context) {
   LocalizeOptions options;
   options.backend = spyreSimBackend(profile_name);
   options.timeout_seconds = input.at("timeout_seconds").get<double>();
   options.control = context.task();
   options.thresholds = thresholdSettings(input);
-  return localizeReport(lockstepNumerics(model, options));
+  const LocalizationResult result = lockstepNumerics(model, options);
+  json report = localizeReport(result);
+  if (json repro = numericsRepro(model, result, profile, input, context); !repro.is_null()) {
+    report["repro"] = std::move(repro);
+  }
+  return report;
 }
 
 // diagnose --models: the blocker ranking across models (rank_blockers), as a diagnosis report.
@@ -260,7 +243,7 @@ json run(const json& input, OperationContext& context) {
     report = diagnoseRun(model, profile, profile_name, input.at("timeout_seconds").get<double>(),
                          bundleDirectory(input, *model, context), context);
   } else {
-    report = diagnoseNumerics(*model, profile_name, input, context);
+    report = diagnoseNumerics(*model, profile, profile_name, input, context);
   }
   report["schema"] = "stickler.diagnose";
   report["version"] = 1;
@@ -290,6 +273,7 @@ std::string renderNumerics(const json& report) {
     text += std::string(key) == "absorbed" ? "absorbed downstream:\n" : "deviation onsets:\n";
     text += deviationLines(report[key]);
   }
+  if (report.contains("repro")) text += numericsReproText(report["repro"]);
   return text;
 }
 
@@ -394,7 +378,8 @@ Operation makeDiagnoseModelOperation() {
   schema["properties"]["bundle_dir"] = {
       {"type", "string"},
       {"description",
-       "Where repro bundles go (default stickler-repros/<model name> in the workspace)."}};
+       "Where repro bundles go (default stickler-repros/<model name> in the workspace). Mode "
+       "numerics writes one for the first deviation onset when the model does not pass."}};
   schema["properties"]["timeout_seconds"] = timeoutField();
   addThresholdFields(schema["properties"]);
   schema["properties"]["html"] = htmlReportField();

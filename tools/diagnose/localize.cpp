@@ -11,6 +11,7 @@
 #include "tools/adapters/adapter_support.h"
 #include "tools/diagnose/decode_focus.h"
 #include "tools/diagnose/localize_report.h"
+#include "tools/diagnose/repro_bundles.h"
 #include "tools/diagnose/threshold_options.h"
 #include "tools/framework/operation_table.h"
 #include "tools/framework/schema_fields.h"
@@ -61,7 +62,13 @@ json run(const json& input, OperationContext& context) {
     model =
         modelToDiagnose(context, model_path, input_flags, adapt ? &profile : nullptr, &adapters);
   }
-  json report = localizeReport(localizeDivergence(*model, options));
+  const LocalizationResult result = localizeDivergence(*model, options);
+  json report = localizeReport(result);
+  if (input.value("repro", true) && !options.passes) {
+    if (json repro = numericsRepro(*model, result, profile, input, context); !repro.is_null()) {
+      report["repro"] = std::move(repro);
+    }
+  }
   if (adapt) report["adapters_applied"] = adapters;
   if (decode_steps > 0) report["decode"] = decode;
   publishReport(report, input, context);
@@ -169,6 +176,7 @@ std::string renderText(const json& report) {
       }
     }
   }
+  if (report.contains("repro")) text += numericsReproText(report["repro"]);
   if (report.contains("budget") && report["budget"]["exhausted"].get<bool>()) {
     const json& budget = report["budget"];
     text += "\nrun budget of " + std::to_string(budget["max_runs"].get<int64_t>()) +
@@ -238,6 +246,19 @@ Operation makeLocalizeDivergenceOperation() {
        "them on the device, everything else on the CPU reference) and name the operator, or the "
        "minimal set of operators, that makes it fail, with its node, source line, shapes and "
        "dtypes: about ceil(log2 K) + 2 more device runs for K operators."}};
+  schema["properties"]["repro"] = {
+      {"type", "boolean"},
+      {"default", true},
+      {"description",
+       "Write a reproducer of the culprit (its operator when one was named, else the module, "
+       "grown to an enclosing module until it fails alone): a small archive with the inputs "
+       "the model fed it and its fp32 and float64 reference outputs, whose `stickler run` "
+       "fails on the profile and passes on the same profile without its fault rules; checked "
+       "(reproduces). A few runs of the region, none of the model."}};
+  schema["properties"]["bundle_dir"] = {
+      {"type", "string"},
+      {"description",
+       "Where the reproducer goes (default stickler-repros/<model name> in the workspace)."}};
   schema["properties"]["max_runs"] = {
       {"type", "integer"},
       {"minimum", 3},
@@ -273,6 +294,7 @@ Operation makeLocalizeDivergenceOperation() {
         {"culprit", {{"type", "object"}}},
         {"causes", {{"type", "array"}}},
         {"budget", {{"type", "object"}}},
+        {"repro", {{"type", "object"}}},
         {"decode", {{"type", "object"}}},
         {"device_runs", {{"type", "integer"}}}}},
       {"required", {"schema", "status", "summary"}}};

@@ -87,10 +87,29 @@ json compileReportToJson(const CompileReport& report) {
 }
 
 nlohmann::json reproToJson(const ReproBundle& bundle) {
-  return {{"directory", bundle.directory}, {"archive", bundle.archive},
-          {"command", bundle.command},     {"reproduces", bundle.reproduces},
-          {"observed", bundle.observed},   {"scope", bundle.scope},
-          {"grown", bundle.grown},         {"seconds", bundle.seconds}};
+  nlohmann::json document = {{"directory", bundle.directory}, {"archive", bundle.archive},
+                             {"command", bundle.command},     {"reproduces", bundle.reproduces},
+                             {"observed", bundle.observed},   {"scope", bundle.scope},
+                             {"grown", bundle.grown},         {"seconds", bundle.seconds}};
+  if (const auto& check = bundle.numerics) {
+    nlohmann::json errors = nlohmann::json::array();
+    for (const auto& error : check->relative_l2) errors.push_back(numberOrNull(error));
+    nlohmann::json reference = nlohmann::json::array();
+    for (const auto& error : check->reference_relative_l2_float64) {
+      reference.push_back(numberOrNull(error));
+    }
+    nlohmann::json numerics = {{"tolerances", check->tolerances},
+                               {"relative_l2", errors},
+                               {"reference_relative_l2_float64", reference}};
+    if (!check->clean_profile.empty()) {
+      numerics["clean_profile"] = check->clean_profile;
+      numerics["clean_command"] = check->clean_command;
+      numerics["clean_passes"] = check->clean_passes.value_or(false);
+      numerics["clean_observed"] = check->clean_observed;
+    }
+    document["numerics"] = std::move(numerics);
+  }
+  return document;
 }
 
 json outputComparisonToJson(const OutputComparison& comparison) {
@@ -107,6 +126,9 @@ json outputComparisonToJson(const OutputComparison& comparison) {
       entry["mean_abs_error"] = numberOrNull(metrics->mean_abs_error);
       entry["relative_l2"] = numberOrNull(metrics->relative_l2);
       entry["cosine"] = numberOrNull(metrics->cosine);
+    }
+    if (output.relative_l2_tolerance) {
+      entry["relative_l2_tolerance"] = *output.relative_l2_tolerance;
     }
     if (const auto& logits = output.logits) {
       entry["logits"] = {{"positions", logits->positions},
