@@ -203,12 +203,20 @@ const char* const kChangesTheSession =
 
 json sessionStackToJson(const AdapterStack& stack) {
   const std::vector<std::string> names = stack.names();
-  return {{"adapters", names},
-          {"note", names.empty()
-                       ? "the session's model is the original archive"
-                       : "the session's model now has these adapters applied, in this order; "
-                         "later calls on it see them (revert_adapter with all: true returns it "
-                         "to the original archive)"}};
+  json session = {
+      {"adapters", names},
+      {"note", names.empty() ? "the session's model is the original archive"
+                             : "the session's model now has these adapters applied, in this "
+                               "order; later calls on it see them (revert_adapter with all: "
+                               "true returns it to the original archive)"}};
+  json probes = json::array();
+  for (const AdapterApplication& application : stack.applied()) {
+    if (application.adapter.path.rfind(kInlineAdapterPrefix, 0) == 0) {
+      probes.push_back(application.adapter.metadata.name);
+    }
+  }
+  if (!probes.empty()) session["inline"] = std::move(probes);  // in no catalog
+  return session;
 }
 
 namespace {

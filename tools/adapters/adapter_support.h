@@ -74,6 +74,9 @@ std::vector<const CatalogEntry*> adaptersMeantFor(const std::vector<CatalogEntry
 // What a call that changed the session's model leaves there: the whole stack, in order, and
 // what that means for the calls after it. Every tool that changes the session returns it.
 nlohmann::json sessionStackToJson(const AdapterStack& stack);
+// The path an adapter applied from inline source (apply_adapter's `source`) is known by: it is
+// on the session's stack only, never in a catalog.
+inline constexpr const char* kInlineAdapterPrefix = "inline:";
 // The sentence tool descriptions use for it.
 extern const char* const kChangesTheSession;
 

@@ -1,5 +1,7 @@
 // apply_adapter: one catalog adapter on a model, checked for equivalence, kept in the session.
 #include "adapters/engine/adapted_archive.h"
+#include "adapters/engine/adapter_application.h"
+#include "adapters/engine/adapter_file.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/model_facts.h"
 #include "simulator/support/errors.h"
@@ -14,10 +16,19 @@ namespace {
 using nlohmann::json;
 
 json inputSchema() {
-  json schema = {
-      {"type", "object"}, {"required", {"model", "adapter"}}, {"additionalProperties", false}};
+  json schema = {{"type", "object"}, {"required", {"model"}}, {"additionalProperties", false}};
   schema["properties"]["model"] = modelField();
-  schema["properties"]["adapter"] = adapterNameField("The adapter's name in the catalog.");
+  schema["properties"]["adapter"] =
+      adapterNameField("The adapter's name in the catalog (or give source instead).");
+  schema["properties"]["source"] = {
+      {"type", "string"},
+      {"maxLength", kMaxAdapterFileBytes},
+      {"description",
+       "Instead of adapter: a whole adapter file (docs/adapter-format.md), to try a rewrite "
+       "without drafting it. Parsed, checked and applied as a catalog adapter is, for this "
+       "session only: never written to the catalog, never picked up by adapt_model, gone with "
+       "revert_adapter or the session. Its name (the file's `name`) must not be a catalog "
+       "adapter's."}};
   schema["properties"]["profile"] = profileField();
   schema["properties"]["inputs"] = inputsField();
   schema["properties"]["save"] = {
@@ -35,6 +46,7 @@ json outputSchema() {
       "version": {"type": "integer"},
       "model": {"type": "object"},
       "status": {"enum": ["applied", "refused", "not_applicable"]},
+      "inline": {"type": "boolean"},
       "application": {"type": "object"},
       "idempotent": {"type": "boolean"},
       "applied": {"type": "array", "items": {"type": "string"}},
@@ -46,23 +58,59 @@ json outputSchema() {
   })");
 }
 
+// An adapter given as text: parsed and compiled as a draft is, under the name its file gives,
+// which no catalog adapter may have (the session's stack would then say one name for two
+// texts). Unreviewed, so it runs sandboxed like a draft.
+AdapterFile inlineAdapter(const std::string& source, const std::vector<CatalogEntry>& catalog) {
+  if (source.size() > kMaxAdapterFileBytes) {
+    throw UserError("source: " + std::to_string(source.size()) + " bytes, over the " +
+                    std::to_string(kMaxAdapterFileBytes) + " an adapter file may have");
+  }
+  AdapterFile file = parseAdapterFile(source, "inline source");
+  validateAdapter(file);
+  for (const CatalogEntry& entry : catalog) {
+    if (entry.name == file.metadata.name) {
+      throw UserError("inline source: '" + file.metadata.name + "' is the name of a catalog " +
+                      "adapter (" + entry.origin + "): give the probe a name of its own");
+    }
+  }
+  file.path = kInlineAdapterPrefix + file.metadata.name;
+  file.reviewed = false;
+  return file;
+}
+
 json run(const json& input, OperationContext& context) {
   const std::string model_path = context.resolvePath(requireString(input, "model"));
-  const std::string name = requireString(input, "adapter");
+  if (input.contains("adapter") == input.contains("source")) {
+    throw UserError(
+        "give adapter (a catalog adapter's name) or source (an adapter file's text, applied for "
+        "this session only), not both");
+  }
   const DeviceProfile profile = profileFromInput(input, context);
   const auto catalog = adapterCatalog(context);
-  const CatalogEntry& entry = findCatalogEntry(catalog, name);
-  if (!entry.file) throw UserError(entry.error);
+  const bool inline_source = input.contains("source");
+  std::optional<AdapterFile> given;
+  std::string origin = "inline";
+  if (inline_source) {
+    given = inlineAdapter(requireString(input, "source"), catalog);
+  } else {
+    const CatalogEntry& entry = findCatalogEntry(catalog, requireString(input, "adapter"));
+    if (!entry.file) throw UserError(entry.error);
+    given = *entry.file;
+    origin = entry.origin;
+  }
+  const std::string name = given->metadata.name;
   ModelAdapters adapters(context, model_path, optionalStrings(input, "inputs"));
   AdapterStack& stack = adapters.stack();
   if (stack.contains(name))
     throw UserError("adapter '" + name + "' is already applied to " + model_path);
 
-  AdapterApplication application = applyAdapter(*entry.file, stack.current(), profile);
+  AdapterApplication application = applyAdapter(*given, stack.current(), profile);
   json report = {{"schema", "stickler.adapt"},
                  {"version", 2},
                  {"model", {{"path", model_path}, {"name", cardOf(*stack.original()).name}}},
                  {"application", applicationToJson(application, context.listLimit())}};
+  if (inline_source) report["inline"] = true;
   // Once at the end of the stack this adapter would make: the whole model.
   std::optional<EquivalenceResult> whole;
   std::optional<std::string> repeated;
@@ -91,12 +139,16 @@ json run(const json& input, OperationContext& context) {
         whole->problem();
   } else {
     report["status"] = "applied";
-    const std::string evidence = recordEvidence(
-        context, name, entry.origin,
-        "Applied to " + cardOf(*stack.original()).name + " for " + profile.name,
-        {{"Evidence", "equivalence on the CPU: " + equivalenceText(application.equivalence)},
-         {"Model", cardOf(*stack.original()).name},
-         {"Profile", profile.name}});
+    // An inline probe leaves no trace in the catalog: no evidence commit either.
+    const std::string evidence =
+        inline_source ? ""
+                      : recordEvidence(
+                            context, name, origin,
+                            "Applied to " + cardOf(*stack.original()).name + " for " + profile.name,
+                            {{"Evidence", "equivalence on the CPU: " +
+                                              equivalenceText(application.equivalence)},
+                             {"Model", cardOf(*stack.original()).name},
+                             {"Profile", profile.name}});
     if (!evidence.empty()) report["evidence_commit"] = evidence;
     stack.push(std::move(application));
     adapters.publish();
@@ -117,6 +169,7 @@ std::string renderText(const json& report) {
                      report["model"]["name"].get<std::string>() + ": " +
                      report["status"].get<std::string>();
   if (report.contains("reason")) text += " (" + report["reason"].get<std::string>() + ")";
+  if (report.value("inline", false)) text += " [inline: this session only, not in the catalog]";
   text += "\n";
   const json& application = report["application"];
   if (application.contains("change")) {
@@ -164,7 +217,9 @@ Operation makeApplyAdapterOperation() {
       "is checked once. Bitwise equality and float32 ULPs are reported as information. Returns the "
       "graph change (nodes removed and added, by "
       "module), the equivalence result, the stack of applied adapters and the blockers left on "
-      "the profile. " +
+      "the profile. With source instead of adapter, an adapter file's text is tried the same "
+      "way for this session only (a probe: never in the catalog, never picked up by "
+      "adapt_model). " +
       std::string(kChangesTheSession);
   operation.input_schema = inputSchema();
   operation.output_schema = outputSchema();
