@@ -228,6 +228,7 @@ class Localizer {
     if (options_.operators && !first.isSet()) {
       localizeOperators(first.completing, result_.causes->front());
     }
+    if (!first.isSet()) compareWithOnset(first.completing);
     if (found.causes.size() > 1) return finish(LocalizeStatus::kSeveralCauses);
     if (first.isSet()) return finish(LocalizeStatus::kNeedsSeveral);
     return finish(first.rest_verdict == RunVerdict::kPass
@@ -292,6 +293,65 @@ class Localizer {
     static_cast<CauseConfirmation&>(found) = confirmationOf(cause, runs_before);
     for (size_t index : cause.units) found.operators.push_back(operatorAt(nodes[index]));
     result_.culprit_operators = std::move(found);
+  }
+
+  // The numerics' first onset against the culprit. An onset that differs is explained: one
+  // that holds the culprit, or that a value of the culprit's own operators reaches, is fed by
+  // it; one more run, of the onset alone on the device (within the budget), shows whether it
+  // fails by itself.
+  void compareWithOnset(size_t culprit_index) {
+    const std::vector<DeviationOnset> onsets =
+        deviation_->absorbed([](const std::string&) { return true; });
+    if (onsets.empty()) return;
+    const std::string& culprit = units_.paths()[culprit_index];
+    OnsetAgreement agreement;
+    agreement.onset = onsets.front();
+    agreement.culprit = displayPath(culprit);
+    const std::string onset =
+        agreement.onset.module == displayPath("") ? "" : agreement.onset.module;
+    std::vector<std::string> within;
+    for (const std::string& unit : units_.paths()) {
+      if (isWithin(unit, onset)) within.push_back(unit);
+    }
+    agreement.own_operators = !within.empty();
+    if (onset == culprit) {
+      agreement.relation = "culprit";
+    } else if (isWithin(culprit, onset)) {
+      agreement.relation = "contains_culprit";
+    } else {
+      agreement.relation = feeds(culprit, onset) ? "fed_by_culprit" : "not_fed_by_culprit";
+      const int64_t runs = static_cast<int64_t>(result_.runs.size());
+      if (!within.empty() && runs < result_.budget->max_runs) {
+        agreement.alone_verdict =
+            trial(within, "only " + agreement.onset.module + " (the numerics' first onset)")
+                .verdict;
+      }
+    }
+    result_.numerics_onset = std::move(agreement);
+  }
+
+  // Whether a value the unit's own operators compute reaches an operator within `path`.
+  bool feeds(const std::string& unit, const std::string& path) const {
+    std::vector<const torch::jit::Node*> work;
+    for (int64_t position : units_.nodesOf(unit)) {
+      work.push_back(node_list_[static_cast<size_t>(position)]);
+    }
+    std::set<const torch::jit::Node*> seen;
+    while (!work.empty()) {
+      const torch::jit::Node* node = work.back();
+      work.pop_back();
+      if (!seen.insert(node).second) continue;
+      if (node->kind().is_aten() && isWithin(modulePathOf(*node), path)) return true;
+      for (const torch::jit::Value* output : node->outputs()) {
+        for (const torch::jit::Use& use : output->uses()) {
+          // A block's result leaves through the node that holds the block.
+          const torch::jit::Node* user = use.user;
+          if (user->kind() == torch::jit::prim::Return) user = user->owningBlock()->owningNode();
+          if (user != nullptr) work.push_back(user);
+        }
+      }
+    }
+    return false;
   }
 
   LocalizedOperator operatorAt(int64_t position) const {

@@ -147,6 +147,18 @@ struct OperatorCause : CauseConfirmation {
   int64_t candidates = 0;                    // the culprit's own device operators
 };
 
+// Localization's culprit set against where the whole-model run's numerics first deviate: the
+// two agree, or the report says why not (the onset only carries the culprit's bad values).
+struct OnsetAgreement {
+  DeviationOnset onset;  // the first module over its threshold
+  // "culprit" (they agree), "contains_culprit" (the onset holds it), "fed_by_culprit" (a value
+  // the culprit's own operators compute reaches the onset), "not_fed_by_culprit".
+  std::string relation;
+  std::string culprit;                      // display path
+  bool own_operators = true;                // false: the onset runs no device operator of its own
+  std::optional<RunVerdict> alone_verdict;  // the onset alone on the device, when run
+};
+
 // How many device runs localization may make, and what was left undecided when they ran out.
 struct RunBudget {
   int64_t max_runs = 0;
@@ -188,6 +200,7 @@ struct LocalizationResult {
   // only one otherwise; none when the culprit is no single module, or the budget ran out first
   // (budget.undecided says so).
   std::optional<OperatorCause> culprit_operators;
+  std::optional<OnsetAgreement> numerics_onset;  // a single culprit, when anything deviates
   std::optional<RunBudget> budget;
   std::optional<int64_t> pass_applications;
   std::optional<PassCulprit> pass_culprit;

@@ -244,6 +244,11 @@ TEST(LocalizeCauses, TheOperatorWithinTheCulpritIsNamedConfirmedAndReproduced) {
             std::string::npos)
       << report["summary"];
 
+  // The numerics' first onset is the dropout after the softmax, which only carries it.
+  EXPECT_EQ(report["numerics_onset"]["module"], "transformer.h.0.attn.attn_dropout");
+  EXPECT_EQ(report["numerics_onset"]["relation"], "fed_by_culprit");
+  EXPECT_FALSE(report["numerics_onset"]["own_operators"]);
+
   // The reproducer: the softmax under its module path (the fault strikes by path), a small
   // archive that fails `stickler run` on the faulty profile and passes without its faults.
   const json& repro = report["repro"];
@@ -280,6 +285,36 @@ TEST(LocalizeCauses, TheOperatorWithinTheCulpritIsNamedConfirmedAndReproduced) {
   EXPECT_LT((fp32[0].to(at::kDouble) - float64[0]).norm().item<double>(),
             1e-5 * float64[0].norm().item<double>());
   EXPECT_TRUE(std::filesystem::exists(repro["directory"].get<std::string>() + "/README.md"));
+}
+
+// The case: the attention's own operator (here the merge of its heads) is faulty, and
+// the first module over its threshold in the whole-model run is its output projection, which
+// is only fed the bad value. The report says so, with the run that shows the projection alone
+// passes.
+TEST(LocalizeCauses, AnOnsetFedByTheCulpritIsExplainedNotBlamed) {
+  const std::string profile =
+      testing::scaledOperatorProfile("aten::contiguous", "transformer.h.0.attn");
+  const json report = localize({"localize", zooPath("gpt2-tiny.pt"), "--profile", profile,
+                                "--adapt", "--no-repro", "--json"});
+  ASSERT_EQ(report["status"], "localized") << report.dump(2);
+  EXPECT_EQ(report["culprit"]["module"], "transformer.h.0.attn");
+  EXPECT_EQ(report["culprit_operators"]["operators"][0]["op"], "aten::contiguous");
+  const json& onset = report["numerics_onset"];
+  EXPECT_EQ(onset["module"], "transformer.h.0.attn.c_proj");
+  EXPECT_EQ(onset["relation"], "fed_by_culprit");
+  EXPECT_TRUE(onset["own_operators"]);
+  EXPECT_EQ(onset["alone_on_device"], "pass");
+  EXPECT_GT(onset["ratio_to_emulated"].get<double>(), 10.0);
+  const std::string explanation =
+      "onset in transformer.h.0.attn.c_proj, fed by the culprit transformer.h.0.attn; "
+      "transformer.h.0.attn.c_proj alone on the device passes";
+  EXPECT_EQ(onset["explanation"], explanation);
+  EXPECT_NE(report["summary"].get<std::string>().find(explanation), std::string::npos)
+      << report["summary"];
+  EXPECT_EQ(runLabelled(report,
+                        "only transformer.h.0.attn.c_proj (the numerics' first onset)")["verdict"],
+            "pass");
+  EXPECT_FALSE(report.contains("repro"));
 }
 
 }  // namespace

@@ -76,6 +76,8 @@ TEST_P(LocalizeFamily, NamesTheCorruptedModuleAndConfirmsIt) {
   // Compared in lockstep with the reference, the culprit is far over its derived threshold.
   EXPECT_EQ(report["culprit"]["deviation"]["over_threshold"], true) << report["culprit"].dump();
   EXPECT_GT(report["culprit"]["deviation"]["ratio_to_emulated"].get<double>(), 10.0);
+  // The numerics' first onset is the culprit itself: the two agree.
+  EXPECT_EQ(report["numerics_onset"]["relation"], "culprit") << report["numerics_onset"].dump();
   // Its reproducer, checked: a region of the culprit alone fails on the profile and passes
   // on the same profile without its fault.
   const json& repro = report["repro"];
@@ -101,9 +103,11 @@ INSTANTIATE_TEST_SUITE_P(
 // STICKLER_PHASE_TIMES=1 prints where a command's time goes, one line per phase on stderr; the
 // JSON on stdout is the same, and without the variable nothing of it is printed.
 TEST(LocalizeCli, PhaseTimesSayWhereTheTimeWent) {
+  // Without the reproducer, whose checks run the region on the device too.
   const std::vector<std::string> args = {
-      "localize", zooPath("vit-tiny.pt"), "--profile",
-      wrongScaleProfile("encoder.layer.1.attention.output.dense"), "--json"};
+      "localize",   zooPath("vit-tiny.pt"),
+      "--profile",  wrongScaleProfile("encoder.layer.1.attention.output.dense"),
+      "--no-repro", "--json"};
   const Result timed = testing::sticklerIn("", args, {"STICKLER_PHASE_TIMES=1"});
   ASSERT_EQ(timed.status, 0) << timed.err;
   const json report = json::parse(timed.out);

@@ -76,6 +76,39 @@ TEST(HtmlReport, ShowsTheCulpritTheChartAndTheAbsorbedDeviation) {
   EXPECT_NE(page.find("confirmed"), std::string::npos);
 }
 
+// The culprit's callout says why the numerics' onset is not the culprit, and gives the
+// reproducer with its clean control.
+TEST(HtmlReport, TheCulpritCalloutExplainsTheOnsetAndGivesTheReproducer) {
+  json report = localizeReport();
+  report["numerics_onset"] = {{"module", "layers.1.mlp.down"},
+                              {"relation", "fed_by_culprit"},
+                              {"explanation",
+                               "onset in layers.1.mlp.down, fed by the culprit layers.1.mlp; "
+                               "layers.1.mlp.down alone on the device passes"}};
+  report["repro"] = {
+      {"command", "stickler run r/repro.pt --backend spyre-sim:f.json"},
+      {"reproduces", true},
+      {"scope", "module layers.1.mlp"},
+      {"numerics",
+       {{"clean_command", "stickler run r/repro.pt --backend spyre-sim:r/clean-profile.json"},
+        {"clean_observed", "pass: output relative L2 0.001 (tolerance 0.004)"}}}};
+  const std::string page = renderHtmlReport(report);
+  const size_t callout = page.find("<section id=\"culprit\"");
+  ASSERT_NE(callout, std::string::npos);
+  const std::string section = page.substr(callout, page.find("</section>", callout) - callout);
+  EXPECT_NE(section.find("<p id=\"numerics-onset\">Numerics: onset in layers.1.mlp.down, fed "
+                         "by the culprit layers.1.mlp; layers.1.mlp.down alone on the device "
+                         "passes.</p>"),
+            std::string::npos)
+      << section;
+  EXPECT_NE(
+      section.find("Repro (module layers.1.mlp, checked to fail the same way): <code "
+                   "class=\"repro\">stickler run r/repro.pt --backend spyre-sim:f.json</code>"),
+      std::string::npos)
+      << section;
+  EXPECT_NE(section.find("spyre-sim:r/clean-profile.json</code>"), std::string::npos) << section;
+}
+
 TEST(HtmlReport, NothingInTheReportBreaksOutOfTheMarkup) {
   const std::string page = renderHtmlReport(localizeReport());
   // The only <script> is the JSON document's; the module name appears escaped.

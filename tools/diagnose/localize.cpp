@@ -137,6 +137,9 @@ std::string renderText(const json& report) {
             "x the emulated format's)\n";
   }
   if (report.contains("culprit_operators")) text += operatorLines(report["culprit_operators"]);
+  if (report.contains("numerics_onset")) {
+    text += "  numerics: " + report["numerics_onset"]["explanation"].get<std::string>() + "\n";
+  }
   if (report.contains("absorbed") && !report["absorbed"].empty()) {
     text +=
         "\nabsorbed downstream (over threshold, yet the model passes with them on the device):\n";

@@ -308,6 +308,46 @@ std::string summaryOf(const LocalizationResult& result) {
   return "";
 }
 
+// Why the numerics' first onset and the culprit differ, or that they agree, in one sentence.
+std::string onsetExplanation(const OnsetAgreement& agreement) {
+  const std::string& onset = agreement.onset.module;
+  const std::string& culprit = agreement.culprit;
+  if (agreement.relation == "culprit") return "the numerics' first onset is the culprit, " + onset;
+  if (agreement.relation == "contains_culprit") {
+    return "onset in " + onset + ", which holds the culprit " + culprit;
+  }
+  std::string text = "onset in " + onset +
+                     (agreement.relation == "fed_by_culprit"
+                          ? ", fed by the culprit " + culprit
+                          : ", which the culprit " + culprit + " does not feed");
+  if (!agreement.own_operators) {
+    return text + "; " + onset + " runs no device operator of its own: it carries what it is given";
+  }
+  if (!agreement.alone_verdict) return text + " (not run alone: the run budget was spent)";
+  if (*agreement.alone_verdict == RunVerdict::kPass) {
+    return text + "; " + onset + " alone on the device passes";
+  }
+  return text + "; " + onset + " alone on the device " + runVerdictName(*agreement.alone_verdict) +
+         "s too";
+}
+
+// "; onset in X, fed by the culprit Y; X alone on the device passes" when they differ.
+std::string onsetClause(const LocalizationResult& result) {
+  if (!result.numerics_onset || result.numerics_onset->relation == "culprit") return "";
+  return "; " + onsetExplanation(*result.numerics_onset);
+}
+
+json onsetAgreementToJson(const OnsetAgreement& agreement) {
+  json entry = onsetsToJson({agreement.onset}).at(0);
+  entry["relation"] = agreement.relation;
+  entry["culprit"] = agreement.culprit;
+  entry["own_operators"] = agreement.own_operators;
+  entry["alone_on_device"] =
+      agreement.alone_verdict ? json(runVerdictName(*agreement.alone_verdict)) : json(nullptr);
+  entry["explanation"] = onsetExplanation(agreement);
+  return entry;
+}
+
 }  // namespace
 
 json localizeReport(const LocalizationResult& result) {
@@ -316,7 +356,7 @@ json localizeReport(const LocalizationResult& result) {
               {"model", modelIdentityToJson(result.model)},
               {"backend", result.backend},
               {"status", localizeStatusName(result.status)},
-              {"summary", summaryOf(result) + nextStepFor(result)},
+              {"summary", summaryOf(result) + onsetClause(result) + nextStepFor(result)},
               {"runs", runsToJson(result.runs)},
               {"device_runs", result.runs.size()}};
   if (result.numerics_mode) report["mode"] = "numerics";
@@ -356,6 +396,8 @@ json localizeReport(const LocalizationResult& result) {
   if (result.causes) report["causes"] = causesToJson(*result.causes);
   if (result.culprit_operators)
     report["culprit_operators"] = operatorsToJson(*result.culprit_operators);
+  if (result.numerics_onset)
+    report["numerics_onset"] = onsetAgreementToJson(*result.numerics_onset);
   if (result.budget) {
     report["all_causes"] = result.all_causes;
     report["budget"] = budgetToJson(*result.budget, result.runs.size());

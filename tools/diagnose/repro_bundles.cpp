@@ -6,6 +6,7 @@
 #include "simulator/diagnose/repro_bundle.h"
 #include "simulator/graph/model_facts.h"
 #include "simulator/graph/module_table.h"
+#include "simulator/support/phase_times.h"
 #include "tools/diagnose/threshold_options.h"
 #include "tools/framework/operation.h"
 #include "tools/framework/operation_table.h"
@@ -81,8 +82,11 @@ json numericsRepro(const LoadedModel& model, const LocalizationResult& result,
     const std::string directory =
         (fs::path(bundleDirectory(input, model, context)) / bundleName(0, "numerics", op, module))
             .string();
-    return reproToJson(writeNumericsRepro(model, module, node, profile, directory,
-                                          thresholdSettings(input).margin, timeout));
+    const double start = phaseClock();
+    const ReproBundle bundle = writeNumericsRepro(model, module, node, profile, directory,
+                                                  thresholdSettings(input).margin, timeout);
+    notePhase("wrote and checked the reproducer: " + bundle.archive, phaseClock() - start);
+    return reproToJson(bundle);
   } catch (const std::exception& e) {
     // A bundle that cannot be made does not undo the localization.
     return {{"error", std::string(e.what()).substr(0, 500)}};

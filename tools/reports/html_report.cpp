@@ -110,10 +110,18 @@ std::string reproParagraph(const json& holder) {
   const json& bundle = holder["repro"];
   if (!bundle.contains("command"))
     return "<p>No repro bundle: " + escapeMarkup(stringField(bundle, "error")) + "</p>\n";
-  return "<p>Repro (" + escapeMarkup(stringField(bundle, "scope")) + ", " +
-         (bundle.value("reproduces", false) ? "checked to fail the same way" : "NOT reproduced") +
-         "): <code class=\"repro\">" + escapeMarkup(stringField(bundle, "command")) +
-         "</code></p>\n";
+  std::string paragraph =
+      "<p>Repro (" + escapeMarkup(stringField(bundle, "scope")) + ", " +
+      (bundle.value("reproduces", false) ? "checked to fail the same way" : "NOT reproduced") +
+      "): <code class=\"repro\">" + escapeMarkup(stringField(bundle, "command")) + "</code>";
+  // A numerical failure's control: the same archive passes without the profile's faults.
+  if (bundle.contains("numerics") && bundle["numerics"].contains("clean_command")) {
+    paragraph += "; without the profile's fault rules (" +
+                 escapeMarkup(stringField(bundle["numerics"], "clean_observed")) +
+                 "): <code class=\"repro\">" +
+                 escapeMarkup(stringField(bundle["numerics"], "clean_command")) + "</code>";
+  }
+  return paragraph + "</p>\n";
 }
 
 std::string compilerFailure(const json& report) {
@@ -181,6 +189,11 @@ std::string culprit(const json& report) {
       }
       section += ".</p>\n";
     }
+    if (report.contains("numerics_onset") && report["numerics_onset"].is_object()) {
+      section += "<p id=\"numerics-onset\">Numerics: " +
+                 escapeMarkup(stringField(report["numerics_onset"], "explanation")) + ".</p>\n";
+    }
+    section += reproParagraph(report);
     if (report.contains("together")) {
       section += "<p>The minimal set that fails the model only together:";
       for (const auto& module : report["together"])
