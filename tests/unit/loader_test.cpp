@@ -225,6 +225,27 @@ TEST(ModulePaths, OriginalPythonLinesAreRecorded) {
   EXPECT_TRUE(found);
 }
 
+// A traced node records the whole Python stack; its line is the model's own, not torch's: the
+// softmax that nn.functional computes is shown where the attention calls it, and the
+// lm_head's linear where the model calls the Linear, never in torch/nn.
+TEST(ModulePaths, ThePythonLineIsTheModelsNotTorchs) {
+  const auto model = loadZoo("gpt2-tiny");
+  std::set<std::string> ops;
+  for (const torch::jit::Node* node : allNodes(*model->graph)) {
+    if (!node->kind().is_aten()) continue;
+    const NodeOrigin origin = originOf(*node, model->modules);
+    if (!origin.python) continue;
+    EXPECT_EQ(origin.python->file.find("-packages/torch/"), std::string::npos)
+        << describeNode(*node, model->modules);
+    if (node->kind() == torch::jit::aten::softmax || node->kind() == torch::jit::aten::linear) {
+      EXPECT_NE(origin.python->file.find("families/gpt2.py"), std::string::npos)
+          << describeNode(*node, model->modules);
+      ops.insert(node->kind().toQualString());
+    }
+  }
+  EXPECT_EQ(ops, (std::set<std::string>{"aten::linear", "aten::softmax"}));
+}
+
 TEST(ModulePaths, EachFamilyPlacesItsCharacteristicOps) {
   auto llama = opsByModule(*loadZoo("llama-tiny"));
   EXPECT_EQ(llama.at("model.layers.1.self_attn.rotary_emb").count("aten::cos"), 1u);
