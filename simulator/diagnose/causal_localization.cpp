@@ -92,7 +92,6 @@ class Localizer {
     notePhase("lowered the whole model", phaseClock() - start);
     if (!whole->ok()) return blocked(*whole);
     units_ = LocalizationUnits(*model_.graph, whole->lowering());
-    node_list_ = allNodes(*model_.graph);
     result_.units = static_cast<int64_t>(units_.size());
     const size_t applications = whole->lowering().pass_applications.size();
     result_.device_run_target = options_.passes ? passTarget(applications) : target();
@@ -265,8 +264,7 @@ class Localizer {
     }
     std::vector<std::string> names;
     for (int64_t node : nodes) {
-      names.push_back(node_list_[static_cast<size_t>(node)]->kind().toQualString() +
-                      std::string(" (node ") + std::to_string(node) + ")");
+      names.push_back(operatorLabel(units_.nodeAt(node)->kind().toQualString(), node));
     }
     RunBudget& budget = *result_.budget;
     const std::string of = " of " + displayPath(culprit);
@@ -334,7 +332,7 @@ class Localizer {
   bool feeds(const std::string& unit, const std::string& path) const {
     std::vector<const torch::jit::Node*> work;
     for (int64_t position : units_.nodesOf(unit)) {
-      work.push_back(node_list_[static_cast<size_t>(position)]);
+      work.push_back(units_.nodeAt(position));
     }
     std::set<const torch::jit::Node*> seen;
     while (!work.empty()) {
@@ -355,7 +353,7 @@ class Localizer {
   }
 
   LocalizedOperator operatorAt(int64_t position) const {
-    const torch::jit::Node* node = node_list_[static_cast<size_t>(position)];
+    const torch::jit::Node* node = units_.nodeAt(position);
     LocalizedOperator op;
     op.op = node->kind().toQualString();
     op.node = position;
@@ -520,7 +518,6 @@ class Localizer {
   std::unique_ptr<Backend> backend_;
   std::vector<at::Tensor> reference_;
   LocalizationUnits units_;
-  std::vector<const torch::jit::Node*> node_list_;  // allNodes order: operators by position
   std::unique_ptr<ModuleDeviation> deviation_;
   LocalizationResult result_;
 };

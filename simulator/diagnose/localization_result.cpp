@@ -2,6 +2,10 @@
 
 namespace stickler {
 
+std::string operatorLabel(const std::string& op, int64_t node) {
+  return op + " (node " + std::to_string(node) + ")";
+}
+
 const char* localizeStatusName(LocalizeStatus status) {
   switch (status) {
     case LocalizeStatus::kLocalized:

@@ -140,6 +140,9 @@ struct LocalizedOperator {
   bool cpu_fallback = false;  // the device stack runs it on its host CPU
 };
 
+// "aten::bmm (node 57)": how runs, confirmations and summaries name an operator of the culprit.
+std::string operatorLabel(const std::string& op, int64_t node);
+
 // Operator-level localization within the culprit module: its own device operators searched
 // the way modules are, the rest of the model on the CPU reference.
 struct OperatorCause : CauseConfirmation {

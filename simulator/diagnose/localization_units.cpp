@@ -26,8 +26,9 @@ LocalizationUnits::LocalizationUnits(const torch::jit::Graph& graph,
                                      const LoweringResult& lowering) {
   std::vector<std::string> modules;
   std::map<std::string, bool> passive;
+  nodes_in_order_ = allNodes(graph);
   int64_t position = -1;
-  for (const torch::jit::Node* node : allNodes(graph)) {
+  for (const torch::jit::Node* node : nodes_in_order_) {
     ++position;
     const NodePlace place = lowering.placeOf(node);
     if (place != NodePlace::kDevice && place != NodePlace::kFallback) continue;

@@ -13,6 +13,7 @@
 
 namespace torch::jit {
 struct Graph;
+struct Node;
 }  // namespace torch::jit
 
 namespace stickler {
@@ -39,6 +40,10 @@ class LocalizationUnits {
   // The positions (in allNodes order) of a unit's own device operators, its riders' not
   // included: the units of operator-level localization.
   const std::vector<int64_t>& nodesOf(const std::string& unit) const { return nodes_.at(unit); }
+  // The node at `position` in allNodes order (the graph's, whether on the device or not).
+  const torch::jit::Node* nodeAt(int64_t position) const {
+    return nodes_in_order_.at(static_cast<size_t>(position));
+  }
   // Whether the operator at `position` is one the device stack runs on its host CPU.
   bool isCpuFallback(int64_t position) const { return fallback_nodes_.count(position) > 0; }
   // The pass-through modules riding with a unit.
@@ -50,6 +55,7 @@ class LocalizationUnits {
       const std::string& unit) const;
 
   std::vector<std::string> paths_;
+  std::vector<const torch::jit::Node*> nodes_in_order_;        // allNodes order
   std::map<std::string, std::map<std::string, int64_t>> ops_;  // each module's own
   std::map<std::string, std::map<std::string, int64_t>> fallback_ops_;
   std::map<std::string, std::vector<int64_t>> nodes_;

@@ -87,7 +87,7 @@ json operatorsToJson(const OperatorCause& cause) {
                          {"inputs", valueDescsToJson(op.inputs)},
                          {"outputs", valueDescsToJson(op.outputs)},
                          {"cpu_fallback", op.cpu_fallback}});
-    members.push_back(op.op + " (node " + std::to_string(op.node) + ")");
+    members.push_back(operatorLabel(op.op, op.node));
   }
   return {{"kind", cause.operators.size() > 1 ? "together" : "operator"},
           {"candidates", cause.candidates},
@@ -206,7 +206,7 @@ std::string operatorText(const std::optional<OperatorCause>& cause) {
   std::string ops;
   for (size_t i = 0; i < cause->operators.size(); ++i) {
     if (i > 0) ops += i + 1 == cause->operators.size() ? " and " : ", ";
-    ops += cause->operators[i].op + " (node " + std::to_string(cause->operators[i].node) + ")";
+    ops += operatorLabel(cause->operators[i].op, cause->operators[i].node);
   }
   const bool set = cause->operators.size() > 1;
   const int64_t others = cause->candidates - static_cast<int64_t>(cause->operators.size());
