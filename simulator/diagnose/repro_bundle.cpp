@@ -12,14 +12,15 @@
 #include <unordered_set>
 
 #include "simulator/backends/backend.h"
+#include "simulator/compare/output_comparison.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/repro_region.h"
+#include "simulator/graph/graph_nodes.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/graph/module_table.h"
 #include "simulator/graph/node_info.h"
 #include "simulator/lowering/lowering.h"
-#include "simulator/run/run_model.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -172,19 +173,34 @@ std::string judgeAsActivations(const std::string& archive, const DeviceProfile& 
   return std::string(pickled.begin(), pickled.end());
 }
 
-// `stickler run` of the archive on a profile: its verdict, and what its activations showed.
-std::pair<RunVerdict, std::string> verdictOn(const std::string& archive, const std::string& spec,
-                                             double timeout_seconds,
+// What `stickler run` of the archive on a profile decides: the same comparison of its outputs
+// with its CPU reference (compareOutputs, the card's activations), run in this process rather
+// than in a model host of its own per archive (a second each, for a run of milliseconds). Safe
+// here: the model completed on the faulty device (its verdict was fail), so no fault of the
+// profile aborts or hangs on these inputs, and an abort in process throws instead.
+std::pair<RunVerdict, std::string> verdictOn(const LoadedModel& alone, const std::string& spec,
                                              std::vector<std::optional<double>>* errors) {
-  RunRequest request;
-  request.model = archive;
-  request.backend = spyreSimBackend(spec);
-  request.timeout_seconds = timeout_seconds;
-  const RunResult result = runModel(request);
-  std::string observed = runVerdictName(result.verdict);
-  if (!result.comparison) return {result.verdict, observed};
+  const auto backend = makeBackend(spyreSimBackend(spec));
+  const auto compiled = backend->compile(alone, Placement{});
+  if (!compiled->ok()) return {RunVerdict::kBlocked, runVerdictName(RunVerdict::kBlocked)};
+  RunOptions options;
+  options.in_process = true;
+  BackendRun run;
+  try {
+    run = compiled->run(alone.example_inputs, options);
+  } catch (const std::exception& e) {
+    return {RunVerdict::kAborted, std::string("aborted: ") + e.what()};
+  }
+  if (run.status != BackendRun::Status::kCompleted) {
+    const RunVerdict verdict = incompleteRunVerdict(run.status);
+    return {verdict, runVerdictName(verdict)};
+  }
+  const OutputComparison comparison =
+      compareOutputs(flattenTensors(alone.example_outputs), flattenTensors(run.outputs), alone.card,
+                     backend->format(), VerdictSettings{});
+  const RunVerdict verdict = comparison.passed ? RunVerdict::kPass : RunVerdict::kFail;
   std::string details;
-  for (const OutputReport& output : result.comparison->outputs.outputs) {
+  for (const OutputReport& output : comparison.outputs) {
     if (!output.relative_l2_tolerance || !output.metrics) continue;
     if (errors) errors->push_back(output.metrics->relative_l2);
     details += (details.empty() ? "" : ", ") + output.name + " relative L2 " +
@@ -194,18 +210,18 @@ std::pair<RunVerdict, std::string> verdictOn(const std::string& archive, const s
                     ? ", " + std::to_string(output.metrics->non_finite) + " non-finite"
                     : "");
   }
-  return {result.verdict, observed + (details.empty() ? "" : ": " + details)};
+  return {verdict, runVerdictName(verdict) + (details.empty() ? "" : ": " + details)};
 }
 
 // A numerical candidate's checks: it must fail on the profile and, when the profile has fault
 // rules, pass on the same profile without them.
 bool checkNumerics(const std::string& archive, const std::string& profile_spec,
                    const DeviceProfile& profile, const std::string& directory,
-                   double timeout_seconds, ReproBundle& bundle) {
+                   ReproBundle& bundle) {
   NumericsReproCheck& check = *bundle.numerics;
+  const auto alone = loadModel(archive);
   RunVerdict faulty = RunVerdict::kFail;
-  std::tie(faulty, bundle.observed) =
-      verdictOn(archive, profile_spec, timeout_seconds, &check.relative_l2);
+  std::tie(faulty, bundle.observed) = verdictOn(*alone, profile_spec, &check.relative_l2);
   if (profile.faults.empty()) return faulty == RunVerdict::kFail;
   check.clean_profile = (fs::path(directory) / "clean-profile.json").string();
   std::ofstream(check.clean_profile)
@@ -218,8 +234,7 @@ bool checkNumerics(const std::string& archive, const std::string& profile_spec,
       << "\n";
   check.clean_command = "stickler run " + archive + " --backend spyre-sim:" + check.clean_profile;
   RunVerdict clean = RunVerdict::kFail;
-  std::tie(clean, check.clean_observed) =
-      verdictOn(archive, check.clean_profile, timeout_seconds, nullptr);
+  std::tie(clean, check.clean_observed) = verdictOn(*alone, check.clean_profile, nullptr);
   check.clean_passes = clean == RunVerdict::kPass;
   return faulty == RunVerdict::kFail && *check.clean_passes;
 }
@@ -309,8 +324,7 @@ ReproBundle writeCandidate(const LoadedModel& model, const Region& region, bool 
         judgeAsActivations(bundle.archive, profile, expected.margin, card, *bundle.numerics);
     files[ModelCard::kArchivePath] = modelCardToJson(card).dump(2);
     repro.module.save(bundle.archive, files);
-    bundle.reproduces =
-        checkNumerics(bundle.archive, profile_spec, profile, directory, timeout_seconds, bundle);
+    bundle.reproduces = checkNumerics(bundle.archive, profile_spec, profile, directory, bundle);
     writeNumericsReadme(bundle, card, model.modules.classOf(region.module_path));
     return bundle;
   }
