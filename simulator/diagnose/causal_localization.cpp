@@ -263,6 +263,7 @@ class Localizer {
       return;
     }
     std::vector<std::string> names;
+    names.reserve(nodes.size());
     for (int64_t node : nodes) {
       names.push_back(operatorLabel(units_.nodeAt(node)->kind().toQualString(), node));
     }
@@ -277,6 +278,7 @@ class Localizer {
         names,
         [&](const std::vector<size_t>& indices, const std::string& label) {
           std::vector<int64_t> chosen;
+          chosen.reserve(indices.size());
           for (size_t index : indices) chosen.push_back(nodes[index]);
           return operatorTrial(culprit, chosen, label + of).verdict;
         },
