@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 
 #include "tests/server/workspace_server.h"
@@ -59,6 +60,48 @@ TEST_F(ReportResourcesTest, ADiagnosisIsServedAsReportAndItsReprosAsResources) {
               {{"ref", {{"type", "ref/resource"}, {"uri", "stickler://reports/{report}"}}},
                {"argument", {{"name", "report"}, {"value", id.substr(0, 9)}}}});
   EXPECT_EQ(completion.at("result").at("completion").at("values").size(), 3u) << completion.dump();
+}
+
+// An agent's path through a numerical failure: localize_divergence names the softmax, writes
+// its reproducer in the workspace, the agent reads the bundle's README as a resource, and
+// run_model on the archive fails on the lab build and passes on the clean profile beside it.
+TEST_F(ReportResourcesTest, ALocalizationsReproducerIsServedAndRunsAsItSays) {
+  const std::string profile = workspace_ + "/lab-build.json";
+  std::ofstream(profile) << json{
+      {"version", 1},
+      {"extends", "spyre-2025-clean"},
+      {"name", "lab-build"},
+      {"description", "A lab build whose first attention's softmax comes out 3 times too large."},
+      {"faults",
+       {{{"id", "softmax-scale"},
+         {"match", {{"op", "aten::softmax"}, {"module", "transformer.h.0.attn"}}},
+         {"effect",
+          {{"kind", "wrong_scale"},
+           {"factor", 3.0}}}}}}}.dump();
+  const json result =
+      call("localize_divergence",
+           {{"model", testing::zooPath("gpt2-tiny.pt")}, {"profile", profile}, {"adapt", true}});
+  ASSERT_FALSE(result.value("isError", false)) << result.dump(2).substr(0, 800);
+  const json& report = result.at("structuredContent");
+  EXPECT_EQ(report.at("culprit_operators").at("operators")[0].at("op"), "aten::softmax");
+  const json& repro = report.at("repro");
+  ASSERT_TRUE(repro.value("reproduces", false)) << repro.dump(2);
+  const std::string archive = repro.at("archive");
+  EXPECT_EQ(archive.rfind(workspace_ + "/stickler-repros/gpt2-tiny/", 0), 0u) << archive;
+
+  const std::string bundle = fs::path(repro.at("directory").get<std::string>()).filename();
+  const json readme =
+      read("stickler://repros/gpt2-tiny/" + bundle + "/README.md").at("result").at("contents")[0];
+  const std::string text = readme.at("text");
+  EXPECT_NE(text.find("passes on the same profile without its fault rules"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(repro.at("command").get<std::string>()), std::string::npos) << text;
+
+  const json faulty = call("run_model", {{"model", archive}, {"backend", "spyre-sim:" + profile}});
+  EXPECT_EQ(faulty.at("structuredContent").at("verdict"), "fail") << faulty.dump().substr(0, 600);
+  const std::string clean = repro.at("numerics").at("clean_profile");
+  const json passed = call("run_model", {{"model", archive}, {"backend", "spyre-sim:" + clean}});
+  EXPECT_EQ(passed.at("structuredContent").at("verdict"), "pass") << passed.dump().substr(0, 600);
 }
 
 TEST_F(ReportResourcesTest, NothingOutsideTheWorkspaceIsReachable) {
