@@ -122,14 +122,6 @@ std::vector<at::Tensor> cpuOutputs(const LoadedModel& alone, const BackendSpec& 
   return flattenTensors(run.outputs);
 }
 
-std::optional<double> relativeL2(const at::Tensor& reference, const at::Tensor& other) {
-  const at::Tensor r = reference.to(c10::kDouble);
-  const double norm = r.norm().item<double>();
-  const double error = (other.to(c10::kDouble) - r).norm().item<double>();
-  const double ratio = norm > 0 ? error / norm : error;
-  return std::isfinite(ratio) ? std::optional<double>(ratio) : std::nullopt;
-}
-
 std::string numberText(std::optional<double> value) {
   if (!value) return "not finite";
   char text[32];
@@ -153,15 +145,23 @@ std::string judgeAsActivations(const std::string& archive, const DeviceProfile& 
   emulated.text = "cpu-emulated:" + formatName(profile.format);
   const std::vector<at::Tensor> float64 = cpuOutputs(*alone, wide);
   const std::vector<at::Tensor> rounded = cpuOutputs(*alone, emulated);
+  // Measured as `stickler run` measures (outputs of kind other: figures, no verdict).
+  const ModelCard measured;
+  const OutputComparison rounding =
+      compareOutputs(fp32, rounded, measured, profile.format, VerdictSettings{});
+  const OutputComparison reference =
+      compareOutputs(float64, fp32, measured, profile.format, VerdictSettings{});
   card.outputs.clear();
   for (size_t i = 0; i < fp32.size(); ++i) {
     OutputSpec output{fp32.size() == 1 ? "output" : "output." + std::to_string(i)};
-    if (fp32[i].is_floating_point() && i < rounded.size() && i < float64.size()) {
+    const OutputReport* format_error = i < rounding.outputs.size() ? &rounding.outputs[i] : nullptr;
+    if (fp32[i].is_floating_point() && format_error && format_error->metrics &&
+        i < reference.outputs.size() && reference.outputs[i].metrics) {
       output.kind = OutputKind::kActivation;
       output.relative_l2_tolerance = std::max(
-          margin * relativeL2(fp32[i], rounded[i]).value_or(0.0), unitRoundoff(profile.format));
+          margin * format_error->metrics->relative_l2.value_or(0.0), unitRoundoff(profile.format));
       check.tolerances.push_back(output.relative_l2_tolerance);
-      check.reference_relative_l2_float64.push_back(relativeL2(float64[i], fp32[i]));
+      check.reference_relative_l2_float64.push_back(reference.outputs[i].metrics->relative_l2);
     }
     card.outputs.push_back(std::move(output));
   }

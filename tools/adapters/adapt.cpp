@@ -57,7 +57,7 @@ json run(const json& input, OperationContext& context) {
     // What the end-to-end run says about each workspace adapter goes into its history.
     for (const auto& application : stack.applied()) {
       // A probe applied inline is in no catalog and leaves no trace in one.
-      if (application.adapter.path.rfind(kInlineAdapterPrefix, 0) == 0) continue;
+      if (isInlineAdapter(application.adapter)) continue;
       const CatalogEntry& entry = findCatalogEntry(catalog, application.adapter.metadata.name);
       recordEvidence(context, entry.name, entry.origin,
                      "End to end on " + brought.profile.name + ": " + report.value("verdict", "") +

@@ -211,7 +211,7 @@ json sessionStackToJson(const AdapterStack& stack) {
                                "true returns it to the original archive)"}};
   json probes = json::array();
   for (const AdapterApplication& application : stack.applied()) {
-    if (application.adapter.path.rfind(kInlineAdapterPrefix, 0) == 0) {
+    if (isInlineAdapter(application.adapter)) {
       probes.push_back(application.adapter.metadata.name);
     }
   }

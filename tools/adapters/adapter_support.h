@@ -77,6 +77,9 @@ nlohmann::json sessionStackToJson(const AdapterStack& stack);
 // The path an adapter applied from inline source (apply_adapter's `source`) is known by: it is
 // on the session's stack only, never in a catalog.
 inline constexpr const char* kInlineAdapterPrefix = "inline:";
+inline bool isInlineAdapter(const AdapterFile& adapter) {
+  return adapter.path.rfind(kInlineAdapterPrefix, 0) == 0;
+}
 // The sentence tool descriptions use for it.
 extern const char* const kChangesTheSession;
 

@@ -62,10 +62,6 @@ json outputSchema() {
 // which no catalog adapter may have (the session's stack would then say one name for two
 // texts). Unreviewed, so it runs sandboxed like a draft.
 AdapterFile inlineAdapter(const std::string& source, const std::vector<CatalogEntry>& catalog) {
-  if (source.size() > kMaxAdapterFileBytes) {
-    throw UserError("source: " + std::to_string(source.size()) + " bytes, over the " +
-                    std::to_string(kMaxAdapterFileBytes) + " an adapter file may have");
-  }
   AdapterFile file = parseAdapterFile(source, "inline source");
   validateAdapter(file);
   for (const CatalogEntry& entry : catalog) {
