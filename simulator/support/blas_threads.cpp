@@ -15,4 +15,10 @@ void limitBlasThreads() {
     set(1);
 }
 
+void stopBlasThreads() {
+  using Shutdown = int (*)();
+  if (auto shutdown = reinterpret_cast<Shutdown>(::dlsym(RTLD_DEFAULT, "blas_thread_shutdown_")))
+    shutdown();
+}
+
 }  // namespace stickler

@@ -8,4 +8,8 @@ namespace stickler {
 // workers: on this project's 2-core machine a cheap tool call took twice as long.
 void limitBlasThreads();
 
+// Ends OpenBLAS's threads, as OpenBLAS itself does before a fork; it starts them again when it
+// next needs them. For a process that forks: the copy has only the thread that forked.
+void stopBlasThreads();
+
 }  // namespace stickler

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "simulator/workers/fork_server.h"
 #include "simulator/workers/job_registry.h"
 #include "simulator/workers/worker_process.h"
 
@@ -45,10 +46,14 @@ void setWorkerPhase(const std::string& phase) {
 }
 
 std::optional<int> runWorkerIfAsked(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], kForkServerModeArgument) == 0) return serveForkRequests();
   if (argc < 2 || std::strcmp(argv[1], kWorkerModeArgument) != 0) return std::nullopt;
+  return serveAsWorker(argc > 2 ? argv[2] : "worker");
+}
+
+int serveAsWorker(const std::string& label) {
   worker_process = true;
   // `ps` shows what the worker is for ("stickler-host"), not the /proc/self/exe it was run as.
-  const std::string label = argc > 2 ? argv[2] : "worker";
   const std::string name = "stickler-" + label.substr(0, label.find(' '));
   ::prctl(PR_SET_NAME, name.substr(0, 15).c_str());
   void* shared = ::mmap(nullptr, sizeof(WorkerProgress), PROT_READ | PROT_WRITE, MAP_SHARED,

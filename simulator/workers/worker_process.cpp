@@ -10,12 +10,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+#include <utility>
+#include <vector>
+
+#include "simulator/workers/fork_server.h"
 
 extern char** environ;
 
@@ -25,20 +30,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // How much of what a worker prints a caller keeps: the end of it, where an assertion is.
-constexpr size_t kStderrKept = 64 * 1024;
+constexpr size_t kStderrKept = size_t{64} * 1024;
 
 std::runtime_error systemError(const std::string& what) {
   return std::runtime_error(what + ": " + std::strerror(errno));
-}
-
-// Moves `fd` above the descriptors the worker's are dup2'd onto, so that no dup2 of the spawn
-// overwrites a descriptor a later one still reads.
-int raised(int fd) {
-  if (fd > kWorkerProgressFd) return fd;
-  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
-  if (moved < 0) throw systemError("fcntl");
-  ::close(fd);
-  return moved;
 }
 
 void keepTail(std::string& text) {
@@ -57,6 +52,14 @@ std::string signalName(int signal) {
 }
 
 }  // namespace
+
+int raised(int fd) {
+  if (fd > kWorkerProgressFd) return fd;
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  if (moved < 0) throw systemError("fcntl");
+  ::close(fd);
+  return moved;
+}
 
 std::string jobOutcomeName(JobOutcome::Kind kind) {
   switch (kind) {
@@ -101,38 +104,13 @@ WorkerProcess::WorkerProcess(const std::string& label) : label_(label) {
     err[1] = raised(err[1]);
     progress_fd = raised(progress_fd);
 
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, err[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, channel[1], kWorkerChannelFd);
-    posix_spawn_file_actions_adddup2(&actions, progress_fd, kWorkerProgressFd);
-    // Whatever this process opened without O_CLOEXEC (a library's descriptor) stays here too.
-    posix_spawn_file_actions_addclosefrom_np(&actions, kWorkerProgressFd + 1);
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    for (int signal :
-         {SIGPIPE, SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGALRM, SIGXCPU, SIGABRT, SIGSEGV}) {
-      sigaddset(&defaults, signal);
-    }
-    posix_spawnattr_setsigmask(&attributes, &none);
-    posix_spawnattr_setsigdefault(&attributes, &defaults);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    std::string program = "stickler";
-    std::string mode = kWorkerModeArgument;
-    char* argv[] = {program.data(), mode.data(), label_.data(), nullptr};
-    const int spawned =
-        ::posix_spawn(&pid_, "/proc/self/exe", &actions, &attributes, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    if (spawned != 0) {
-      pid_ = -1;
-      errno = spawned;
-      throw systemError("starting a worker process");
+    if (const auto forked = forkWorker(label_, err[1], channel[1], progress_fd)) {
+      pid_ = *forked;
+    } else {
+      pid_ = spawnThisBinary({kWorkerModeArgument, label_}, {{err[1], STDOUT_FILENO},
+                                                             {err[1], STDERR_FILENO},
+                                                             {channel[1], kWorkerChannelFd},
+                                                             {progress_fd, kWorkerProgressFd}});
     }
   } catch (...) {
     cleanUp();
@@ -144,6 +122,52 @@ WorkerProcess::WorkerProcess(const std::string& label) : label_(label) {
   channel_ = channel[0];
   stderr_ = err[0];
   ::fcntl(stderr_, F_SETFL, ::fcntl(stderr_, F_GETFL) | O_NONBLOCK);
+}
+
+pid_t spawnThisBinary(const std::vector<std::string>& arguments,
+                      const std::vector<std::pair<int, int>>& descriptors) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  int highest = STDERR_FILENO;
+  for (int standard : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    const bool given = std::any_of(descriptors.begin(), descriptors.end(),
+                                   [&](const auto& fd) { return fd.second == standard; });
+    if (!given) {
+      posix_spawn_file_actions_addopen(&actions, standard, "/dev/null",
+                                       standard == STDIN_FILENO ? O_RDONLY : O_WRONLY, 0);
+    }
+  }
+  for (const auto& [from, to] : descriptors) {
+    posix_spawn_file_actions_adddup2(&actions, from, to);
+    highest = std::max(highest, to);
+  }
+  // Whatever this process opened without O_CLOEXEC (a library's descriptor) stays here too.
+  posix_spawn_file_actions_addclosefrom_np(&actions, highest + 1);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int signal : kWorkerDefaultSignals) sigaddset(&defaults, signal);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<std::string> words = {"stickler"};
+  words.insert(words.end(), arguments.begin(), arguments.end());
+  std::vector<char*> argv;
+  argv.reserve(words.size() + 1);
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int spawned =
+      ::posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (spawned != 0) {
+    errno = spawned;
+    throw systemError("starting a process of this binary");
+  }
+  return pid;
 }
 
 WorkerProcess::~WorkerProcess() {

@@ -1,8 +1,10 @@
-// A worker process: this binary again, started by exec (posix_spawn) in its worker mode, never
-// a fork of the caller. A fork copies whatever locks the caller's other threads held at that
-// moment (LibTorch's operator registry, its thread pool), and the child could wait on one
-// forever; an exec'd worker starts clean. It inherits its channel, its progress block and a
-// pipe for what it prints, and no other descriptor (listening sockets, SQLite, git stay here).
+// A worker process: made by the fork server (fork_server.h), a copy of this binary taken before
+// any thread existed, or else this binary again, started by exec (posix_spawn) in its worker
+// mode; never a fork of the caller. A fork copies whatever locks the caller's other threads held
+// at that moment (LibTorch's operator registry, its thread pool), and the child could wait on
+// one forever; either way the worker starts clean. It inherits its channel, its progress block
+// and a pipe for what it prints, and no other descriptor (listening sockets, SQLite, git stay
+// here).
 //
 // A worker runs one job at a time and stays up between them: a model host serves many runs of
 // its model (worker_pool.h). A job that crashes it, runs out of time or is cancelled ends it.
@@ -10,8 +12,12 @@
 
 #include <sys/types.h>
 
+#include <csignal>
+
 #include <atomic>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "simulator/workers/job_outcome.h"
 
@@ -22,6 +28,9 @@ inline constexpr const char* kWorkerModeArgument = "__worker";
 // The descriptors a worker finds its channel and its progress block on.
 inline constexpr int kWorkerChannelFd = 3;
 inline constexpr int kWorkerProgressFd = 4;
+// The signals a worker starts with at their default actions, whatever the caller did with them.
+inline constexpr int kWorkerDefaultSignals[] = {SIGPIPE, SIGCHLD, SIGINT,  SIGTERM, SIGHUP,
+                                                SIGALRM, SIGXCPU, SIGABRT, SIGSEGV};
 // A job shorter than this is followed by waiting awake, not asleep, on both ends of the channel
 // for at most as long: the caller for its result, the worker for its next job. Waking from a
 // sleep costs tens of microseconds, a good part of a model host's run of a small model.
@@ -63,6 +72,16 @@ class WorkerProcess {
   size_t jobs_ = 0;
   double last_job_seconds_ = 0;  // how long the last job took, to its result (0: none yet)
 };
+
+// Starts this binary (/proc/self/exe) again with `arguments`, its signals at their defaults and
+// only the descriptors given as (this process's, the new one's) pairs; standard ones not given
+// are /dev/null. Throws std::runtime_error when the system cannot start it.
+pid_t spawnThisBinary(const std::vector<std::string>& arguments,
+                      const std::vector<std::pair<int, int>>& descriptors);
+
+// `fd`, or a close-on-exec copy of it above the descriptors a new process's are dup2'd onto (it
+// is closed then), so that no dup2 of a spawn overwrites a descriptor a later one still reads.
+int raised(int fd);
 
 // `job` in a fresh worker that ends with it: a sandbox, a sweep's probe.
 JobOutcome runInFreshWorker(const std::string& label, const WireMessage& job,

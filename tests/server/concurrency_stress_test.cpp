@@ -1,7 +1,8 @@
 // Many tool calls at once on one server: device runs (model hosts), CPU runs on the server's own
 // threads, adapters whose conditions run in sandbox workers, and localizations whose device runs
-// abort their hosts. Workers are exec'd, never forked from the busy server, so none can inherit
-// a lock another thread held: no call may hang or run out of time.
+// abort their hosts. Workers come from the fork server (a copy taken before any thread) or by
+// exec, never forked from the busy server, so none can inherit a lock another thread held: no
+// call may hang or run out of time.
 #include <gtest/gtest.h>
 
 #include <chrono>

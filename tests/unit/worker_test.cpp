@@ -1,5 +1,6 @@
 // Worker processes: what a job that returns, throws, aborts or hangs looks like to its caller; that
-// a worker is a fresh process (exec'd, inheriting no descriptor); and model hosts kept by key.
+// a worker is a fresh process (from the fork server or exec'd, inheriting no descriptor); and model
+// hosts kept by key.
 #include "simulator/workers/worker_process.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,10 +17,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "simulator/support/task_control.h"
+#include "simulator/workers/fork_server.h"
 #include "simulator/workers/job_registry.h"
 #include "simulator/workers/syscall_filter.h"
 #include "simulator/workers/worker_pool.h"
@@ -91,6 +96,17 @@ const bool registered = [] {
     std::thread([&ran] { ran = true; }).join();
     tried["start a thread"] = ran;
     return WireMessage{{{"tried", tried}}, {}};
+  });
+  // Who the worker is: its parent, whether it was exec'd, its directory and one variable.
+  registerJob("test.identity", [](const WireMessage&, JobContext&) {
+    std::ifstream file("/proc/self/cmdline");
+    const std::string command_line((std::istreambuf_iterator<char>(file)), {});
+    const char* mark = std::getenv("STICKLER_TEST_MARK");
+    return WireMessage{{{"parent", ::getppid()},
+                        {"exec", command_line.find(kWorkerModeArgument) != std::string::npos},
+                        {"directory", std::filesystem::current_path().string()},
+                        {"mark", mark ? mark : ""}},
+                       {}};
   });
   return true;
 }();
@@ -198,7 +214,7 @@ TEST(Worker, ACancelledRunIsKilledAtOnce) {
   EXPECT_LT(outcome.seconds, 10.0);
 }
 
-// A worker is exec'd: it holds none of the caller's descriptors, not even one opened without
+// A worker starts clean: it holds none of the caller's descriptors, not even one opened without
 // O_CLOEXEC (a listening socket, a database), and none of a sibling worker's channels.
 TEST(Worker, InheritsNoDescriptorOfTheCaller) {
   const int leaked = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC, on purpose
@@ -216,6 +232,73 @@ TEST(Worker, InheritsNoDescriptorOfTheCaller) {
     EXPECT_EQ(what.rfind("socket:", 0), std::string::npos) << what;
     EXPECT_EQ(what.rfind("pipe:", 0), std::string::npos) << what;
   }
+}
+
+// The fork server's pid: the live child of this process that names itself so.
+pid_t forkServerPid() {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos || line.find("(stickler-forks)") == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    pid_t parent = 0;
+    rest >> state >> parent;
+    if (parent == ::getpid() && state != "Z") return std::stoi(name);
+  }
+  return -1;
+}
+
+// Workers come from the fork server, started on the first one: children of the process that
+// asked (so it reaps them and sees how they died), not exec'd, in the directory and with the
+// environment the asker has when it asks, not those it had when the fork server started.
+TEST(Worker, TheForkServerMakesWorkersAsTheAskersChildrenInItsDirectoryAndEnvironment) {
+  ASSERT_EQ(runInFreshWorker("test", job("test.echo"), 60).kind, JobOutcome::Kind::kCompleted);
+  const pid_t server = forkServerPid();
+  ASSERT_GT(server, 0);
+  const std::filesystem::path before = std::filesystem::current_path();
+  const std::filesystem::path directory =
+      std::filesystem::temp_directory_path() / ("stickler-fork-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(directory);
+  std::filesystem::current_path(directory);
+  ::setenv("STICKLER_TEST_MARK", "set later", 1);
+  const JobOutcome outcome = runInFreshWorker("test", job("test.identity"), 60);
+  ::unsetenv("STICKLER_TEST_MARK");
+  std::filesystem::current_path(before);
+  std::filesystem::remove_all(directory);
+  ASSERT_EQ(outcome.kind, JobOutcome::Kind::kCompleted) << outcome.message << outcome.stderr_tail;
+  EXPECT_EQ(outcome.result.header.value("parent", 0), ::getpid());
+  EXPECT_FALSE(outcome.result.header.value("exec", true));
+  EXPECT_EQ(outcome.result.header.value("directory", ""), directory.string());
+  EXPECT_EQ(outcome.result.header.value("mark", ""), "set later");
+  EXPECT_EQ(forkServerPid(), server);  // the same fork server made both
+}
+
+// A fork server that is gone (killed for memory, say) is replaced at the next worker; with
+// STICKLER_FORK_SERVER=0 workers are exec'd, and are the same processes.
+TEST(Worker, AForkServerThatDiedIsReplacedAndWithoutOneWorkersAreExecd) {
+  ASSERT_EQ(runInFreshWorker("test", job("test.echo"), 60).kind, JobOutcome::Kind::kCompleted);
+  const pid_t first = forkServerPid();
+  ASSERT_GT(first, 0);
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(first, nullptr, 0), first);
+  const JobOutcome replaced = runInFreshWorker("test", job("test.identity"), 60);
+  ASSERT_EQ(replaced.kind, JobOutcome::Kind::kCompleted) << replaced.message;
+  EXPECT_FALSE(replaced.result.header.value("exec", true));
+  EXPECT_EQ(replaced.result.header.value("parent", 0), ::getpid());
+  EXPECT_GT(forkServerPid(), 0);
+  EXPECT_NE(forkServerPid(), first);
+
+  ::setenv("STICKLER_FORK_SERVER", "0", 1);
+  const JobOutcome execd = runInFreshWorker("test", job("test.identity"), 60);
+  ::unsetenv("STICKLER_FORK_SERVER");
+  ASSERT_EQ(execd.kind, JobOutcome::Kind::kCompleted) << execd.message;
+  EXPECT_TRUE(execd.result.header.value("exec", false));
+  EXPECT_EQ(execd.result.header.value("parent", 0), ::getpid());
 }
 
 // Runs go on side by side (localization, a server's concurrent calls): one run's worker must
