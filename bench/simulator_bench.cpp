@@ -1,13 +1,15 @@
 // spyre-sim on a fault-free profile against the cpu backend on the same models, in one run:
 // the cost of device numerics (rounding where values leave kernels, weights converted once),
 // and, separately, of giving each device run to the model's host (a process that keeps the
-// model loaded), against the same run in this process.
+// model loaded), against the same run in this process; and a worker's start, from the fork
+// server and by exec.
 //
 //   build/bench/simulator_bench [ZOO_DIR] [--seconds S] [--profile P]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -21,11 +23,32 @@
 #include "simulator/backends/backend.h"
 #include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
+#include "simulator/workers/worker_process.h"
 #include "tools/framework/worker_jobs.h"
 
 namespace {
 
 using stickler::bench::timeInterleaved;
+
+// A worker's start, to its first answer: made by the fork server against exec'd
+// (STICKLER_FORK_SERVER=0), interleaved. What every model host, sandbox worker and probe pays
+// before its first job.
+void workerStarts(double seconds) {
+  const stickler::WireMessage nothing{{{"kind", "bench.no-such-job"}}, {}};
+  auto start = [&] { stickler::runInFreshWorker("bench", nothing, 60); };
+  auto [forked, execd] = timeInterleaved(
+      start,
+      [&] {
+        ::setenv("STICKLER_FORK_SERVER", "0", 1);
+        start();
+        ::unsetenv("STICKLER_FORK_SERVER");
+      },
+      seconds, 5, 1);
+  std::printf(
+      "\na worker's start to its first answer: from the fork server %.1f ms, exec'd "
+      "%.1f ms (%.3fx)\n",
+      forked * 1e3, execd * 1e3, forked / execd);
+}
 
 int runBenchmarks(int argc, char** argv) {
   const auto args =
@@ -75,6 +98,7 @@ int runBenchmarks(int argc, char** argv) {
       "geometric mean: simulated execution %.2fx the cpu run (target: at most 1.5x); "
       "the run on the model's host %.2fx the same run in process (target: at most 1.5x)\n",
       std::exp(log_sum / count), std::exp(log_sum_worker / count));
+  workerStarts(seconds);
   return 0;
 }
 
