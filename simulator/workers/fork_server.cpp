@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -37,6 +38,10 @@ constexpr int kRequestFds = 3;  // output, channel, progress
 
 constexpr int kForkServerFd = 3;
 constexpr int kMaxServerStarts = 4;
+// How long the fork server may take to start (an exec of the binary: about a second) and to
+// make a worker (a fork: milliseconds), with room for a machine under load.
+constexpr int kStartTimeoutMs = 60'000;
+constexpr int kForkTimeoutMs = 5'000;
 
 std::mutex server_mutex;
 int server_socket = -1;  // this process's end; -1 when no fork server serves it
@@ -146,6 +151,21 @@ bool singleThreaded() {
   return threads == 1;
 }
 
+// The fork server's next answer (a worker's pid, or 0 when it is ready), waiting at most
+// `timeout_ms`: a fork server that does not answer is treated as gone, never waited for.
+bool receiveAnswer(int64_t& answer, int timeout_ms) {
+  pollfd ready{server_socket, POLLIN, 0};
+  int polled;
+  while ((polled = ::poll(&ready, 1, timeout_ms)) < 0 && errno == EINTR) {
+  }
+  if (polled <= 0) return false;
+  ssize_t got;
+  while ((got = ::recv(server_socket, &answer, sizeof answer, MSG_DONTWAIT)) < 0 &&
+         errno == EINTR) {
+  }
+  return got == static_cast<ssize_t>(sizeof answer);
+}
+
 // Ends the fork server this process talks to, gone or not (killed first if it is alive but broke
 // the protocol), and reaps it. Called with server_mutex held.
 void reapForkServer() {
@@ -174,10 +194,7 @@ bool startForkServer() {
   server_socket = ends[0];
   ++servers_started;
   int64_t ready = -1;
-  ssize_t got;
-  while ((got = ::recv(server_socket, &ready, sizeof ready, 0)) < 0 && errno == EINTR) {
-  }
-  if (got == static_cast<ssize_t>(sizeof ready) && ready == 0) return true;
+  if (receiveAnswer(ready, kStartTimeoutMs) && ready == 0) return true;
   reapForkServer();
   servers_started = kMaxServerStarts;
   return false;
@@ -237,14 +254,11 @@ std::optional<pid_t> forkWorker(const std::string& label, int output_fd, int cha
       continue;
     }
     int64_t answer = 0;
-    ssize_t got;
-    while ((got = ::recv(server_socket, &answer, sizeof answer, 0)) < 0 && errno == EINTR) {
-    }
-    if (got != static_cast<ssize_t>(sizeof answer)) {
-      // It died with the request: a worker it may have made holds these descriptors, so they
-      // are not given to another.
+    if (!receiveAnswer(answer, kForkTimeoutMs)) {
+      // It died with the request, or stopped answering: a worker it may have made holds these
+      // descriptors, so they are not given to another.
       reapForkServer();
-      throw std::runtime_error("the fork server ended while it made a worker");
+      throw std::runtime_error("the fork server ended or stopped answering while it made a worker");
     }
     if (answer <= 0) return std::nullopt;  // it could not fork: exec instead
     return static_cast<pid_t>(answer);

@@ -29,8 +29,8 @@ inline constexpr const char* kForkServerModeArgument = "__forks";
 // and its progress block (worker_process.h). Starts the fork server on the first call, and again
 // after it died (a few times). nullopt when there is none (STICKLER_FORK_SERVER=0, or it could
 // not be started), or it could not make one: the caller then execs the worker itself. Throws
-// std::runtime_error when the fork server died after it was given the descriptors (a worker it
-// made may hold them). The descriptors stay the caller's to close.
+// std::runtime_error when the fork server died or stopped answering after it was given the
+// descriptors (a worker it made may hold them). The descriptors stay the caller's to close.
 std::optional<pid_t> forkWorker(const std::string& label, int output_fd, int channel_fd,
                                 int progress_fd);
 

@@ -301,6 +301,23 @@ TEST(Worker, AForkServerThatDiedIsReplacedAndWithoutOneWorkersAreExecd) {
   EXPECT_EQ(execd.result.header.value("parent", 0), ::getpid());
 }
 
+// A fork server that stops answering (stopped, or stuck) is not waited for: the worker asked of
+// it fails with a message that says so, within seconds, and the next one gets a new fork server.
+TEST(Worker, AForkServerThatStopsAnsweringFailsThatWorkerAndIsReplaced) {
+  ASSERT_EQ(runInFreshWorker("test", job("test.echo"), 60).kind, JobOutcome::Kind::kCompleted);
+  const pid_t stuck = forkServerPid();
+  ASSERT_GT(stuck, 0);
+  ASSERT_EQ(::kill(stuck, SIGSTOP), 0);
+  const JobOutcome failed = runInFreshWorker("test", job("test.echo"), 60);
+  EXPECT_EQ(failed.kind, JobOutcome::Kind::kFailed);
+  EXPECT_NE(failed.message.find("fork server"), std::string::npos) << failed.message;
+  EXPECT_EQ(::kill(stuck, 0), -1);  // killed and reaped, not left stopped
+  const JobOutcome next = runInFreshWorker("test", job("test.identity"), 60);
+  ASSERT_EQ(next.kind, JobOutcome::Kind::kCompleted) << next.message;
+  EXPECT_FALSE(next.result.header.value("exec", true));
+  EXPECT_NE(forkServerPid(), stuck);
+}
+
 // Runs go on side by side (localization, a server's concurrent calls): one run's worker must
 // not keep another run's channel open, or that run would wait for its worker's end.
 TEST(Worker, ConcurrentRunsFinishWhenTheirOwnWorkerDoes) {
