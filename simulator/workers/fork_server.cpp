@@ -124,7 +124,11 @@ std::vector<std::string> fieldsOf(const char* data, size_t size) {
         (message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
       answer = -EINVAL;
     } else {
-      // The new process is the asker's child, a sibling of this one (fork_server.h).
+      // The new process is the asker's child, a sibling of this one (fork_server.h). glibc's
+      // fork() cannot ask for that, so this is the system call itself: no atfork handlers run
+      // (with one thread and no pools here, they have nothing to do), and glibc's cached thread
+      // id in the child stays this process's, which nothing here compares with the kernel's
+      // (raise() and abort() ask the kernel for it).
       const long pid = ::syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
       if (pid == 0) {
         ::close(socket);

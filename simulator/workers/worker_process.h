@@ -1,7 +1,7 @@
-// A worker process: made by the fork server (fork_server.h), a copy of this binary taken before
-// any thread existed, or else this binary again, started by exec (posix_spawn) in its worker
-// mode; never a fork of the caller. A fork copies whatever locks the caller's other threads held
-// at that moment (LibTorch's operator registry, its thread pool), and the child could wait on
+// A worker process: a fork of the fork server (fork_server.h), a single-threaded copy of this
+// binary that runs nothing else, or else this binary again, started by exec (posix_spawn) in its
+// worker mode; never a fork of the caller. A fork copies whatever locks the caller's other threads
+// held at that moment (LibTorch's operator registry, its thread pool), and the child could wait on
 // one forever; either way the worker starts clean. It inherits its channel, its progress block
 // and a pipe for what it prints, and no other descriptor (listening sockets, SQLite, git stay
 // here).
