@@ -93,6 +93,17 @@ std::vector<std::string> fieldsOf(const char* data, size_t size) {
   return fields;
 }
 
+// Whether this process has one thread: the only kind a fork copies whole (no lock held by a
+// thread the copy lacks).
+bool singleThreaded() {
+  int threads = 0;
+  if (DIR* tasks = ::opendir("/proc/self/task")) {
+    while (const dirent* entry = ::readdir(tasks)) threads += entry->d_name[0] != '.';
+    ::closedir(tasks);
+  }
+  return threads == 1;
+}
+
 // The fork server's loop: one worker per request, until the process it serves closes its end.
 [[noreturn]] void serveForks(int socket) {
   std::vector<char> buffer(kMaxRequest);
@@ -123,6 +134,8 @@ std::vector<std::string> fieldsOf(const char* data, size_t size) {
     if (fds.size() != kRequestFds || fields.size() < 2 ||
         (message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
       answer = -EINVAL;
+    } else if (!singleThreaded()) {
+      answer = -EDEADLK;  // checked at every fork, not only at the start: the asker execs instead
     } else {
       // The new process is the asker's child, a sibling of this one (fork_server.h). glibc's
       // fork() cannot ask for that, so this is the system call itself: no atfork handlers run
@@ -142,17 +155,6 @@ std::vector<std::string> fieldsOf(const char* data, size_t size) {
     while (::send(socket, &answer, sizeof answer, MSG_NOSIGNAL) < 0 && errno == EINTR) {
     }
   }
-}
-
-// The fork server as it starts: one thread (OpenBLAS's stopped), or it does not serve.
-bool singleThreaded() {
-  stopBlasThreads();
-  int threads = 0;
-  if (DIR* tasks = ::opendir("/proc/self/task")) {
-    while (const dirent* entry = ::readdir(tasks)) threads += entry->d_name[0] != '.';
-    ::closedir(tasks);
-  }
-  return threads == 1;
 }
 
 // The fork server's next answer (a worker's pid, or 0 when it is ready), waiting at most
@@ -208,6 +210,7 @@ bool startForkServer() {
 
 int serveForkRequests() {
   ::prctl(PR_SET_NAME, "stickler-forks");
+  stopBlasThreads();  // the threads OpenBLAS started when it was loaded
   if (!singleThreaded()) return 3;
   const int64_t ready = 0;
   if (::send(kForkServerFd, &ready, sizeof ready, MSG_NOSIGNAL) != sizeof ready) return 3;

@@ -2,7 +2,8 @@
 // that makes workers by forking itself. A worker it makes has LibTorch linked and its operators
 // registered already, so it starts in milliseconds instead of the 0.7-1 s an exec of this binary
 // takes (ld.so's symbol lookups over 288 libraries, operator registration, page faults). It never
-// runs a job and has a single thread, so a fork of it inherits no lock another thread holds.
+// runs a job and forks only while it has a single thread (checked at its start and before every
+// fork), so a fork of it inherits no lock another thread holds.
 //
 // It is started by exec when the first worker is asked for, not forked from main(): a fork would
 // share every page of the asker copy-on-write, and on this kind of machine the asker's writes to
