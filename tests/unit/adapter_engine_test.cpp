@@ -681,22 +681,31 @@ TEST(AdapterEngine, AHeadSizeThatCannotHoldTheHeadIsRefused) {
   }
 }
 
-// A module the glob names whose heads already fill sticks has nothing to pad: the adapter does
-// not apply there, whatever the module's output projection is called (Whisper's out_proj seen
-// by an adapter written for o_proj). Where the heads do need padding, a missing projection is
-// still an error that names it.
+// Attention whose heads already fill sticks has nothing to pad: the adapter does not apply
+// there (not applicable, never refused), whatever its projections are called, and a model
+// whose only other softmax is a router's is not taken for attention.
 TEST(AdapterEngine, HeadPaddingWithNothingToPadIsNotApplicableNotRefused) {
-  const AdapterFile file = transformAdapter(
-      R"(pad_attention_heads(module="*.attention", q="self.query", k="self.key", v="self.value", o="no_such.dense", rotary=""))");
   const DeviceProfile profile = loadProfile("spyre-2026");
-  const auto aligned = applyAdapter(file, load("bert-tiny"), profile);  // 2 heads of 32
-  EXPECT_FALSE(aligned.changed());
-  EXPECT_FALSE(unchangedReason(aligned).empty());
+  // 2 heads of 32 (BERT's self.query ... output.dense; MPNet's q ... o); heads of 128 under
+  // RoPE; T5's 64-value heads without RoPE.
+  for (const char* name : {"bert-tiny", "mpnet-tiny", "qwen2-hd128", "t5-encoder-dkv64"}) {
+    const auto aligned = applyAdapter(shipped("pad-attention-heads"), load(name), profile);
+    EXPECT_FALSE(aligned.changed()) << name;
+    EXPECT_FALSE(unchangedReason(aligned).empty()) << name;
+  }
+}
+
+// The transform's arguments are the modules and the head size: projections are found, not
+// named, and an adapter that still names them is told so.
+TEST(AdapterEngine, HeadPaddingNamesNoProjections) {
   try {
-    applyAdapter(file, load("bert-h96"), profile);  // 3 heads of 32
-    FAIL() << "bert-h96's heads need padding, and the adapter names no output projection";
+    validateAdapter(
+        transformAdapter(R"(pad_attention_heads(module="*.attention", q="self.query"))"));
+    FAIL() << "an argument naming the query projection was accepted";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("has no o.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("has no argument 'q' (it takes module, head_dim)"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -751,7 +760,7 @@ TEST(AdapterEngine, HiddenSizePaddingDecomposesLayerNormOverTheRealSize) {
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   // BERT with hidden 96 = 3 heads x 32: the heads are padded to 64 first (3 x 64 fills whole
   // sticks), then the hidden size to 128.
-  auto heads = applyAdapter(shipped("pad-attention-heads-encoder"), load("bert-h96"), profile);
+  auto heads = applyAdapter(shipped("pad-attention-heads"), load("bert-h96"), profile);
   ASSERT_TRUE(heads.accepted()) << heads.equivalence.problem();
   // Zeros added to every sum: the same mathematics (whether the float32 sums also come out
   // bitwise equal depends on how the BLAS library blocks them, so that is not asserted).
@@ -778,12 +787,8 @@ TEST(AdapterEngine, HiddenSizePaddingDecomposesLayerNormOverTheRealSize) {
 TEST(AdapterEngine, HeadsWithoutRopeArePaddedOnlyWhenTheyDoNotFillSticks) {
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   // bert-tiny: 2 heads of 32 fill one stick together; nothing to do.
-  EXPECT_FALSE(
-      applyAdapter(shipped("pad-attention-heads-encoder"), load("bert-tiny"), profile).changed());
-  // GPT-2's fused form is not BERT's: the GPT-2 adapter leaves BERT alone.
-  EXPECT_FALSE(
-      applyAdapter(shipped("pad-attention-heads-gpt2"), load("bert-h96"), profile).changed());
-  const auto vit = applyAdapter(shipped("pad-attention-heads-encoder"), load("vit-h96"), profile);
+  EXPECT_FALSE(applyAdapter(shipped("pad-attention-heads"), load("bert-tiny"), profile).changed());
+  const auto vit = applyAdapter(shipped("pad-attention-heads"), load("vit-h96"), profile);
   ASSERT_TRUE(vit.accepted()) << vit.equivalence.problem();
   EXPECT_EQ(vit.equivalence.verdict, EquivalenceResult::Verdict::kEquivalent);
   // With the heads in whole sticks, padding the hidden size clears every alignment blocker
@@ -798,7 +803,7 @@ TEST(AdapterEngine, FusedQkvHeadsArePaddedAndTheScaleKeepsTheRealHeadSize) {
   // gpt2-h80: one head of 80 in a fused c_attn of 240 outputs, split at 80 and 160.
   const auto model = load("gpt2-h80");
   ASSERT_GT(blockersWithRule(*model, profile, "stick-misaligned-offset"), 0);
-  const auto heads = applyAdapter(shipped("pad-attention-heads-gpt2"), model, profile);
+  const auto heads = applyAdapter(shipped("pad-attention-heads"), model, profile);
   ASSERT_TRUE(heads.accepted()) << heads.equivalence.problem();
   // The same mathematics: had the scale been read from the padded heads (sqrt 128, not
   // sqrt 80), every score would have changed, far beyond float64 rounding.

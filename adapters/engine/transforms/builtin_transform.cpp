@@ -15,26 +15,21 @@ const std::vector<BuiltinTransform>& builtinTransforms() {
         {"dim", "string", "out", "the weight dimension to pad: out (the only one so far)"}},
        &padToSticks},
       {"pad_attention_heads",
-       "Zero-pads the heads of the matching attention modules to head_dim (0: the smallest whose "
-       "half fills whole sticks, which RoPE as a matmul needs): query and key heads get zeros "
-       "after each half, the rotary frequencies zero entries, value heads zeros at the end and "
-       "the output projection zero columns, so scores and outputs are the same sums. Without "
-       "RoPE each head is padded at its end until the heads fill whole sticks and the view "
-       "merging the heads is widened; with a fused qkv projection its split follows, and a "
-       "scale read from the heads' size keeps the real head size.",
-       {{"module", "string", nullptr, "attention module paths (fnmatch, e.g. *.self_attn)"},
-        {"q", "string", "q_proj",
-         "the query projection's child name; alternatives separated by | (self.query|"
-         "attention.query)"},
-        {"k", "string", "k_proj", "the key projection's child name"},
-        {"v", "string", "v_proj", "the value projection's child name"},
-        {"o", "string", "o_proj", "the output projection's child name"},
-        {"qkv", "string", "",
-         "a fused query-key-value projection's child name (GPT-2's c_attn); q, k and v are then "
-         "not used"},
-        {"rotary", "string", "rotary_emb.inv_freq",
-         "the rotary frequencies, head_dim/2 values; \"\" for attention without RoPE, whose "
-         "heads are padded at their end to whole sticks"},
+       "Zero-pads the heads of the attention in the matching modules to head_dim (0: the "
+       "smallest that fits). Attention is found by what it computes, whatever its modules are "
+       "called: a softmax over the product of queries and keys that weighs values; the query, "
+       "key and value projections (or one fused projection) are what feeds them, the output "
+       "projection what reads the merged heads, and 1-D frequencies reaching the queries through "
+       "cos or sin are RoPE. With RoPE (heads whose halves do not fill whole sticks, which RoPE "
+       "as a matmul needs) query and key heads get zeros after each half and the frequencies "
+       "zero entries; without it each head gets zeros at its end until the heads fill whole "
+       "sticks and the view merging the heads is widened. Value heads get zeros at their end, "
+       "the output projection zero columns, a fused projection's split follows and a scale read "
+       "from the heads' size keeps the real head size: scores and outputs are the same sums. "
+       "Attention whose heads already fit is left as it is (not applicable).",
+       {{"module", "string", "*",
+         "attention module paths (fnmatch, e.g. *.self_attn): the innermost module holding the "
+         "attention's projections"},
         {"head_dim", "integer", 0, "the padded head size; 0 picks the smallest that fits"}},
        &padAttentionHeads},
       {"pad_hidden_size",

@@ -34,6 +34,10 @@ at::Tensor padHalves(const at::Tensor& rows, int64_t head_dim, int64_t padded) {
   return padBlocks(rows, 0, head_dim / 2, padded / 2);
 }
 
+at::Tensor padHalvesAlong(const at::Tensor& tensor, int64_t dim, int64_t head_dim, int64_t padded) {
+  return padBlocks(tensor, dim, head_dim / 2, padded / 2);
+}
+
 at::Tensor padHeads(const at::Tensor& rows, int64_t head_dim, int64_t padded) {
   return padBlocks(rows, 0, head_dim, padded);
 }
@@ -68,11 +72,6 @@ int64_t headSizeFillingSticks(int64_t heads, int64_t head_dim, int64_t stick) {
   int64_t size = head_dim;
   while (heads * size % stick != 0) ++size;  // ends within a stick
   return size;
-}
-
-bool endsWithSuffix(const std::string& path, const std::string& suffix) {
-  return path.size() > suffix.size() &&
-         path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 void replaceWeightRead(GraphEdit& edit, torch::jit::Value* read, const at::Tensor& tensor) {

@@ -20,15 +20,14 @@ class GraphEdit;
 // rotate_half then still swaps the model's own halves).
 at::Tensor padHalves(const at::Tensor& rows, int64_t head_dim, int64_t padded);
 
+// The same along dimension `dim` instead of the first.
+at::Tensor padHalvesAlong(const at::Tensor& tensor, int64_t dim, int64_t head_dim, int64_t padded);
+
 // [heads * head_dim, ...] -> [heads * padded, ...], zeros at the end of each head.
 at::Tensor padHeads(const at::Tensor& rows, int64_t head_dim, int64_t padded);
 
 // The same along dimension `dim` instead of the first.
 at::Tensor padHeadsAlong(const at::Tensor& tensor, int64_t dim, int64_t head_dim, int64_t padded);
-
-// Whether an attribute path ends in `suffix` after something ("model.q_proj.weight" and
-// ".q_proj.weight").
-bool endsWithSuffix(const std::string& path, const std::string& suffix);
 
 // The shape list a view or reshape reads when the graph builds it of separate values, as traced
 // models do ([size0, size1, heads, head_dim]); null for other nodes or shapes.
@@ -56,9 +55,11 @@ void keepCachesUnpadded(
     int64_t padded,
     const std::function<std::vector<int64_t>(const torch::jit::Node& write)>& positions);
 
+struct FoundAttention;
+
 // Pads GPT-2-style attention, whose query, key and value come from one fused projection
-// (pad_attention_heads with qkv=...).
-void padFusedAttentionHeads(const nlohmann::json& arguments, GraphEdit& edit,
+// (pad_attention_heads finds it fused): `head_dim` the padded size, 0 for the smallest that fits.
+void padFusedAttentionHeads(const FoundAttention& attention, int64_t head_dim, GraphEdit& edit,
                             const DeviceProfile& profile);
 
 }  // namespace stickler

@@ -3,13 +3,16 @@
 // key head gets zeros after it, so rotate_half still swaps the model's own halves; the rotary
 // frequencies get zero entries (cos 1, sin 0) for the padding, value heads get zeros at their
 // end, and o_proj reads those positions with zero columns. Scores and outputs are the same sums
-// with zero terms added. Without RoPE (rotary=""), heads are padded to whole sticks: every
-// q, k and v head gets zeros at its end, and the view that merges the heads back is widened.
+// with zero terms added. Without RoPE, heads are padded to whole sticks: every q, k and v head
+// gets zeros at its end, and the view that merges the heads back is widened. The projections
+// and the rotary frequencies are found by what they compute (attention_structure.h), so one
+// adapter pads Llama's q_proj ... o_proj, BERT's query ... output.dense and GPT-2's c_attn.
 #include <algorithm>
 #include <set>
 #include <sstream>
 
 #include "adapters/engine/graph_edit.h"
+#include "adapters/engine/transforms/attention_structure.h"
 #include "adapters/engine/transforms/builtin_transform.h"
 #include "adapters/engine/transforms/head_padding.h"
 #include "simulator/faults/fault_rule.h"
@@ -24,102 +27,56 @@ using torch::jit::Value;
 namespace aten = torch::jit::aten;
 namespace prim = torch::jit::prim;
 
-// One attention module's tensors, by role, and the graph values that read them.
-struct AttentionWeights {
-  std::map<std::string, std::vector<Value*>> reads;  // "q.weight", "o.weight", "rotary", ...
-  std::map<std::string, at::Tensor> tensors;
-};
-
 class HeadPadder {
  public:
   HeadPadder(const nlohmann::json& arguments, GraphEdit& edit, const DeviceProfile& profile)
-      : edit_(edit), stick_(profile.stickElements()) {
+      : edit_(edit), profile_(profile), stick_(profile.stickElements()) {
     module_ = arguments.at("module");
-    // Each child name may list alternatives, "self.query|attention.query", so that one adapter
-    // covers the same attention under the names of several model families.
-    for (const char* role : {"q", "k", "v", "o"}) {
-      std::stringstream names(arguments.at(role).get<std::string>());
-      for (std::string child; std::getline(names, child, '|');) {
-        if (!child.empty()) roles_.emplace_back(child, role);
-      }
-    }
-    rotary_ = arguments.at("rotary");
     target_ = arguments.at("head_dim");
   }
 
   void run() {
-    collect();
-    for (auto& [module, weights] : attention_) pad(module, weights);
+    for (const FoundAttention& attention : findAttention(edit_, nullptr)) {
+      if (!globMatch(module_, attention.module)) continue;
+      if (attention.fused()) {
+        if (!attention.rotary.empty()) {
+          throw UserError("pad_attention_heads: " + attention.module +
+                          " rotates the heads of a fused query-key-value projection: not "
+                          "padded yet");
+        }
+        padFusedAttentionHeads(attention, target_, edit_, profile_);
+        continue;
+      }
+      pad(attention);
+    }
   }
 
  private:
-  // Every weight, bias and rotary table read under a matching attention module.
-  void collect() {
-    for (const Node* read : allNodes(edit_.graph())) {
-      if (read->kind() != prim::GetAttr) continue;
-      Node* node = const_cast<Node*>(read);  // allNodes is read-only; this edit owns the graph
-      const std::string path = attributePath(node->output());
-      for (const auto& [child, role] : roles_) {
-        for (const char* kind : {"weight", "bias"}) {
-          const std::string suffix = "." + child + "." + kind;
-          if (endsWithSuffix(path, suffix))
-            note(path.substr(0, path.size() - suffix.size()), role + "." + kind, node->output());
-        }
-      }
-      const std::string suffix = "." + rotary_;
-      if (!rotary_.empty() && endsWithSuffix(path, suffix)) {
-        note(path.substr(0, path.size() - suffix.size()), "rotary", node->output());
-      }
+  at::Tensor tensorOf(const Value* read) const {
+    const auto value = edit_.constantOrWeight(read);
+    if (!value || !value->isTensor()) {
+      throw UserError("pad_attention_heads: " + modulePathOf(*read->node()) +
+                      " reads a weight that is not a tensor of the model");
     }
+    return value->toTensor();
   }
 
-  void note(const std::string& module, const std::string& role, Value* value) {
-    if (!globMatch(module_, module)) return;
-    auto tensor = edit_.constantOrWeight(value);
-    if (!tensor || !tensor->isTensor()) return;
-    attention_[module].reads[role].push_back(value);
-    attention_[module].tensors[role] = tensor->toTensor();
-  }
-
-  void pad(const std::string& module, AttentionWeights& weights) {
-    const bool rope = !rotary_.empty();
-    // A module with an o but no q (ViT's "output.dense" seen by a BERT-style adapter) is not
-    // attention of this form.
-    if (!weights.tensors.count("q.weight")) return;
-    // Whether the heads need padding is told from q (and the rotary table) alone; the other
-    // roles are required only then: a module whose heads already fit has nothing to do here,
-    // whatever its output projection is called (not applicable, not refused).
-    const auto requireRoles = [&](std::initializer_list<const char*> roles) {
-      for (const char* role : roles) {
-        if (!weights.tensors.count(role)) {
-          throw UserError("pad_attention_heads: " + module + " has no " + role +
-                          " (check the q, k, v, o and rotary arguments)");
-        }
-      }
-    };
-    if (rope) requireRoles({"rotary"});
-    // The q, k and v projections, found before their weights are replaced (q's first).
-    std::vector<Node*> projections;
-    std::map<const Node*, char> role_of;  // 'q', 'k' or 'v'
-    for (const char* role : {"q.weight", "k.weight", "v.weight"}) {
-      for (const Value* read : weights.reads[role]) {
-        for (const auto& use : read->uses()) {
-          if (use.user->kind() != aten::linear) continue;
-          projections.push_back(use.user);
-          role_of[use.user] = role[0];
+  void pad(const FoundAttention& attention) {
+    const std::string& module = attention.module;
+    const bool rope = !attention.rotary.empty();
+    const int64_t heads = attention.heads;
+    const int64_t head_dim = attention.head_dim;
+    if (rope) {
+      for (const Value* table : attention.rotary) {
+        if (padded_tables_.count(table)) continue;  // replaced with an earlier layer's: gone
+        const int64_t rotated = tensorOf(table).numel() * 2;
+        if (rotated != head_dim) {
+          throw UserError("pad_attention_heads: the rotary frequencies of " + module + " turn " +
+                          std::to_string(rotated) + " of each head's " + std::to_string(head_dim) +
+                          " values (partial rotary): not padded yet");
         }
       }
     }
-    if (projections.empty()) {
-      throw UserError("pad_attention_heads: no linear layer reads the q, k or v weights of " +
-                      module);
-    }
-    // Plain variables, not a structured binding: the lambda below captures them.
-    const std::pair<int64_t, int64_t> split =
-        rope ? std::pair<int64_t, int64_t>{0, weights.tensors["rotary"].numel() * 2}
-             : headSplit(module, *projections.front());
-    const int64_t heads = split.first;
-    const int64_t head_dim = split.second;
     // RoPE as a matmul needs each half of a head in whole sticks; otherwise all heads together
     // must fill whole sticks (3 heads of 32 become 3 of 64; 2 heads of 32 already do).
     const auto fits = [&](int64_t size) {
@@ -137,44 +94,58 @@ class HeadPadder {
                             : " and fill whole sticks with the " + std::to_string(heads) +
                                   " heads (" + std::to_string(stick_) + " values each)"));
     }
-    if (padded == head_dim) return;
-    requireRoles({"k.weight", "v.weight", "o.weight"});
-    for (auto& [role, tensor] : weights.tensors) {
-      at::Tensor replacement;
-      const bool query_or_key =
-          role == "q.weight" || role == "q.bias" || role == "k.weight" || role == "k.bias";
-      if (role == "rotary") {
-        replacement = at::constant_pad_nd(tensor.detach(), {0, (padded - head_dim) / 2}, 0);
-      } else if (query_or_key && rope) {
-        replacement = padHalves(tensor, head_dim, padded);
-      } else if (query_or_key || role == "v.weight" || role == "v.bias") {
-        replacement = padHeads(tensor, head_dim, padded);
-      } else if (role == "o.weight") {
-        replacement = padHeadsAlong(tensor, 1, head_dim, padded);
-      } else {
-        continue;  // o.bias: the output size does not change
-      }
-      for (Value* read : weights.reads[role]) replaceWeightRead(edit_, read, replacement);
+    if (padded == head_dim) return;  // the heads fit: nothing to do here
+    if (attention.o == nullptr) {
+      throw UserError("pad_attention_heads: no projection reads the merged heads of " + module +
+                      ": the padding would reach what follows");
     }
+    const std::map<const Node*, char> role_of = {
+        {attention.q, 'q'}, {attention.k, 'k'}, {attention.v, 'v'}};
+    const at::TensorOptions options = tensorOf(projectionWeight(*attention.k)).options();
+    // Read before any is replaced: a weight read may feed more than one of them.
+    std::vector<std::pair<Value*, at::Tensor>> replacements;
+    for (const auto& [projection, role] : role_of) {
+      const int64_t dim = projectionOutputDim(*projection);
+      const bool halves = rope && role != 'v';
+      Value* weight = projectionWeight(*projection);
+      replacements.emplace_back(weight,
+                                halves ? padHalvesAlong(tensorOf(weight), dim, head_dim, padded)
+                                       : padHeadsAlong(tensorOf(weight), dim, head_dim, padded));
+      if (Value* bias = projectionBias(*projection)) {
+        replacements.emplace_back(bias, halves ? padHalves(tensorOf(bias), head_dim, padded)
+                                               : padHeads(tensorOf(bias), head_dim, padded));
+      }
+    }
+    Value* o_weight = projectionWeight(*attention.o);
+    replacements.emplace_back(
+        o_weight,
+        padHeadsAlong(tensorOf(o_weight), 1 - projectionOutputDim(*attention.o), head_dim, padded));
+    for (Value* table : attention.rotary) {
+      // Tables shared by every layer (a model-level rotary embedding) are padded once.
+      if (!padded_tables_.insert(table).second) continue;
+      replacements.emplace_back(
+          table, at::constant_pad_nd(tensorOf(table).detach(), {0, (padded - head_dim) / 2}, 0));
+    }
+    for (auto& [read, tensor] : replacements) replaceWeightRead(edit_, read, tensor);
     // The merge first: once split, a padded head can have the merged width (2 x 32 -> 64).
     if (!rope) widenHeadMerge(module, heads * head_dim, heads * padded);
-    for (Node* projection : projections) widenHeadSplit(module, *projection, head_dim, padded);
-    keepCachesUnpadded(edit_, module, weights.tensors["k.weight"].options(), head_dim, padded,
-                       [&](const Node& write) {
-                         const char role = projectionFeeding(write.input(3), role_of, module);
-                         if (role != 'k' && role != 'v') {
-                           throw UserError("pad_attention_heads: the cache write at " +
-                                           modulePathOf(write) +
-                                           " is fed by neither the key nor the value projection");
-                         }
-                         // Keys under RoPE are padded after each half (padHalves).
-                         std::vector<int64_t> at(head_dim);
-                         for (int64_t i = 0; i < head_dim; ++i) {
-                           const bool second_half = role == 'k' && rope && i >= head_dim / 2;
-                           at[i] = second_half ? padded / 2 + (i - head_dim / 2) : i;
-                         }
-                         return at;
-                       });
+    for (const auto& [projection, role] : role_of) {
+      widenHeadSplit(module, *projection, head_dim, padded);
+    }
+    keepCachesUnpadded(edit_, module, options, head_dim, padded, [&](const Node& write) {
+      const char role = projectionFeeding(write.input(3), role_of, module);
+      if (role != 'k' && role != 'v') {
+        throw UserError("pad_attention_heads: the cache write at " + modulePathOf(write) +
+                        " is fed by neither the key nor the value projection");
+      }
+      // Keys under RoPE are padded after each half (padHalves).
+      std::vector<int64_t> at(head_dim);
+      for (int64_t i = 0; i < head_dim; ++i) {
+        const bool second_half = role == 'k' && rope && i >= head_dim / 2;
+        at[i] = second_half ? padded / 2 + (i - head_dim / 2) : i;
+      }
+      return at;
+    });
     ++edit_.change().rewrites;
   }
 
@@ -212,19 +183,6 @@ class HeadPadder {
     return found.size() == 1 ? *found.begin() : 0;
   }
 
-  // The projection's view as [..., heads, head_dim], both constants (traced BERT and ViT).
-  std::pair<int64_t, int64_t> headSplit(const std::string& module, const Node& projection) {
-    for (const auto& use : projection.output()->uses()) {
-      const Node* shape = viewShapeList(*use.user);
-      if (shape == nullptr) continue;
-      const auto heads = lastInt(edit_, *shape, 1);
-      const auto head_dim = lastInt(edit_, *shape);
-      if (heads && head_dim) return {*heads, *head_dim};
-    }
-    throw UserError("pad_attention_heads: found no [..., heads, head_dim] view of " +
-                    modulePathOf(projection) + " in " + module);
-  }
-
   // The context's view back to [..., heads * head_dim] inside the attention module.
   void widenHeadMerge(const std::string& module, int64_t width, int64_t padded_width) {
     for (const Node* node : allNodes(edit_.graph())) {
@@ -252,12 +210,11 @@ class HeadPadder {
   }
 
   GraphEdit& edit_;
+  const DeviceProfile& profile_;
   int64_t stick_;
   std::string module_;
-  std::vector<std::pair<std::string, std::string>> roles_;  // child module -> role
-  std::string rotary_;
   int64_t target_ = 0;
-  std::map<std::string, AttentionWeights> attention_;
+  std::set<const Value*> padded_tables_;
 };
 
 }  // namespace
@@ -265,10 +222,6 @@ class HeadPadder {
 void padAttentionHeads(const nlohmann::json& arguments, GraphEdit& edit,
                        const DeviceProfile& profile) {
   torch::NoGradGuard no_grad;
-  if (!arguments.at("qkv").get<std::string>().empty()) {
-    padFusedAttentionHeads(arguments, edit, profile);
-    return;
-  }
   HeadPadder(arguments, edit, profile).run();
 }
 

@@ -1,9 +1,10 @@
-// pad_attention_heads with qkv=...: GPT-2's attention computes query, key and value with one
+// pad_attention_heads on fused attention: GPT-2's attention computes query, key and value with one
 // projection (c_attn, 3 x heads x head_dim outputs) and splits the result. Each head of each of
 // the three is zero-padded at its end until the heads fill whole sticks; the split, the views
 // into and out of heads, and the output projection's rows follow. The attention scale, which
 // GPT-2 reads from the value heads' size, is pinned to the real head size.
 #include "adapters/engine/graph_edit.h"
+#include "adapters/engine/transforms/attention_structure.h"
 #include "adapters/engine/transforms/head_padding.h"
 #include "simulator/faults/fault_rule.h"
 #include "simulator/graph/module_inliner.h"
@@ -17,50 +18,24 @@ using torch::jit::Value;
 namespace aten = torch::jit::aten;
 namespace prim = torch::jit::prim;
 
-// The dimension of a weight that holds the layer's outputs: rows for linear, columns for the
-// addmm of GPT-2's Conv1D (whose weight is stored [in, out]).
-int64_t outputDim(const Value* read) {
-  for (const auto& use : read->uses()) {
-    if (use.user->kind() == aten::addmm && use.offset == 2) return 1;
-  }
-  return 0;
-}
-
 struct FusedAttention {
   std::vector<Value*> qkv_weight, qkv_bias, o_weight;
 };
 
 class FusedHeadPadder {
  public:
-  FusedHeadPadder(const nlohmann::json& arguments, GraphEdit& edit, const DeviceProfile& profile)
+  FusedHeadPadder(const FoundAttention& found, int64_t head_dim, GraphEdit& edit,
+                  const DeviceProfile& profile)
       : edit_(edit),
         stick_(profile.stickElements()),
-        module_(arguments.at("module")),
-        qkv_(arguments.at("qkv")),
-        o_(arguments.at("o")),
-        target_(arguments.at("head_dim")) {
-    if (!arguments.at("rotary").get<std::string>().empty() &&
-        arguments.at("rotary") != "rotary_emb.inv_freq") {
-      throw UserError("pad_attention_heads: a fused qkv projection with RoPE is not supported");
-    }
-  }
+        found_(found),
+        o_module_(modulePathOf(*found.o)),
+        target_(head_dim) {}
 
   void run() {
-    std::map<std::string, FusedAttention> modules;
-    for (const Node* read : allNodes(edit_.graph())) {
-      if (read->kind() != prim::GetAttr) continue;
-      Value* value = const_cast<Node*>(read)->output();
-      const std::string path = attributePath(value);
-      for (auto [suffix, list] : {std::pair<std::string, std::vector<Value*> FusedAttention::*>{
-                                      "." + qkv_ + ".weight", &FusedAttention::qkv_weight},
-                                  {"." + qkv_ + ".bias", &FusedAttention::qkv_bias},
-                                  {"." + o_ + ".weight", &FusedAttention::o_weight}}) {
-        if (!endsWithSuffix(path, suffix)) continue;
-        const std::string module = path.substr(0, path.size() - suffix.size());
-        if (globMatch(module_, module)) (modules[module].*list).push_back(value);
-      }
-    }
-    for (auto& [module, attention] : modules) pad(module, attention);
+    FusedAttention attention{{projectionWeight(*found_.q)}, {}, {projectionWeight(*found_.o)}};
+    if (Value* bias = projectionBias(*found_.q)) attention.qkv_bias.push_back(bias);
+    pad(found_.module, attention);
   }
 
  private:
@@ -71,15 +46,10 @@ class FusedHeadPadder {
   }
 
   void pad(const std::string& module, const FusedAttention& attention) {
-    if (attention.qkv_weight.empty()) return;  // not attention of this form
-    if (attention.o_weight.empty()) {
-      throw UserError("pad_attention_heads: " + module + " has no " + o_ +
-                      ".weight (check the o argument)");
-    }
-    const int64_t out_dim = outputDim(attention.qkv_weight.front());
+    const int64_t out_dim = projectionOutputDim(*found_.q);
     const int64_t total = tensorOf(attention.qkv_weight.front()).size(out_dim);
     if (total % 3 != 0) {
-      throw UserError("pad_attention_heads: " + module + "." + qkv_ + " has " +
+      throw UserError("pad_attention_heads: " + modulePathOf(*found_.q) + " has " +
                       std::to_string(total) + " outputs, not three equal parts");
     }
     const int64_t width = total / 3;
@@ -100,7 +70,7 @@ class FusedHeadPadder {
       replaceWeightRead(edit_, read, padHeads(tensorOf(read), head_dim, padded));
     }
     for (Value* read : attention.o_weight) {
-      const int64_t in_dim = 1 - outputDim(read);
+      const int64_t in_dim = 1 - projectionOutputDim(*found_.o);
       replaceWeightRead(edit_, read, padHeadsAlong(tensorOf(read), in_dim, head_dim, padded));
     }
     pinHeadSizeReads(module, heads, head_dim);
@@ -113,8 +83,8 @@ class FusedHeadPadder {
     ++edit_.change().rewrites;
   }
 
-  bool inOutputProjection(const Node& node, const std::string& module) const {
-    return isWithin(modulePathOf(node), module + "." + o_);
+  bool inOutputProjection(const Node& node) const {
+    return isWithin(modulePathOf(node), o_module_);
   }
 
   // [..., heads, head_dim] in a view of the module: both constants, heads x head_dim = width.
@@ -155,7 +125,7 @@ class FusedHeadPadder {
   void widenShapes(const std::string& module, int64_t heads, int64_t head_dim, int64_t padded) {
     const int64_t width = heads * head_dim;
     for (const Node* node : allNodes(edit_.graph())) {
-      if (!isWithin(modulePathOf(*node), module) || inOutputProjection(*node, module)) continue;
+      if (!isWithin(modulePathOf(*node), module) || inOutputProjection(*node)) continue;
       if (node->kind() == aten::split && node->inputs().size() >= 2) {
         auto size = torch::jit::toIValue(node->input(1));
         if (size && size->isInt() && size->toInt() == width) {
@@ -180,15 +150,20 @@ class FusedHeadPadder {
 
   GraphEdit& edit_;
   int64_t stick_;
-  std::string module_, qkv_, o_;
+  const FoundAttention& found_;
+  std::string o_module_;
   int64_t target_;
 };
 
 }  // namespace
 
-void padFusedAttentionHeads(const nlohmann::json& arguments, GraphEdit& edit,
+void padFusedAttentionHeads(const FoundAttention& attention, int64_t head_dim, GraphEdit& edit,
                             const DeviceProfile& profile) {
-  FusedHeadPadder(arguments, edit, profile).run();
+  if (attention.o == nullptr) {
+    throw UserError("pad_attention_heads: no projection reads the merged heads of " +
+                    attention.module + ": the padding would reach what follows");
+  }
+  FusedHeadPadder(attention, head_dim, edit, profile).run();
 }
 
 }  // namespace stickler

@@ -173,6 +173,10 @@ VARIANTS = {
                        max_position_embeddings=80, relative_attention_num_buckets=32, layer_norm_eps=1e-5),
     "mpnet-hd64": dict(vocab_size=1000, hidden_size=128, num_hidden_layers=1, num_attention_heads=2, intermediate_size=512,
                        max_position_embeddings=80, relative_attention_num_buckets=32, layer_norm_eps=1e-5),
+    # 3 heads of 32 under MPNet's own names (attn.q, attn.k, attn.v, attn.o): the heads are padded
+    # by structure, then the hidden size.
+    "mpnet-h96": dict(vocab_size=1000, hidden_size=96, num_hidden_layers=1, num_attention_heads=3, intermediate_size=384,
+                      max_position_embeddings=80, relative_attention_num_buckets=32, layer_norm_eps=1e-5),
 }
 
 

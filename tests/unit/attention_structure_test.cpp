@@ -1,0 +1,115 @@
+// Attention found by what it computes (adapters/engine/transforms/attention_structure.h): the
+// same finder names the projections of every zoo family, whatever the family calls them.
+#include "adapters/engine/transforms/attention_structure.h"
+
+#include <gtest/gtest.h>
+
+#include "adapters/engine/adapter_application.h"
+#include "adapters/engine/adapter_catalog.h"
+#include "adapters/engine/graph_edit.h"
+#include "simulator/device/device_profile.h"
+#include "simulator/graph/loaded_model.h"
+#include "simulator/graph/module_inliner.h"
+#include "tests/unit/zoo.h"
+
+namespace stickler {
+namespace {
+
+// One found attention, as module paths: "module | q k v -> o | heads x head_dim | rope".
+std::string described(const FoundAttention& attention) {
+  const auto path = [](const torch::jit::Node* node) {
+    return node == nullptr ? std::string("none") : modulePathOf(*node);
+  };
+  return attention.module + " | " + path(attention.q) + " " + path(attention.k) + " " +
+         path(attention.v) + " -> " + path(attention.o) + " | " + std::to_string(attention.heads) +
+         " x " + std::to_string(attention.head_dim) + (attention.rotary.empty() ? "" : " | rope");
+}
+
+std::vector<std::string> foundIn(const std::string& model_name,
+                                 std::vector<std::string>* left_out = nullptr) {
+  const auto model = loadModel(testing::zooPath(model_name + ".pt"));
+  GraphEdit edit(*model);
+  std::vector<std::string> found;
+  for (const FoundAttention& attention : findAttention(edit, left_out)) {
+    found.push_back(described(attention));
+  }
+  return found;
+}
+
+// Separate projections without RoPE, under three naming schemes: BERT's self.query ...
+// output.dense (the output projection in a sibling module), ViT's attention.query, MPNet's q ... o
+// inside one module.
+TEST(AttentionStructure, FindsEncoderAttentionWhateverItsProjectionsAreCalled) {
+  EXPECT_EQ(foundIn("bert-h96"),
+            std::vector<std::string>{
+                "encoder.layer.0.attention | encoder.layer.0.attention.self.query "
+                "encoder.layer.0.attention.self.key encoder.layer.0.attention.self.value -> "
+                "encoder.layer.0.attention.output.dense | 3 x 32"});
+  EXPECT_EQ(foundIn("vit-h96"),
+            std::vector<std::string>{
+                "encoder.layer.0.attention | encoder.layer.0.attention.attention.query "
+                "encoder.layer.0.attention.attention.key encoder.layer.0.attention.attention.value "
+                "-> encoder.layer.0.attention.output.dense | 3 x 32"});
+  EXPECT_EQ(foundIn("mpnet-h96"),
+            std::vector<std::string>{
+                "encoder.layer.0.attention.attn | encoder.layer.0.attention.attn.q "
+                "encoder.layer.0.attention.attn.k encoder.layer.0.attention.attn.v -> "
+                "encoder.layer.0.attention.attn.o | 3 x 32"});
+}
+
+// RoPE found from the frequencies reaching the queries through cos and sin, in a traced Llama
+// and a scripted Mixtral whose softmax is a scripted function with a branch per dtype; the
+// router's softmax (over a linear layer's logits) is not attention.
+TEST(AttentionStructure, FindsRotaryAttentionAndNotARouter) {
+  for (const char* name : {"llama-tiny", "mixtral-tiny"}) {
+    std::vector<std::string> expected;
+    for (const char* layer : {"0", "1"}) {
+      const std::string module = std::string("model.layers.") + layer + ".self_attn";
+      expected.push_back(module + " | " + module + ".q_proj " + module + ".k_proj " + module +
+                         ".v_proj -> " + module + ".o_proj | 4 x 32 | rope");
+    }
+    EXPECT_EQ(foundIn(name), expected) << name;
+  }
+  // Heads of 80 under RoPE (Granite), 2 heads of 128 (Qwen2).
+  EXPECT_EQ(foundIn("granite-hd80").at(0),
+            "model.layers.0.self_attn | model.layers.0.self_attn.q_proj "
+            "model.layers.0.self_attn.k_proj model.layers.0.self_attn.v_proj -> "
+            "model.layers.0.self_attn.o_proj | 2 x 80 | rope");
+  // A hybrid model: attention in one layer, a Mamba mixer (no softmax) in the other.
+  ASSERT_EQ(foundIn("bamba-tiny").size(), 1u);
+  EXPECT_EQ(foundIn("bamba-tiny")[0].substr(0, 25), "model.layers.1.self_attn ");
+}
+
+// One fused projection (GPT-2's Conv1D c_attn, an addmm split three ways) and T5's q ... o, whose
+// scores add a position bias computed under a branch of the scripted forward.
+TEST(AttentionStructure, FindsFusedAndBiasedAttention) {
+  const auto gpt2 = foundIn("gpt2-h80");
+  ASSERT_EQ(gpt2.size(), 3u);
+  EXPECT_EQ(gpt2[1],
+            "transformer.h.1.attn | transformer.h.1.attn.c_attn transformer.h.1.attn.c_attn "
+            "transformer.h.1.attn.c_attn -> transformer.h.1.attn.c_proj | 1 x 80");
+  const auto t5 = foundIn("t5-encoder-tiny");
+  ASSERT_EQ(t5.size(), 2u);
+  const std::string module = "encoder.block.1.layer.0.SelfAttention";
+  EXPECT_EQ(t5[1], module + " | " + module + ".q " + module + ".k " + module + ".v -> " + module +
+                       ".o | 2 x 32");
+}
+
+// The shipped adapter pads what the finder finds, under MPNet's names too: with the heads in
+// whole sticks, the hidden size can be padded after them and the model passes (AdaptFamily).
+TEST(AttentionStructure, TheShippedAdapterPadsMpnetHeads) {
+  const std::shared_ptr<const LoadedModel> model = loadModel(testing::zooPath("mpnet-h96.pt"));
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const auto application = applyAdapter(
+      readAdapterFile(shippedCatalogDir() + "/pad-attention-heads.py"), model, profile);
+  ASSERT_TRUE(application.accepted()) << application.equivalence.problem();
+  EXPECT_EQ(application.change.rewrites, 1);
+  GraphEdit edit(*application.after);
+  const auto found = findAttention(edit, nullptr);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].heads, 3);
+  EXPECT_EQ(found[0].head_dim, 64);  // 3 x 64 fills three sticks
+}
+
+}  // namespace
+}  // namespace stickler
