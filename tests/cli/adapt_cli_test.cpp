@@ -68,9 +68,9 @@ class AdaptSixteenBit : public ::testing::TestWithParam<std::tuple<const char*, 
 
 // The zoo's 16-bit models (STICKLER_ZOO_16BIT_MODELS in CMakeLists.txt): among them, every
 // shipped adapter has a model to apply to.
-constexpr std::array<const char*, 9> kSixteenBitModels = {
-    "llama-tiny", "gpt2-tiny", "gpt2-h80",        "qwen2-hd128", "vit-tiny",
-    "bamba-tiny", "bert-h96",  "t5-encoder-tiny", "mixtral-tiny"};
+constexpr std::array<const char*, 10> kSixteenBitModels = {
+    "llama-tiny", "gpt2-tiny", "gpt2-h80",    "qwen2-hd128",     "vit-tiny",
+    "bamba-tiny", "bert-h96",  "bert-ffn200", "t5-encoder-tiny", "mixtral-tiny"};
 
 TEST_P(AdaptSixteenBit, TheSameAdaptersApplyWithTheirCheck) {
   const auto [name, profile] = GetParam();
@@ -146,6 +146,7 @@ INSTANTIATE_TEST_SUITE_P(Zoo, AdaptSixteenBit,
 
 const FamilyCase kEveryZooModel[] = {{"bamba-3layer", true},
                                      {"bamba-tiny", true},
+                                     {"bert-ffn200", true},
                                      {"bert-h96", true},
                                      {"bert-hd64-outliers", true},
                                      {"bert-tiny", true},
@@ -154,6 +155,7 @@ const FamilyCase kEveryZooModel[] = {{"bamba-3layer", true},
                                      {"gpt2-tiny", true},
                                      {"granite-hd80", true},
                                      {"llama-4layer-outliers", true},
+                                     {"llama-ffn352", true},
                                      {"llama-hd64", true},
                                      {"llama-tiny", true},
                                      {"mixtral-tiny", true},

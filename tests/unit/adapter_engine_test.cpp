@@ -709,6 +709,42 @@ TEST(AdapterEngine, HeadPaddingNamesNoProjections) {
   }
 }
 
+// The MLP found by what it computes, gated (Llama's gate_proj, up_proj, down_proj, SiLU) and
+// ungated (BERT's intermediate.dense, GELU, output.dense): its intermediate size is padded to
+// whole sticks, the same mathematics. Attention's output projection, the logits projection and
+// MLPs already in whole sticks are not MLPs to pad.
+TEST(AdapterEngine, IntermediateSizeIsPaddedInGatedAndUngatedMlps) {
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const struct {
+    const char* model;
+    const char* down;  // the down projection's module
+    int64_t padded;
+  } cases[] = {{"llama-ffn352", "model.layers.0.mlp.down_proj", 384},
+               {"bert-ffn200", "encoder.layer.0.output.dense", 256}};
+  for (const auto& c : cases) {
+    const auto model = load(c.model);
+    ASSERT_GT(blockersWithRule(*model, profile, "weight-stick-alignment"), 0) << c.model;
+    const auto application = applyAdapter(shipped("pad-intermediate-size"), model, profile);
+    ASSERT_TRUE(application.accepted()) << c.model << application.equivalence.problem();
+    EXPECT_EQ(application.equivalence.verdict, EquivalenceResult::Verdict::kEquivalent);
+    EXPECT_EQ(application.change.rewrites, 1) << c.model;  // one layer
+    for (const auto& blocker : countBlockers(*application.after, profile)) {
+      EXPECT_NE(blocker.rule, "weight-stick-alignment") << c.model << " " << blocker.module;
+    }
+    bool seen = false;
+    for (const auto* node : allNodes(*application.after->graph)) {
+      if (node->kind() != torch::jit::aten::linear || modulePathOf(*node) != c.down) continue;
+      EXPECT_EQ(application.after->records.at(node).inputs.at(1).shape.at(1), c.padded);
+      seen = true;
+    }
+    EXPECT_TRUE(seen) << c.down;
+  }
+  for (const char* aligned : {"llama-tiny", "bert-tiny", "gpt2-tiny"}) {
+    EXPECT_FALSE(applyAdapter(shipped("pad-intermediate-size"), load(aligned), profile).changed())
+        << aligned;
+  }
+}
+
 TEST(AdapterEngine, ModulesRunOnTheHostWithoutAGraphChange) {
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   const auto model = load("bamba-tiny");

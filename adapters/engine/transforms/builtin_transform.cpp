@@ -41,6 +41,17 @@ const std::vector<BuiltinTransform>& builtinTransforms() {
        {{"size", "integer", 0,
          "the hidden size; 0 reads it from the token embedding, or else the first layer_norm"}},
        &padHiddenSize},
+      {"pad_intermediate_size",
+       "Pads the intermediate size of the MLPs in the matching modules to whole sticks. An MLP "
+       "is found by what it computes, whatever its layers are called: a linear layer whose "
+       "input comes, through elementwise operators only (the activation, a gate's product), "
+       "from linear layers whose outputs go nowhere else. Those get zero rows, the last one zero "
+       "columns: whatever the activation makes of a padded zero is multiplied by zero, so every "
+       "output is the same sum. Gated (SwiGLU) and ungated MLPs alike.",
+       {{"module", "string", "*", "module paths of the MLP's linear layers (fnmatch)"},
+        {"size", "integer", 0,
+         "the padded intermediate size; 0 picks the next whole number of sticks"}},
+       &padIntermediateSize},
       {"precompute_tables",
        "Computes, once on the host, the outputs of the matching modules that depend only on "
        "weights and the inputs' shapes (RoPE's cos and sin tables) and puts them in the graph "

@@ -44,6 +44,8 @@ int64_t paddedOutputSize(int64_t outputs, int64_t inputs, const DeviceProfile& p
 
 void padToSticks(const nlohmann::json& arguments, GraphEdit& edit, const DeviceProfile& profile);
 void padHiddenSize(const nlohmann::json& arguments, GraphEdit& edit, const DeviceProfile& profile);
+void padIntermediateSize(const nlohmann::json& arguments, GraphEdit& edit,
+                         const DeviceProfile& profile);
 void precomputeTables(const nlohmann::json& arguments, GraphEdit& edit,
                       const DeviceProfile& profile);
 void runOnHost(const nlohmann::json& arguments, GraphEdit& edit, const DeviceProfile& profile);

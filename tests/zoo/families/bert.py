@@ -166,6 +166,8 @@ def _config(hidden, layers, heads, vocab, intermediate=None):
 VARIANTS = {
     "bert-tiny": _config(64, 2, 2, 1000),
     "bert-h96": _config(96, 1, 3, 997),
+    # An intermediate size of 200 (3.125 sticks) under BERT's intermediate.dense / output.dense.
+    "bert-ffn200": _config(64, 1, 2, 1000, intermediate=200),
     "bert-hd64-outliers": dict(_config(128, 2, 2, 1000), outliers=True),
 }
 

@@ -229,6 +229,8 @@ VARIANTS = {
     # overflows on it (the spyre-2026 fault rmsnorm-variance-fp16: drift during decode).
     "qwen2-massive-token": _config("qwen2", 256, 1, 2, 1, 128, 1024, 512, attention_bias=True,
                                    rope_theta=1000000.0, massive_next_token=3000.0),
+    # An intermediate size of 5.5 sticks: the MLP's three projections are padded by structure.
+    "llama-ffn352": _config("llama", 128, 1, 2, 1, 64, 1024, 352),
     "granite-hd80": _config("granite", 160, 2, 2, 1, 80, 1000, 320, embedding_multiplier=12.0,
                             residual_multiplier=0.22, attention_multiplier=0.015625, logits_scaling=8.0),
 }
