@@ -40,6 +40,7 @@ class HeadPadder {
       if (!globMatch(module_, attention.module)) continue;
       if (attention.fused()) {
         if (!attention.rotary.empty()) {
+          if (attention.head_dim % (2 * stick_) == 0) continue;  // the halves fit: nothing to do
           throw UserError("pad_attention_heads: " + attention.module +
                           " rotates the heads of a fused query-key-value projection: not "
                           "padded yet");
@@ -70,6 +71,8 @@ class HeadPadder {
       for (const Value* table : attention.rotary) {
         if (padded_tables_.count(table)) continue;  // replaced with an earlier layer's: gone
         const int64_t rotated = tensorOf(table).numel() * 2;
+        // Partial rotary whose halves and pass-through already start on sticks needs nothing.
+        if (rotated != head_dim && rotated % (2 * stick_) == 0 && head_dim % stick_ == 0) return;
         if (rotated != head_dim) {
           throw UserError("pad_attention_heads: the rotary frequencies of " + module + " turn " +
                           std::to_string(rotated) + " of each head's " + std::to_string(head_dim) +
