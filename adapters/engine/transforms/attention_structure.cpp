@@ -83,11 +83,12 @@ Upstream upstreamOf(GraphEdit& edit, const Value* start) {
     pending.pop_back();
     value = throughTuple(value);
     Node* node = const_cast<Node*>(value->node());  // this edit owns the graph
-    if (!seen.insert({node, trigonometric}).second) continue;
+    // Each output of a branch node is followed on its own (before `seen`, which is per node).
     if (node->kind() == prim::If) {
       for (const Value* result : branchResults(value)) pending.emplace_back(result, trigonometric);
       continue;
     }
+    if (!seen.insert({node, trigonometric}).second) continue;
     if (isProjection(*node)) {
       if (std::find(found.projections.begin(), found.projections.end(), node) ==
           found.projections.end()) {
