@@ -12,4 +12,4 @@ models = ["*"]
 profiles = ["spyre-2025", "spyre-2025-clean", "spyre-2026", "spyre-2026-clean"]
 clears = ["weight-stick-alignment aten::linear", "core-span aten::linear"]
 remove_when = "the compiler pads partial sticks and balances slices itself"
-transform = pad_to_sticks(module="lm_head", dim="out")
+transform = pad_to_sticks(role="logits")

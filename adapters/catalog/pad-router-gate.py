@@ -11,4 +11,4 @@ models = ["*"]
 profiles = ["spyre-2025", "spyre-2025-clean", "spyre-2026", "spyre-2026-clean"]
 clears = ["weight-stick-alignment aten::linear"]
 remove_when = "the compiler pads partial sticks itself"
-transform = pad_to_sticks(module="*.block_sparse_moe.gate", dim="out")
+transform = pad_to_sticks(role="router")

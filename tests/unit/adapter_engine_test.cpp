@@ -643,6 +643,49 @@ TEST(AdapterEngine, VocabularyPaddingFollowsThePerCoreSpanRule) {
       flattenTensors(model->example_outputs)[0].sizes()));
 }
 
+// pad_to_sticks finds projections by what their outputs become, not by their names: the logits
+// the model returns (GPT-2's head tied to the token embedding; Granite's scaled by a divisor
+// first) and the expert scores top-k chooses from (Mixtral's routers, whose softmax inlines as a
+// scripted branch). Each role leaves the other's projections alone.
+TEST(AdapterEngine, ProjectionsArePaddedByWhatTheirOutputsBecome) {
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const auto padded = [&](const std::string& model, const std::string& role) {
+    const auto application = applyAdapter(transformAdapter("pad_to_sticks(role=\"" + role + "\")"),
+                                          load(model), profile);
+    EXPECT_TRUE(!application.changed() || application.accepted())
+        << model << application.equivalence.problem();
+    std::set<std::string> modules;
+    for (const auto& added : application.change.added) modules.insert(added.module);
+    return modules;
+  };
+  using Modules = std::set<std::string>;
+  EXPECT_EQ(padded("gpt2-odd-vocab", "logits"), Modules{"lm_head"});
+  EXPECT_EQ(padded("granite-hd80", "logits"), Modules{"lm_head"});
+  EXPECT_EQ(padded("mixtral-tiny", "logits"), Modules{"lm_head"});
+  const Modules routers = {"model.layers.0.block_sparse_moe.gate",
+                           "model.layers.1.block_sparse_moe.gate"};
+  EXPECT_EQ(padded("mixtral-tiny", "router"), routers);
+  Modules both = routers;
+  both.insert("lm_head");
+  EXPECT_EQ(padded("mixtral-tiny", "logits|router"), both);
+  // A model without a router has nothing to pad for that role: not applicable.
+  EXPECT_TRUE(padded("llama-tiny", "router").empty());
+  EXPECT_THROW(
+      {
+        try {
+          applyAdapter(transformAdapter("pad_to_sticks(role=\"classifier\")"), load("llama-tiny"),
+                       profile);
+        } catch (const UserError& e) {
+          EXPECT_NE(std::string(e.what()).find("unknown role 'classifier' (roles: any, logits, "
+                                               "router"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      UserError);
+}
+
 TEST(AdapterEngine, AttentionHeadsArePaddedForRope) {
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   const auto model = load("llama-tiny");  // head_dim 32: rotate_half splits inside a stick

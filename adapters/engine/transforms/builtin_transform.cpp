@@ -7,11 +7,17 @@ namespace stickler {
 const std::vector<BuiltinTransform>& builtinTransforms() {
   static const std::vector<BuiltinTransform> transforms = {
       {"pad_to_sticks",
-       "Pads the output dimension of the linear layers in the matching modules to whole sticks "
-       "(and to a stick count whose per-core slice fits the span), with zero rows, and slices "
-       "the result back to its size: the padded outputs are never seen.",
-       {{"module", "string", nullptr,
-         "module paths to pad (fnmatch pattern, e.g. lm_head or *.gate)"},
+       "Pads the output dimension of the linear layers in the matching modules, playing the "
+       "given role, to whole sticks (and to a stick count whose per-core slice fits the span), "
+       "with zero rows, and slices the result back to its size: the padded outputs are never "
+       "seen. Roles are found by what the outputs become, whatever the layers are called: "
+       "logits (what the model returns, through views, slices, casts and tuples: lm_head, "
+       "embed_out, a head tied to the embedding), router (what top-k chooses from, through a "
+       "softmax or casts), any.",
+       {{"module", "string", "*", "module paths to pad (fnmatch pattern, e.g. lm_head or *.gate)"},
+        {"role", "string", "any",
+         "what the outputs must become: logits, router or any; alternatives joined by | "
+         "(logits|router)"},
         {"dim", "string", "out", "the weight dimension to pad: out (the only one so far)"}},
        &padToSticks},
       {"pad_attention_heads",
