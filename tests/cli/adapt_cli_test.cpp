@@ -76,9 +76,9 @@ class AdaptSixteenBit : public ::testing::TestWithParam<std::tuple<const char*, 
 
 // The zoo's 16-bit models (STICKLER_ZOO_16BIT_MODELS in CMakeLists.txt): among them, every
 // shipped adapter has a model to apply to.
-constexpr std::array<const char*, 10> kSixteenBitModels = {
-    "llama-tiny", "gpt2-tiny", "gpt2-h80",    "qwen2-hd128",     "vit-tiny",
-    "bamba-tiny", "bert-h96",  "bert-ffn200", "t5-encoder-tiny", "mixtral-tiny"};
+constexpr std::array<const char*, 11> kSixteenBitModels = {
+    "llama-tiny", "gpt2-tiny", "gpt2-h80",    "qwen2-hd128",     "vit-tiny",    "bamba-tiny",
+    "bert-h96",   "phi-tiny",  "bert-ffn200", "t5-encoder-tiny", "mixtral-tiny"};
 
 TEST_P(AdaptSixteenBit, TheSameAdaptersApplyWithTheirCheck) {
   const auto [name, profile] = GetParam();
@@ -170,6 +170,8 @@ const FamilyCase kEveryZooModel[] = {{"bamba-3layer", true},
                                      {"mpnet-h96", true},
                                      {"mpnet-hd64", true},
                                      {"mpnet-tiny", true},
+                                     {"phi-hd80", true},
+                                     {"phi-tiny", true},
                                      {"qwen2-hd128", true},
                                      {"qwen2-massive-token", true},
                                      {"t5-encoder-dkv64", true},

@@ -686,6 +686,43 @@ TEST(AdapterEngine, ProjectionsArePaddedByWhatTheirOutputsBecome) {
       UserError);
 }
 
+// Partial rotary (Phi: the first rotary_ndims values of each head turn, the rest pass through)
+// cuts each head twice inside a stick. Each rotated half and the pass-through part are padded to
+// whole sticks, the rotary/pass-through cut moves to the padded rotated width, and the model
+// computes the same sums: at Phi-1.5's fraction (half of heads of 64) and Phi-2's (0.4 of heads
+// of 80).
+TEST(AdapterEngine, PartialRotaryIsPaddedHalfByHalfWithItsPassThrough) {
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  for (const char* name : {"phi-tiny", "phi-hd80"}) {
+    SCOPED_TRACE(name);
+    const auto model = load(name);
+    ASSERT_GT(blockersWithRule(*model, profile, "rope-head-dim"), 0);
+    const auto application = applyAdapter(shipped("pad-attention-heads"), model, profile);
+    ASSERT_TRUE(application.accepted()) << application.equivalence.problem();
+    EXPECT_EQ(application.equivalence.verdict, EquivalenceResult::Verdict::kEquivalent);
+    EXPECT_EQ(blockersWithRule(*application.after, profile, "rope-head-dim"), 0);
+    EXPECT_EQ(blockersWithRule(*application.after, profile, "stick-misaligned-offset"), 0);
+    // What is left is sizes other adapters pad: the vocabulary, phi-hd80's hidden size of 160.
+    for (const auto& blocker : countBlockers(*application.after, profile)) {
+      EXPECT_EQ(blocker.rule, "weight-stick-alignment") << blocker.module;
+    }
+    // 16 + 16 rotated, 32 or 48 passed through: three sticks per head.
+    int cuts = 0;
+    for (const auto* node : allNodes(*application.after->graph)) {
+      if (node->kind() == torch::jit::aten::linear &&
+          modulePathOf(*node) == "model.layers.0.self_attn.q_proj") {
+        EXPECT_EQ(application.after->records.at(node).outputs.at(0).shape.back(), 2 * 192);
+      }
+      if (node->kind() == torch::jit::aten::slice &&
+          modulePathOf(*node) == "model.layers.0.self_attn") {
+        const auto& record = application.after->records.at(node);
+        cuts += record.inputs.at(0).shape.back() == 192 && record.outputs.at(0).shape.back() != 192;
+      }
+    }
+    EXPECT_EQ(cuts, 4);  // the rotated and passed parts of queries and keys
+  }
+}
+
 TEST(AdapterEngine, AttentionHeadsArePaddedForRope) {
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   const auto model = load("llama-tiny");  // head_dim 32: rotate_half splits inside a stick

@@ -75,6 +75,12 @@ TEST(AttentionStructure, FindsRotaryAttentionAndNotARouter) {
             "model.layers.0.self_attn | model.layers.0.self_attn.q_proj "
             "model.layers.0.self_attn.k_proj model.layers.0.self_attn.v_proj -> "
             "model.layers.0.self_attn.o_proj | 2 x 80 | rope");
+  // Partial rotary in Phi (only the first 32 values of each head turn; the output projection is
+  // called dense, and an MLP runs beside the attention on the same input).
+  EXPECT_EQ(foundIn("phi-tiny").at(1),
+            "model.layers.1.self_attn | model.layers.1.self_attn.q_proj "
+            "model.layers.1.self_attn.k_proj model.layers.1.self_attn.v_proj -> "
+            "model.layers.1.self_attn.dense | 2 x 64 | rope");
   // A hybrid model: attention in one layer, a Mamba mixer (no softmax) in the other.
   ASSERT_EQ(foundIn("bamba-tiny").size(), 1u);
   EXPECT_EQ(foundIn("bamba-tiny")[0].substr(0, 25), "model.layers.1.self_attn ");

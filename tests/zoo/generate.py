@@ -20,9 +20,9 @@ from broken import write_broken  # noqa: E402
 from common import add_outliers, init_weights_like_transformers, seed_for, set_float_inputs_dtype, write_model  # noqa: E402
 from foreign import write_foreign  # noqa: E402
 from half_on_cpu import half_kernels_in_float32  # noqa: E402
-from families import bamba, bert, gpt2, llama, moe, mpnet, t5, vit, xlm_roberta  # noqa: E402
+from families import bamba, bert, gpt2, llama, moe, mpnet, phi, t5, vit, xlm_roberta  # noqa: E402
 
-FAMILIES = [bert, xlm_roberta, mpnet, gpt2, llama, bamba, vit, t5, moe]
+FAMILIES = [bert, xlm_roberta, mpnet, gpt2, llama, phi, bamba, vit, t5, moe]
 
 
 def all_variants():

@@ -38,6 +38,35 @@ at::Tensor padHalvesAlong(const at::Tensor& tensor, int64_t dim, int64_t head_di
   return padBlocks(tensor, dim, head_dim / 2, padded / 2);
 }
 
+at::Tensor padSegmentsAlong(const at::Tensor& tensor, int64_t dim,
+                            const std::vector<HeadSegment>& segments) {
+  int64_t head = 0;
+  int64_t padded_head = 0;
+  for (const HeadSegment& segment : segments) {
+    head += segment.size;
+    padded_head += segment.padded;
+  }
+  const at::Tensor values = tensor.detach();
+  std::vector<int64_t> sizes = values.sizes().vec();
+  std::vector<int64_t> split(sizes.begin(), sizes.begin() + dim);
+  split.push_back(sizes[dim] / head);
+  split.push_back(head);
+  split.insert(split.end(), sizes.begin() + dim + 1, sizes.end());
+  std::vector<int64_t> padded_split = split;
+  padded_split[dim + 1] = padded_head;
+  at::Tensor padded = at::zeros(padded_split, values.options());
+  const at::Tensor heads = values.reshape(split);
+  int64_t from = 0;
+  int64_t to = 0;
+  for (const HeadSegment& segment : segments) {
+    padded.narrow(dim + 1, to, segment.size).copy_(heads.narrow(dim + 1, from, segment.size));
+    from += segment.size;
+    to += segment.padded;
+  }
+  sizes[dim] = sizes[dim] / head * padded_head;
+  return padded.view(sizes);
+}
+
 at::Tensor padHeads(const at::Tensor& rows, int64_t head_dim, int64_t padded) {
   return padBlocks(rows, 0, head_dim, padded);
 }

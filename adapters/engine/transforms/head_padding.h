@@ -23,6 +23,19 @@ at::Tensor padHalves(const at::Tensor& rows, int64_t head_dim, int64_t padded);
 // The same along dimension `dim` instead of the first.
 at::Tensor padHalvesAlong(const at::Tensor& tensor, int64_t dim, int64_t head_dim, int64_t padded);
 
+// One piece of a head and the width it takes once padded (a RoPE half of 16 values in a stick
+// of 64: {16, 64}).
+struct HeadSegment {
+  int64_t size = 0;
+  int64_t padded = 0;
+};
+
+// Along dimension `dim`, each head (the segments' sizes, in order) becomes the segments each
+// followed by its zeros: partial rotary's two rotated halves and its pass-through part each
+// start on a stick.
+at::Tensor padSegmentsAlong(const at::Tensor& tensor, int64_t dim,
+                            const std::vector<HeadSegment>& segments);
+
 // [heads * head_dim, ...] -> [heads * padded, ...], zeros at the end of each head.
 at::Tensor padHeads(const at::Tensor& rows, int64_t head_dim, int64_t padded);
 

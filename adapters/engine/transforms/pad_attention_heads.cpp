@@ -3,7 +3,9 @@
 // key head gets zeros after it, so rotate_half still swaps the model's own halves; the rotary
 // frequencies get zero entries (cos 1, sin 0) for the padding, value heads get zeros at their
 // end, and o_proj reads those positions with zero columns. Scores and outputs are the same sums
-// with zero terms added. Without RoPE, heads are padded to whole sticks: every q, k and v head
+// with zero terms added. Partial rotary (Phi, GPT-NeoX: only the first rotary_ndims values of
+// a head turn) pads each rotated half and the pass-through part to whole sticks and moves the cut
+// between them. Without RoPE, heads are padded to whole sticks: every q, k and v head
 // gets zeros at its end, and the view that merges the heads back is widened. The projections
 // and the rotary frequencies are found by what they compute (attention_structure.h), so one
 // adapter pads Llama's q_proj ... o_proj, BERT's query ... output.dense and GPT-2's c_attn.
@@ -62,46 +64,86 @@ class HeadPadder {
     return value->toTensor();
   }
 
+  // With RoPE, how many values of each head turn (all of them, or the first rotary_ndims under
+  // partial rotary); 0 without RoPE.
+  int64_t rotatedValues(const FoundAttention& attention) const {
+    int64_t rotated = 0;
+    for (const Value* table : attention.rotary) {
+      // A table replaced with an earlier layer's padded one is gone from the graph: the same
+      // rotation, whose original width that layer recorded.
+      const auto known = rotated_widths_.find(table);
+      const int64_t width =
+          known != rotated_widths_.end() ? known->second : tensorOf(table).numel() * 2;
+      if (rotated != 0 && width != rotated) {
+        throw UserError("pad_attention_heads: the rotary frequencies of " + attention.module +
+                        " turn " + std::to_string(rotated) + " and " + std::to_string(width) +
+                        " values of each head: not padded");
+      }
+      rotated = width;
+    }
+    return rotated;
+  }
+
+  // The pieces of a head as RoPE reads them, each padded to whole sticks: the two rotated halves
+  // (rotate_half swaps them) and, under partial rotary, the values passed through.
+  std::vector<HeadSegment> ropeSegments(int64_t head_dim, int64_t rotated, int64_t padded) const {
+    const auto sticks = [&](int64_t size) { return (size + stick_ - 1) / stick_ * stick_; };
+    const int64_t half = rotated / 2;
+    if (rotated == head_dim) return {{half, padded / 2}, {half, padded / 2}};
+    return {{half, sticks(half)},
+            {half, sticks(half)},
+            {head_dim - rotated, sticks(head_dim - rotated)}};
+  }
+
   void pad(const FoundAttention& attention) {
     const std::string& module = attention.module;
     const bool rope = !attention.rotary.empty();
     const int64_t heads = attention.heads;
     const int64_t head_dim = attention.head_dim;
-    if (rope) {
-      for (const Value* table : attention.rotary) {
-        if (padded_tables_.count(table)) continue;  // replaced with an earlier layer's: gone
-        const int64_t rotated = tensorOf(table).numel() * 2;
-        // Partial rotary whose halves and pass-through already start on sticks needs nothing.
-        if (rotated != head_dim && rotated % (2 * stick_) == 0 && head_dim % stick_ == 0) return;
-        if (rotated != head_dim) {
-          throw UserError("pad_attention_heads: the rotary frequencies of " + module + " turn " +
-                          std::to_string(rotated) + " of each head's " + std::to_string(head_dim) +
-                          " values (partial rotary): not padded yet");
-        }
-      }
-    }
-    // RoPE as a matmul needs each half of a head in whole sticks; otherwise all heads together
-    // must fill whole sticks (3 heads of 32 become 3 of 64; 2 heads of 32 already do).
+    const int64_t rotated = rope ? rotatedValues(attention) : 0;
+    const bool partial = rope && rotated != head_dim;
+    // Partial rotary whose halves and pass-through already start on sticks needs nothing.
+    if (partial && rotated % (2 * stick_) == 0 && head_dim % stick_ == 0) return;
+    // RoPE as a matmul needs each half of a head in whole sticks; partial rotary its pass-through
+    // part on a stick too; otherwise all heads together must fill whole sticks (3 heads of 32
+    // become 3 of 64; 2 heads of 32 already do).
     const auto fits = [&](int64_t size) {
       return rope ? size % (2 * stick_) == 0 : heads * size % stick_ == 0;
     };
     int64_t padded = target_;
-    if (padded == 0) {
-      padded = rope ? (head_dim + 2 * stick_ - 1) / (2 * stick_) * 2 * stick_
-                    : headSizeFillingSticks(heads, head_dim, stick_);
-    }
-    if (!fits(padded) || padded < head_dim) {
-      throw UserError("pad_attention_heads: head_dim " + std::to_string(padded) +
-                      " must be at least " + std::to_string(head_dim) +
-                      (rope ? " and a multiple of two sticks (" + std::to_string(2 * stick_) + ")"
-                            : " and fill whole sticks with the " + std::to_string(heads) +
-                                  " heads (" + std::to_string(stick_) + " values each)"));
+    if (partial) {
+      int64_t smallest = 0;
+      for (const HeadSegment& segment : ropeSegments(head_dim, rotated, 0)) {
+        smallest += segment.padded;
+      }
+      if (padded != 0 && padded != smallest) {
+        throw UserError("pad_attention_heads: " + module + " rotates " + std::to_string(rotated) +
+                        " of each head's " + std::to_string(head_dim) +
+                        " values (partial rotary): its heads are padded to " +
+                        std::to_string(smallest) + ", not " + std::to_string(padded) +
+                        " (leave head_dim 0)");
+      }
+      padded = smallest;
+    } else {
+      if (padded == 0) {
+        padded = rope ? (head_dim + 2 * stick_ - 1) / (2 * stick_) * 2 * stick_
+                      : headSizeFillingSticks(heads, head_dim, stick_);
+      }
+      if (!fits(padded) || padded < head_dim) {
+        throw UserError("pad_attention_heads: head_dim " + std::to_string(padded) +
+                        " must be at least " + std::to_string(head_dim) +
+                        (rope ? " and a multiple of two sticks (" + std::to_string(2 * stick_) + ")"
+                              : " and fill whole sticks with the " + std::to_string(heads) +
+                                    " heads (" + std::to_string(stick_) + " values each)"));
+      }
     }
     if (padded == head_dim) return;  // the heads fit: nothing to do here
     if (attention.o == nullptr) {
       throw UserError("pad_attention_heads: no projection reads the merged heads of " + module +
                       ": the padding would reach what follows");
     }
+    const std::vector<HeadSegment> segments =
+        rope ? ropeSegments(head_dim, rotated, padded) : std::vector<HeadSegment>{};
     const std::map<const Node*, char> role_of = {
         {attention.q, 'q'}, {attention.k, 'k'}, {attention.v, 'v'}};
     const at::TensorOptions options = tensorOf(projectionWeight(*attention.k)).options();
@@ -109,14 +151,14 @@ class HeadPadder {
     std::vector<std::pair<Value*, at::Tensor>> replacements;
     for (const auto& [projection, role] : role_of) {
       const int64_t dim = projectionOutputDim(*projection);
-      const bool halves = rope && role != 'v';
+      const bool rotates = rope && role != 'v';
       Value* weight = projectionWeight(*projection);
       replacements.emplace_back(weight,
-                                halves ? padHalvesAlong(tensorOf(weight), dim, head_dim, padded)
-                                       : padHeadsAlong(tensorOf(weight), dim, head_dim, padded));
+                                rotates ? padSegmentsAlong(tensorOf(weight), dim, segments)
+                                        : padHeadsAlong(tensorOf(weight), dim, head_dim, padded));
       if (Value* bias = projectionBias(*projection)) {
-        replacements.emplace_back(bias, halves ? padHalves(tensorOf(bias), head_dim, padded)
-                                               : padHeads(tensorOf(bias), head_dim, padded));
+        replacements.emplace_back(bias, rotates ? padSegmentsAlong(tensorOf(bias), 0, segments)
+                                                : padHeads(tensorOf(bias), head_dim, padded));
       }
     }
     Value* o_weight = projectionWeight(*attention.o);
@@ -126,8 +168,10 @@ class HeadPadder {
     for (Value* table : attention.rotary) {
       // Tables shared by every layer (a model-level rotary embedding) are padded once.
       if (!padded_tables_.insert(table).second) continue;
-      replacements.emplace_back(
-          table, at::constant_pad_nd(tensorOf(table).detach(), {0, (padded - head_dim) / 2}, 0));
+      rotated_widths_[table] = rotated;
+      replacements.emplace_back(table,
+                                at::constant_pad_nd(tensorOf(table).detach(),
+                                                    {0, segments[0].padded - segments[0].size}, 0));
     }
     for (auto& [read, tensor] : replacements) replaceWeightRead(edit_, read, tensor);
     // The merge first: once split, a padded head can have the merged width (2 x 32 -> 64).
@@ -135,21 +179,54 @@ class HeadPadder {
     for (const auto& [projection, role] : role_of) {
       widenHeadSplit(module, *projection, head_dim, padded);
     }
+    if (partial) moveRotaryCuts(module, role_of, rotated, 2 * segments[0].padded);
     keepCachesUnpadded(edit_, module, options, head_dim, padded, [&](const Node& write) {
       const char role = projectionFeeding(write.input(3), role_of, module);
       if (role != 'k' && role != 'v') {
         throw UserError("pad_attention_heads: the cache write at " + modulePathOf(write) +
                         " is fed by neither the key nor the value projection");
       }
-      // Keys under RoPE are padded after each half (padHalves).
+      // Keys under RoPE sit in their padded segments (padSegmentsAlong).
       std::vector<int64_t> at(head_dim);
-      for (int64_t i = 0; i < head_dim; ++i) {
-        const bool second_half = role == 'k' && rope && i >= head_dim / 2;
-        at[i] = second_half ? padded / 2 + (i - head_dim / 2) : i;
+      for (int64_t i = 0; i < head_dim; ++i) at[i] = i;
+      if (role == 'k' && rope) {
+        int64_t from = 0;
+        int64_t to = 0;
+        for (const HeadSegment& segment : segments) {
+          for (int64_t i = 0; i < segment.size; ++i) at[from + i] = to + i;
+          from += segment.size;
+          to += segment.padded;
+        }
       }
       return at;
     });
     ++edit_.change().rewrites;
+  }
+
+  // Partial rotary cuts each query and key head at rotary_ndims (`q[..., :rotary_ndims]`,
+  // `q[..., rotary_ndims:]`): in the padded head the pass-through part starts after both padded
+  // halves. rotate_half's own cut, taken from the width it is given, follows by itself.
+  void moveRotaryCuts(const std::string& module, const std::map<const Node*, char>& role_of,
+                      int64_t rotated, int64_t padded_rotated) {
+    int cuts = 0;
+    for (const Node* found : allNodes(edit_.graph())) {
+      if (found->kind() != aten::slice || !isWithin(modulePathOf(*found), module)) continue;
+      Node* slice = const_cast<Node*>(found);  // this edit owns the graph
+      const auto start = edit_.constantOrWeight(slice->input(2));
+      const auto end = edit_.constantOrWeight(slice->input(3));
+      if (!start || !end || !start->isInt() || !end->isInt()) continue;
+      const bool rotary_part = start->toInt() == 0 && end->toInt() == rotated;
+      const bool pass_part = start->toInt() == rotated && end->toInt() > rotated;
+      if (!rotary_part && !pass_part) continue;
+      const char role = projectionFeeding(slice->input(0), role_of, module);
+      if (role != 'q' && role != 'k') continue;
+      setIntInput(edit_, *slice, rotary_part ? 3 : 2, padded_rotated);
+      ++cuts;
+    }
+    if (cuts == 0) {
+      throw UserError("pad_attention_heads: found no cut of the heads of " + module + " at " +
+                      std::to_string(rotated) + " (partial rotary's rotated part)");
+    }
   }
 
   // Which of q, k and v feeds `value` within the attention module (metadata reads such as a
@@ -218,6 +295,7 @@ class HeadPadder {
   std::string module_;
   int64_t target_ = 0;
   std::set<const Value*> padded_tables_;
+  std::map<const Value*, int64_t> rotated_widths_;  // of the tables padded already
 };
 
 }  // namespace
