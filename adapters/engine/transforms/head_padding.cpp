@@ -10,22 +10,9 @@ namespace stickler {
 
 namespace {
 
-// Dimension `dim` seen as blocks of `block` values, each zero-padded to `padded_block`: one
-// allocation and one copy, written straight into place (large weights make the intermediate
-// copies of pad-then-reshape cost more than the padding).
+// Dimension `dim` seen as blocks of `block` values, each zero-padded to `padded_block`.
 at::Tensor padBlocks(const at::Tensor& tensor, int64_t dim, int64_t block, int64_t padded_block) {
-  const at::Tensor values = tensor.detach();
-  std::vector<int64_t> sizes = values.sizes().vec();
-  std::vector<int64_t> split(sizes.begin(), sizes.begin() + dim);
-  split.push_back(sizes[dim] / block);
-  split.push_back(block);
-  split.insert(split.end(), sizes.begin() + dim + 1, sizes.end());
-  std::vector<int64_t> padded_split = split;
-  padded_split[dim + 1] = padded_block;
-  at::Tensor padded = at::zeros(padded_split, values.options());
-  padded.narrow(dim + 1, 0, block).copy_(values.reshape(split));
-  sizes[dim] = sizes[dim] / block * padded_block;
-  return padded.view(sizes);
+  return padSegmentsAlong(tensor, dim, {{block, padded_block}});
 }
 
 }  // namespace
@@ -38,6 +25,8 @@ at::Tensor padHalvesAlong(const at::Tensor& tensor, int64_t dim, int64_t head_di
   return padBlocks(tensor, dim, head_dim / 2, padded / 2);
 }
 
+// One allocation and one copy per segment, written straight into place (large weights make the
+// intermediate copies of pad-then-reshape cost more than the padding).
 at::Tensor padSegmentsAlong(const at::Tensor& tensor, int64_t dim,
                             const std::vector<HeadSegment>& segments) {
   int64_t head = 0;

@@ -9,34 +9,13 @@ from torch import nn
 
 from common import (DECODE_MAX_LENGTH, NewGELUActivation, StaticCacheDecoder, cache_position_ids, decode_card,
                     mask_input, static_cache_mask, token_input)
+from families.llama import LlamaModel, LlamaRotaryEmbedding, apply_rotary_pos_emb
 
 FAMILY = "phi"
 
 
-class PhiRotaryEmbedding(nn.Module):
-    def __init__(self, dim, base=10000.0):
-        super().__init__()
-        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
-
-    def forward(self, x, position_ids):
-        inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
-        position_ids_expanded = position_ids[:, None, :].float()
-        freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
-        emb = torch.cat((freqs, freqs), dim=-1)
-        return emb.cos().to(dtype=x.dtype), emb.sin().to(dtype=x.dtype)
-
-
-def rotate_half(x):
-    x1 = x[..., : x.shape[-1] // 2]
-    x2 = x[..., x.shape[-1] // 2 :]
-    return torch.cat((-x2, x1), dim=-1)
-
-
-def apply_rotary_pos_emb(q, k, cos, sin):
-    cos = cos.unsqueeze(1)
-    sin = sin.unsqueeze(1)
-    return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
+class PhiRotaryEmbedding(LlamaRotaryEmbedding):
+    """Llama's, over the rotated part of a head only (Transformers copies it the same way)."""
 
 
 class PhiAttention(nn.Module):
@@ -128,11 +107,7 @@ class PhiModel(nn.Module):
         self.rotary_emb = PhiRotaryEmbedding(int(head_dim * config["partial_rotary_factor"]),
                                              base=config.get("rope_theta", 10000.0))
 
-    def _causal_mask(self, attention_mask, dtype):
-        seq_len = attention_mask.shape[-1]
-        causal = torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))
-        keep = causal[None, None, :, :] & attention_mask[:, None, None, :].to(torch.bool)
-        return torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)
+    _causal_mask = LlamaModel._causal_mask
 
     def forward(self, input_ids, attention_mask, cache_position=None, past_keys=None, past_values=None):
         hidden_states = self.embed_dropout(self.embed_tokens(input_ids))
