@@ -37,7 +37,12 @@ std::shared_ptr<const LoadedModel> adaptGraph(const std::string& path, uint64_t 
                          "not here, or depends on this graph's inputs"});
       continue;
     }
-    if (graph == ModelGraph::kDecodeStep && application.change.fixes_shapes) {
+    // A rewrite folds only what constants, weights and sizes determine, and a decode step's
+    // inputs have the same shapes every step: its folds hold for every step. A transform that
+    // fixes shapes may evaluate with zeros standing in for inputs (precompute_tables: the
+    // positions a step reads from cache_position), which holds for the example's step only.
+    if (graph == ModelGraph::kDecodeStep && application.change.fixes_shapes &&
+        entry->file->transform) {
       refused.push_back({name, entry->name,
                          "it folds values computed for the example's positions (fixes_shapes); "
                          "a decode step reads a new position every step"});

@@ -95,15 +95,14 @@ TEST(SweepCli, EveryFailureIsAModelsCategoryNeverTheSweeps) {
   EXPECT_EQ(by_name["bamba-tiny"]["verdict"], "blocked");
   EXPECT_EQ(by_name["bamba-tiny"]["category"].get<std::string>().rfind("layout rule ", 0), 0u);
   EXPECT_FALSE(by_name["bamba-tiny"]["adapters"]["applied"].empty());
-  // mixtral's forward passes with its adapters (topk-over-whole-sticks keeps the runtime's top-k
-  // from aborting); its decode graphs stay blocked by the cache's selection out of padded heads.
-  EXPECT_EQ(by_name["mixtral-tiny"]["verdict"], "blocked");
-  EXPECT_EQ(by_name["mixtral-tiny"]["category"], "decode blocked");
+  // mixtral passes with its adapters, judged by its decode: topk-over-whole-sticks keeps the
+  // 2026 runtime's top-k from aborting, in the forward and in both decode graphs.
+  EXPECT_EQ(by_name["mixtral-tiny"]["category"], "pass");
   EXPECT_EQ(by_name["truncated"]["category"], "bad archive");
   EXPECT_NE(by_name["truncated"]["detail"].get<std::string>().find("zip"), std::string::npos);
   EXPECT_EQ(by_name["model"]["category"], "bad archive");
   EXPECT_EQ(document["summary"]["models"], 5);
-  EXPECT_EQ(document["summary"]["passing"], 1);
+  EXPECT_EQ(document["summary"]["passing"], 2);
   EXPECT_EQ(document["summary"]["by_category"]["bad archive"], 2);
   // A model whose worker runs out of time is a timeout, and the sweep goes on.
   const json timed = sweep(workspace, "out-timeout", {"--model-timeout", "0.05"});
@@ -115,7 +114,7 @@ TEST(SweepCli, EveryFailureIsAModelsCategoryNeverTheSweeps) {
   std::ifstream junit(workspace + "/out/junit.xml");
   std::stringstream xml;
   xml << junit.rdbuf();
-  EXPECT_NE(xml.str().find("tests=\"5\" failures=\"4\""), std::string::npos) << xml.str();
+  EXPECT_NE(xml.str().find("tests=\"5\" failures=\"3\""), std::string::npos) << xml.str();
   EXPECT_NE(xml.str().find("type=\"bad archive\""), std::string::npos);
   EXPECT_TRUE(fs::exists(workspace + "/out/report.html"));
 }

@@ -119,15 +119,34 @@ void keepCachesUnpadded(
     at::Tensor take_out = at::zeros({padded, head_dim}, options);
     const std::vector<int64_t> at = positions(*write);
     for (int64_t i = 0; i < head_dim; ++i) take_out[at[i]][i] = 1;
+    // What is written takes the model's values out of the padded head by slicing: each run of
+    // them (a head, a RoPE half, partial rotary's parts) starts on a stick, where a selection
+    // matmul would have outputs (head_dim: 32, 80) that do not fill sticks.
     Value* written = nullptr;
     {
       torch::jit::WithInsertPoint insert_point(write);
       torch::jit::WithCurrentScope scope(graph, write->scope());
-      written =
-          graph.insert(torch::jit::aten::matmul, {write->input(3), graph.insertConstant(take_out)});
+      std::vector<Value*> runs;
+      for (int64_t i = 0; i < head_dim;) {
+        int64_t length = 1;
+        while (i + length < head_dim && at[i + length] == at[i] + length) ++length;
+        runs.push_back(
+            graph.insert(torch::jit::aten::slice, {write->input(3), -1, at[i], at[i] + length, 1}));
+        i += length;
+      }
+      for (Value* run : runs) {
+        run->node()->setSourceRange(write->sourceRange());
+        edit.noteAdded(run->node());
+      }
+      written = runs.front();
+      if (runs.size() > 1) {
+        Value* list = graph.insertNode(graph.createList(c10::TensorType::get(), runs))->output();
+        list->node()->setSourceRange(write->sourceRange());
+        written = graph.insert(torch::jit::aten::cat, {list, -1});
+        written->node()->setSourceRange(write->sourceRange());
+        edit.noteAdded(written->node());
+      }
     }
-    written->node()->setSourceRange(write->sourceRange());
-    edit.noteAdded(written->node());
     write->replaceInput(3, written);
     Value* cache = write->output();
     Value* read = nullptr;

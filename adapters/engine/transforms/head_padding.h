@@ -59,8 +59,9 @@ void replaceWeightRead(GraphEdit& edit, torch::jit::Value* read, const at::Tenso
 
 // A decode graph's static KV cache (written with index_copy at the tokens' slots, within
 // `module`) is the graph's input and output, which an adapter does not change: it keeps the
-// model's head_dim. What is written is the padded head with its zeros taken out; what attention
-// reads is the cache with the zeros put back. Both are matmuls with a 0/1 selection matrix,
+// model's head_dim. What is written is the padded head with its zeros taken out, by slices that
+// each start on a stick (joined with cat when there are several); what attention reads is the
+// cache with the zeros put back, a matmul with a 0/1 matrix whose outputs fill sticks. Both are
 // exact since the padding is exactly zero. `positions(write)` gives, for a cache write, where
 // each of the model's head_dim values sits in the padded head (i, or past a RoPE half's padding).
 void keepCachesUnpadded(
