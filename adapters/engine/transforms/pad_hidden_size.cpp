@@ -5,6 +5,9 @@
 // outputs are sliced back. LayerNorm, which would take its mean and variance over the padding
 // too, is decomposed with both taken over the real positions only (the padding masked out of
 // the variance), so the padded positions of its output stay zero.
+#include <algorithm>
+#include <set>
+
 #include "adapters/engine/graph_edit.h"
 #include "adapters/engine/shared_constants.h"
 #include "adapters/engine/transforms/builtin_transform.h"
@@ -42,6 +45,38 @@ std::vector<int64_t> constantInts(const Value* value) {
     list.push_back(constant->toInt());
   }
   return list;
+}
+
+// A decode graph's KV cache keeps the model's head_dim (keepCachesUnpadded), and when a head is
+// as wide as the hidden size (one head of 96) its sizes look like the hidden size. The cache is
+// the graph's input and output, which this transform does not change: what reads it back (a
+// matmul of the cache with the matrix that puts a padded head's zeros back) and the empty cache a
+// prefill builds itself are left alone.
+bool readsTheCache(const Node& node) {
+  return node.kind() == aten::matmul && node.input(0)->node()->kind() == aten::index_copy;
+}
+
+// Whether `value` becomes a cache that index_copy writes into (through selects and slices of
+// the stacked caches, the tuples they travel in).
+bool becomesACache(const Value* value) {
+  std::vector<const Value*> pending = {value};
+  std::set<const Value*> seen;
+  while (!pending.empty()) {
+    const Value* current = pending.back();
+    pending.pop_back();
+    if (!seen.insert(current).second) continue;
+    for (const auto& use : current->uses()) {
+      const Node* user = use.user;
+      if (user->kind() == aten::index_copy && use.offset == 0) return true;
+      if (user->kind() == aten::select || user->kind() == aten::slice ||
+          user->kind() == aten::unbind || user->kind() == prim::ListUnpack ||
+          user->kind() == aten::__getitem__ || user->kind() == prim::TupleConstruct ||
+          user->kind() == prim::TupleUnpack || user->kind() == aten::to) {
+        for (const Value* output : user->outputs()) pending.push_back(output);
+      }
+    }
+  }
+  return false;
 }
 
 std::vector<Node*> nodesOfKind(torch::jit::Graph& graph, c10::Symbol kind) {
@@ -164,6 +199,12 @@ class HiddenPadder {
           tensor.sizes().end()) {
         continue;
       }
+      const auto& uses = read->output()->uses();
+      if (!uses.empty() && std::all_of(uses.begin(), uses.end(), [](const torch::jit::Use& use) {
+            return readsTheCache(*use.user);
+          })) {
+        continue;
+      }
       torch::jit::WithInsertPoint insert_point(read);
       torch::jit::WithCurrentScope scope(graph_, read->scope());
       read->output()->replaceAllUsesWith(
@@ -204,6 +245,7 @@ class HiddenPadder {
       bool feeds_shape = false;
       for (const auto& use : shape->output()->uses()) {
         const auto kind = use.user->kind();
+        if (kind == aten::zeros && becomesACache(use.user->output())) continue;
         feeds_shape = feeds_shape || kind == aten::view || kind == aten::reshape ||
                       kind == aten::expand || kind == aten::zeros;
       }
