@@ -34,7 +34,7 @@ bool isElementwise(const Node& node) {
       aten::add,     aten::sub,   aten::div,      aten::pow,     aten::neg,        aten::to,
       aten::dropout, aten::erf,   aten::exp,      aten::clamp,   aten::leaky_relu, aten::softplus,
       aten::square,  aten::sqrt,  aten::hardtanh, aten::type_as, aten::contiguous, aten::mul_,
-      aten::add_,    aten::relu_, aten::gelu_};
+      aten::add_,    aten::relu_, aten::gelu_,    aten::dropout_};
   return kinds.count(node.kind()) > 0;
 }
 
@@ -67,6 +67,17 @@ std::optional<FoundMlp> mlpEndingIn(GraphEdit& edit, Node* down) {
       if (std::find(mlp.up.begin(), mlp.up.end(), node) == mlp.up.end()) mlp.up.push_back(node);
       continue;
     }
+    // A scripted dropout inlines as a branch per `inplace`: the value is what either branch
+    // returns.
+    if (node->kind() == prim::If) {
+      if (!region.insert(node).second) continue;
+      const auto outputs = node->outputs();
+      const size_t offset = std::find(outputs.begin(), outputs.end(), value) - outputs.begin();
+      for (const torch::jit::Block* block : node->blocks()) {
+        pending.push_back(block->outputs()[offset]);
+      }
+      continue;
+    }
     if (!isElementwise(*node)) return std::nullopt;
     if (!region.insert(node).second) continue;
     for (const Value* input : node->inputs()) {
@@ -88,6 +99,12 @@ std::optional<FoundMlp> mlpEndingIn(GraphEdit& edit, Node* down) {
       outputs.pop_back();
       for (const auto& use : value->uses()) {
         if (use.user == down) continue;
+        if (use.user->kind() == prim::Return) {  // a branch's result: the branch node's output
+          const Node* owner = use.user->owningBlock()->owningNode();
+          if (owner == nullptr || !region.count(owner)) return std::nullopt;
+          outputs.push_back(owner->output(use.offset));
+          continue;
+        }
         if (!region.count(use.user)) return std::nullopt;
         for (const Value* output : use.user->outputs()) outputs.push_back(output);
       }
