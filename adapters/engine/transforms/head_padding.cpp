@@ -17,14 +17,6 @@ at::Tensor padBlocks(const at::Tensor& tensor, int64_t dim, int64_t block, int64
 
 }  // namespace
 
-at::Tensor padHalves(const at::Tensor& rows, int64_t head_dim, int64_t padded) {
-  return padBlocks(rows, 0, head_dim / 2, padded / 2);
-}
-
-at::Tensor padHalvesAlong(const at::Tensor& tensor, int64_t dim, int64_t head_dim, int64_t padded) {
-  return padBlocks(tensor, dim, head_dim / 2, padded / 2);
-}
-
 // One allocation and one copy per segment, written straight into place (large weights make the
 // intermediate copies of pad-then-reshape cost more than the padding).
 at::Tensor padSegmentsAlong(const at::Tensor& tensor, int64_t dim,

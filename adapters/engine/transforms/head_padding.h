@@ -16,13 +16,6 @@ namespace stickler {
 
 class GraphEdit;
 
-// [heads * head_dim, ...] -> [heads * padded, ...], zeros after each half of each head (RoPE's
-// rotate_half then still swaps the model's own halves).
-at::Tensor padHalves(const at::Tensor& rows, int64_t head_dim, int64_t padded);
-
-// The same along dimension `dim` instead of the first.
-at::Tensor padHalvesAlong(const at::Tensor& tensor, int64_t dim, int64_t head_dim, int64_t padded);
-
 // One piece of a head and the width it takes once padded (a RoPE half of 16 values in a stick
 // of 64: {16, 64}).
 struct HeadSegment {

@@ -215,6 +215,12 @@ class HeadPadder {
       const auto start = edit_.constantOrWeight(slice->input(2));
       const auto end = edit_.constantOrWeight(slice->input(3));
       if (!start || !end || !start->isInt() || !end->isInt()) continue;
+      // Along the heads' last dimension only (not a cut of the positions that happens to match).
+      const auto dim = edit_.constantOrWeight(slice->input(1));
+      const auto input = edit_.describe(slice->input(0));
+      if (!dim || !dim->isInt() || !input || input->shape.empty()) continue;
+      const auto rank = static_cast<int64_t>(input->shape.size());
+      if (dim->toInt() != -1 && dim->toInt() != rank - 1) continue;
       const bool rotary_part = start->toInt() == 0 && end->toInt() == rotated;
       const bool pass_part = start->toInt() == rotated && end->toInt() > rotated;
       if (!rotary_part && !pass_part) continue;
