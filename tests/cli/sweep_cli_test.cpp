@@ -73,28 +73,29 @@ size_t lines(const std::string& path) {
 }
 
 const std::vector<std::string>& fourModels() {
-  static const std::vector<std::string> models = {zooPath("gpt2-tiny.pt"),
-                                                  zooPath("qwen2-hd128.pt"),
-                                                  zooPath("bamba-tiny.pt"), zooPath("vit-tiny.pt")};
+  static const std::vector<std::string> models = {
+      zooPath("gpt2-tiny.pt"), zooPath("qwen2-hd128.pt"), zooPath("traps/flipped-features.pt"),
+      zooPath("vit-tiny.pt")};
   return models;
 }
 
 TEST(SweepCli, EveryFailureIsAModelsCategoryNeverTheSweeps) {
-  const std::string workspace =
-      workspaceWith("sweep_categories", {zooPath("qwen2-hd128.pt"), zooPath("bamba-tiny.pt"),
-                                         zooPath("mixtral-tiny.pt"), zooPath("broken/truncated.pt"),
-                                         "/nonexistent/model.pt"});
+  const std::string workspace = workspaceWith(
+      "sweep_categories",
+      {zooPath("qwen2-hd128.pt"), zooPath("traps/flipped-features.pt"), zooPath("mixtral-tiny.pt"),
+       zooPath("broken/truncated.pt"), "/nonexistent/model.pt"});
   const json document = sweep(workspace, "out");
   std::map<std::string, json> by_name;
   for (const json& entry : document["models"]) by_name[fs::path(entry["model"]).stem()] = entry;
   ASSERT_EQ(by_name.size(), 5u) << document.dump(1);
   EXPECT_EQ(by_name["qwen2-hd128"]["category"], "pass");
   EXPECT_EQ(by_name["qwen2-hd128"]["compile_without"]["status"], "ok");
-  // bamba: blocked before and after its adapters, by a layout rule named with its module.
-  EXPECT_EQ(by_name["bamba-tiny"]["compile_without"]["status"], "blocked");
-  EXPECT_EQ(by_name["bamba-tiny"]["verdict"], "blocked");
-  EXPECT_EQ(by_name["bamba-tiny"]["category"].get<std::string>().rfind("layout rule ", 0), 0u);
-  EXPECT_FALSE(by_name["bamba-tiny"]["adapters"]["applied"].empty());
+  // The trap (tests/zoo/traps.py): blocked before and after its adapters, by a layout rule.
+  const json& trap = by_name["flipped-features"];
+  EXPECT_EQ(trap["compile_without"]["status"], "blocked");
+  EXPECT_EQ(trap["verdict"], "blocked");
+  EXPECT_EQ(trap["category"], "layout rule stick-dim-reversal") << trap.dump(1);
+  EXPECT_FALSE(trap["adapters"]["applied"].empty());
   // mixtral passes with its adapters, judged by its decode: topk-over-whole-sticks keeps the
   // 2026 runtime's top-k from aborting, in the forward and in both decode graphs.
   EXPECT_EQ(by_name["mixtral-tiny"]["category"], "pass");
@@ -250,7 +251,7 @@ TEST(SweepCli, HistoryGivesTheDiffAndIncrementalReusesUnchangedModels) {
   EXPECT_EQ(first["summary"]["passing"], 2);
 
   // Overnight, a.pt became a model that does not compile.
-  fs::copy_file(zooPath("bamba-tiny.pt"), workspace + "/models/a.pt",
+  fs::copy_file(zooPath("traps/flipped-features.pt"), workspace + "/models/a.pt",
                 fs::copy_options::overwrite_existing);
   const json second = sweep(workspace, "night-2", {"--incremental"});
   EXPECT_EQ(second["run"]["reused"], 1);  // b.pt, unchanged

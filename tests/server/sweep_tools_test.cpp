@@ -14,8 +14,9 @@ using nlohmann::json;
 using SweepToolsTest = WorkspaceServerTest;
 
 TEST_F(SweepToolsTest, RunSweepThenCoverageReportInTheWorkspace) {
-  std::ofstream(workspace_ + "/models.txt") << testing::zooPath("qwen2-hd128.pt") << "\n"
-                                            << testing::zooPath("bamba-tiny.pt") << "\n";
+  std::ofstream(workspace_ + "/models.txt")
+      << testing::zooPath("qwen2-hd128.pt") << "\n"
+      << testing::zooPath("traps/flipped-features.pt") << "\n";
   const json before = call("coverage_report", json::object());
   EXPECT_TRUE(before.value("isError", false)) << before.dump();
 

@@ -20,6 +20,7 @@ from broken import write_broken  # noqa: E402
 from common import add_outliers, init_weights_like_transformers, seed_for, set_float_inputs_dtype, write_model  # noqa: E402
 from foreign import write_foreign  # noqa: E402
 from half_on_cpu import half_kernels_in_float32  # noqa: E402
+from traps import write_traps  # noqa: E402
 from families import bamba, bert, gpt2, llama, moe, mpnet, phi, t5, vit, xlm_roberta  # noqa: E402
 
 FAMILIES = [bert, xlm_roberta, mpnet, gpt2, llama, phi, bamba, vit, t5, moe]
@@ -87,11 +88,12 @@ def main():
             **recorded,
         })
     if not args.only and args.dtype == "float32":
-        for sub in ("foreign", "broken"):
+        for sub in ("foreign", "broken", "traps"):
             os.makedirs(os.path.join(args.out, sub), exist_ok=True)
         torch.manual_seed(0)
         index["foreign"] = write_foreign(os.path.join(args.out, "foreign"))
         index["broken"] = write_broken(os.path.join(args.out, "broken"))
+        index["traps"] = write_traps(os.path.join(args.out, "traps"))
     # index.json last: the build treats it as the stamp of a complete zoo.
     with open(os.path.join(args.out, "index.json"), "w") as f:
         json.dump(index, f, indent=1)
