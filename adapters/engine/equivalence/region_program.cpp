@@ -101,9 +101,13 @@ class WidenAsRead : public ExecutionObserver {
     // A gather, slice or view computes nothing: it runs on the stored values, and what it
     // selects is widened where it is computed with (an 8B model's embedding table would be
     // 4.2 GB in float64 for the 128 rows a forward reads).
-    if (node.kind().is_aten() && wideningFor(node).empty()) return;
+    const std::vector<InputWidening> widening = wideningFor(node);
+    if (node.kind().is_aten() && widening.empty()) return;
     buffers_.operatorStarts();
     for (size_t i = 0; i < inputs.size(); ++i) {
+      // What an operator writes into (append's list) is widened already, as everything the
+      // region computes is: a widened copy would take the write instead.
+      if (i < widening.size() && widening[i] == InputWidening::kKeep) continue;
       const c10::IValue& input = inputs[i];
       if (input.isTensor() && widensToFloat64(input.toTensor().scalar_type())) {
         inputs.replace(i, buffers_.widen(input.toTensor()));

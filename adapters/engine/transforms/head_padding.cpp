@@ -151,14 +151,20 @@ void keepCachesUnpadded(
     read->node()->setSourceRange(write->sourceRange());
     edit.noteAdded(read->node());
     // Attention reads the padded cache; what returns the cache (the module's outputs, the
-    // stack of every layer's) keeps it as it is.
+    // stack of every layer's) keeps it as it is. A branch's result is a read: repeat_kv with
+    // one query head per key head returns the cache it was given from its `n_rep == 1` branch.
     const std::vector<torch::jit::Use> uses = cache->uses();  // replaceInput edits the list
     for (const auto& use : uses) {
       Node* user = use.user;
-      if (user == read->node() || !isWithin(modulePathOf(*user), module)) continue;
+      const Node* branch = user->kind() == torch::jit::prim::Return
+                               ? user->owningBlock()->owningNode()
+                               : nullptr;  // a Return has no scope of its own: its branch has
+      if (user == read->node() || !isWithin(modulePathOf(branch ? *branch : *user), module)) {
+        continue;
+      }
       if (user->kind() == torch::jit::prim::TupleConstruct ||
           user->kind() == torch::jit::prim::ListConstruct ||
-          user->kind() == torch::jit::prim::Return) {
+          (user->kind() == torch::jit::prim::Return && branch == nullptr)) {
         continue;
       }
       user->replaceInput(use.offset, read);

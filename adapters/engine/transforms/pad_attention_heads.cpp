@@ -175,7 +175,7 @@ class HeadPadder {
     }
     for (auto& [read, tensor] : replacements) replaceWeightRead(edit_, read, tensor);
     // The merge first: once split, a padded head can have the merged width (2 x 32 -> 64).
-    if (!rope) widenHeadMerge(module, heads * head_dim, heads * padded);
+    if (!rope) widenHeadMerge(module, role_of, heads * head_dim, heads * padded);
     for (const auto& [projection, role] : role_of) {
       widenHeadSplit(module, *projection, head_dim, padded);
     }
@@ -269,11 +269,14 @@ class HeadPadder {
     return found.size() == 1 ? *found.begin() : 0;
   }
 
-  // The context's view back to [..., heads * head_dim] inside the attention module.
-  void widenHeadMerge(const std::string& module, int64_t width, int64_t padded_width) {
+  // The context's view back to [..., heads * head_dim] inside the attention module. With one
+  // head the projections' own split views end in that width too: they are widenHeadSplit's.
+  void widenHeadMerge(const std::string& module, const std::map<const Node*, char>& role_of,
+                      int64_t width, int64_t padded_width) {
     for (const Node* node : allNodes(edit_.graph())) {
       Node* shape = viewShapeList(*node);
       if (shape == nullptr || !isWithin(modulePathOf(*node), module)) continue;
+      if (role_of.count(node->input(0)->node())) continue;
       if (lastInt(edit_, *shape) == width) {
         setIntInput(edit_, *shape, shape->inputs().size() - 1, padded_width);
       }

@@ -30,11 +30,13 @@ namespace prim = torch::jit::prim;
 // through them position by position.
 bool isElementwise(const Node& node) {
   static const std::set<c10::Symbol> kinds = {
-      aten::gelu,    aten::silu,  aten::relu,     aten::sigmoid, aten::tanh,       aten::mul,
-      aten::add,     aten::sub,   aten::div,      aten::pow,     aten::neg,        aten::to,
-      aten::dropout, aten::erf,   aten::exp,      aten::clamp,   aten::leaky_relu, aten::softplus,
-      aten::square,  aten::sqrt,  aten::hardtanh, aten::type_as, aten::contiguous, aten::mul_,
-      aten::add_,    aten::relu_, aten::gelu_,    aten::dropout_};
+      aten::gelu, aten::silu, aten::relu, aten::sigmoid, aten::tanh, aten::mul, aten::add,
+      aten::sub, aten::div, aten::pow, aten::neg, aten::to, aten::dropout, aten::erf, aten::exp,
+      aten::clamp, aten::leaky_relu, aten::softplus, aten::square, aten::sqrt, aten::hardtanh,
+      aten::type_as, aten::contiguous, aten::mul_, aten::add_, aten::relu_, aten::gelu_,
+      aten::dropout_,
+      // A scripted activation module inlines as a branch per `inplace`, one of them in place.
+      aten::silu_, aten::sigmoid_, aten::tanh_, aten::hardtanh_, aten::leaky_relu_, aten::clamp_};
   return kinds.count(node.kind()) > 0;
 }
 

@@ -186,6 +186,12 @@ VARIANTS = {
     "mixtral-tiny": dict(model_type="mixtral", hidden_size=128, intermediate_size=192, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=1000,
                          num_local_experts=4, num_experts_per_tok=2, rms_norm_eps=1e-5),
+    # One head as wide as the hidden size (1.5 sticks), so repeat_kv returns the cache from its
+    # `n_rep == 1` branch; experts whose intermediate size is 2.75 sticks, each called inside its
+    # token branch.
+    "mixtral-h96": dict(model_type="mixtral", hidden_size=96, intermediate_size=176, num_hidden_layers=1,
+                        num_attention_heads=1, num_key_value_heads=1, head_dim=96, vocab_size=1024,
+                        num_local_experts=2, num_experts_per_tok=1, rms_norm_eps=1e-5),
 }
 
 

@@ -192,8 +192,9 @@ VARIANTS = {
                             relative_attention_num_buckets=32, relative_attention_max_distance=128, layer_norm_epsilon=1e-6),
     "t5-encoder-dkv64": dict(model_type="t5", vocab_size=1000, d_model=128, d_kv=64, num_heads=2, d_ff=256, num_layers=3,
                              relative_attention_num_buckets=32, relative_attention_max_distance=128, layer_norm_epsilon=1e-6),
-    # A feed-forward size of 3.1 sticks, between a scripted dropout's branches (wi, relu, dropout, wo).
-    "t5-encoder-ff200": dict(model_type="t5", vocab_size=1000, d_model=64, d_kv=32, num_heads=2, d_ff=200, num_layers=1,
+    # A feed-forward size of 3.1 sticks, between a scripted dropout's branches (wi, relu, dropout, wo),
+    # and one head of 1.5 sticks: its split views and its merge view end in the same width.
+    "t5-encoder-hd96-ff200": dict(model_type="t5", vocab_size=1000, d_model=64, d_kv=96, num_heads=1, d_ff=200, num_layers=1,
                              relative_attention_num_buckets=32, relative_attention_max_distance=128, layer_norm_epsilon=1e-6),
 }
 
