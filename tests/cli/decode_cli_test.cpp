@@ -271,7 +271,9 @@ TEST(DecodeCli, PaddedHeadsDecodeWithTheCacheInTheModelsHeadSize) {
         {"granite-hd80", 80},
         // One head as wide as the hidden size: repeat_kv hands the cache back from a branch, and
         // pad-hidden-size leaves the per-layer cache lists alone.
-        {"mixtral-h96", 96}}) {
+        {"mixtral-h96", 96},
+        // No RoPE: three heads of 32 with OPT's learned positions, its hidden size padded too.
+        {"opt-h96", 32}}) {
     SCOPED_TRACE(name);
     const testing::Result r =
         testing::stickler({"adapt", testing::zooPath(std::string(name) + ".pt"), "--profile",
@@ -318,24 +320,31 @@ TEST(DecodeCli, Gpt2DecodesFourStepsAfterAdapt) {
 // matmul whose 80 outputs would not fill sticks). Its head is as wide as its hidden size, which
 // pad-hidden-size pads to 128 after the heads: the cache's sizes look like the hidden size, but
 // the cache (what the step reads back, the empty one the prefill builds) keeps 80.
+// gpt2-h160's two heads of 80 fill sticks together at 96 each in the forward; in the decode
+// graphs each head is padded to 128, since the cache is read back one head at a time.
 TEST(DecodeCli, AFusedProjectionsPaddedHeadsKeepTheCacheInTheModelsHeadSize) {
-  const Result r = stickler(
-      {"adapt", zooPath("gpt2-h80.pt"), "--profile", "spyre-2026", "--decode", "4", "--json"});
-  ASSERT_EQ(r.status, 0) << r.out << r.err;
-  const json report = json::parse(r.out);
-  EXPECT_EQ(report.at("verdict"), "pass");
-  const json& decode = report.at("decode");
-  for (const char* graph : {"prefill", "decode_step"}) {
-    std::set<std::string> took;
-    for (const auto& name : decode.at("adapters").at(graph)) took.insert(name.get<std::string>());
-    EXPECT_TRUE(took.count("pad-attention-heads")) << graph << decode.at("adapters").dump();
-    EXPECT_TRUE(took.count("pad-hidden-size")) << graph << decode.at("adapters").dump();
+  for (const char* model : {"gpt2-h80", "gpt2-h160"}) {
+    SCOPED_TRACE(model);
+    const Result r = stickler({"adapt", zooPath(std::string(model) + ".pt"), "--profile",
+                               "spyre-2026", "--decode", "4", "--json"});
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    const json report = json::parse(r.out);
+    EXPECT_EQ(report.at("verdict"), "pass");
+    const json& decode = report.at("decode");
+    for (const char* graph : {"prefill", "decode_step"}) {
+      std::set<std::string> took;
+      for (const auto& name : decode.at("adapters").at(graph)) {
+        took.insert(name.get<std::string>());
+      }
+      EXPECT_TRUE(took.count("pad-attention-heads")) << graph << decode.at("adapters").dump();
+      EXPECT_TRUE(took.count("pad-hidden-size")) << graph << decode.at("adapters").dump();
+    }
+    EXPECT_EQ(decode.at("per_step").size(), 5u);
+    EXPECT_GT(decode.at("min_kv_cosine").get<double>(), 0.999);
+    const json& outputs = report.at("comparison").at("outputs");
+    ASSERT_EQ(outputs.size(), 3u);
+    EXPECT_EQ(outputs[1].at("shape").back(), 80);
   }
-  EXPECT_EQ(decode.at("per_step").size(), 5u);
-  EXPECT_GT(decode.at("min_kv_cosine").get<double>(), 0.999);
-  const json& outputs = report.at("comparison").at("outputs");
-  ASSERT_EQ(outputs.size(), 3u);
-  EXPECT_EQ(outputs[1].at("shape").back(), 80);
 }
 
 }  // namespace

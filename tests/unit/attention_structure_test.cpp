@@ -36,9 +36,9 @@ std::vector<std::string> foundIn(const std::string& model_name,
   return found;
 }
 
-// Separate projections without RoPE, under three naming schemes: BERT's self.query ...
+// Separate projections without RoPE, under four naming schemes: BERT's self.query ...
 // output.dense (the output projection in a sibling module), ViT's attention.query, MPNet's q ... o
-// inside one module.
+// inside one module, OPT's q_proj ... out_proj (its queries scaled before they are split).
 TEST(AttentionStructure, FindsEncoderAttentionWhateverItsProjectionsAreCalled) {
   EXPECT_EQ(foundIn("bert-h96"),
             std::vector<std::string>{
@@ -55,6 +55,10 @@ TEST(AttentionStructure, FindsEncoderAttentionWhateverItsProjectionsAreCalled) {
                 "encoder.layer.0.attention.attn | encoder.layer.0.attention.attn.q "
                 "encoder.layer.0.attention.attn.k encoder.layer.0.attention.attn.v -> "
                 "encoder.layer.0.attention.attn.o | 3 x 32"});
+  const std::string opt = "model.decoder.layers.0.self_attn";
+  EXPECT_EQ(foundIn("opt-h96"),
+            std::vector<std::string>{opt + " | " + opt + ".q_proj " + opt + ".k_proj " + opt +
+                                     ".v_proj -> " + opt + ".out_proj | 3 x 32"});
 }
 
 // RoPE found from the frequencies reaching the queries through cos and sin, in a traced Llama

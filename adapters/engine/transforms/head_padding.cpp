@@ -84,6 +84,16 @@ int64_t headSizeFillingSticks(int64_t heads, int64_t head_dim, int64_t stick) {
   return size;
 }
 
+int64_t paddedHeadSize(GraphEdit& edit, const std::string& module, int64_t heads, int64_t head_dim,
+                       int64_t stick) {
+  for (const torch::jit::Node* node : allNodes(edit.graph())) {
+    if (node->kind() == torch::jit::aten::index_copy && isWithin(modulePathOf(*node), module)) {
+      return headSizeFillingSticks(1, head_dim, stick);
+    }
+  }
+  return headSizeFillingSticks(heads, head_dim, stick);
+}
+
 void replaceWeightRead(GraphEdit& edit, torch::jit::Value* read, const at::Tensor& tensor) {
   torch::jit::Node* reader = read->node();
   torch::jit::WithInsertPoint insert_point(reader);

@@ -45,6 +45,12 @@ std::optional<int64_t> lastInt(const GraphEdit& edit, const torch::jit::Node& sh
 void setIntInput(GraphEdit& edit, torch::jit::Node& node, size_t index, int64_t value);
 // The smallest head size of at least `head_dim` whose `heads` together fill whole sticks.
 int64_t headSizeFillingSticks(int64_t heads, int64_t head_dim, int64_t stick);
+// The head size padding without RoPE chooses for the attention in `module`: heads together in
+// whole sticks (headSizeFillingSticks), or each head on its own where the module writes a decode
+// cache, whose read (keepCachesUnpadded) puts one head's zeros back at a time and must give
+// whole sticks (two heads of 80: 96 each in the forward, 128 in the decode graphs).
+int64_t paddedHeadSize(GraphEdit& edit, const std::string& module, int64_t heads, int64_t head_dim,
+                       int64_t stick);
 
 // Replaces what `read` (an attribute read or constant) yields with the constant `tensor`, in
 // the reader's scope, and removes the read when nothing else uses it.

@@ -127,7 +127,7 @@ class HeadPadder {
     } else {
       if (padded == 0) {
         padded = rope ? (head_dim + 2 * stick_ - 1) / (2 * stick_) * 2 * stick_
-                      : headSizeFillingSticks(heads, head_dim, stick_);
+                      : paddedHeadSize(edit_, module, heads, head_dim, stick_);
       }
       if (!fits(padded) || padded < head_dim) {
         throw UserError("pad_attention_heads: head_dim " + std::to_string(padded) +
@@ -175,7 +175,7 @@ class HeadPadder {
     }
     for (auto& [read, tensor] : replacements) replaceWeightRead(edit_, read, tensor);
     // The merge first: once split, a padded head can have the merged width (2 x 32 -> 64).
-    if (!rope) widenHeadMerge(module, role_of, heads * head_dim, heads * padded);
+    if (!rope) widenHeadMerge(module, role_of, head_dim, heads * head_dim, heads * padded);
     for (const auto& [projection, role] : role_of) {
       widenHeadSplit(module, *projection, head_dim, padded);
     }
@@ -272,11 +272,15 @@ class HeadPadder {
   // The context's view back to [..., heads * head_dim] inside the attention module. With one
   // head the projections' own split views end in that width too: they are widenHeadSplit's.
   void widenHeadMerge(const std::string& module, const std::map<const Node*, char>& role_of,
-                      int64_t width, int64_t padded_width) {
+                      int64_t head_dim, int64_t width, int64_t padded_width) {
+    std::set<const Node*> splits;
+    for (const auto& [projection, role] : role_of) {
+      splits.insert(headSplitShape(*projection, head_dim));
+    }
     for (const Node* node : allNodes(edit_.graph())) {
       Node* shape = viewShapeList(*node);
       if (shape == nullptr || !isWithin(modulePathOf(*node), module)) continue;
-      if (role_of.count(node->input(0)->node())) continue;
+      if (splits.count(shape)) continue;
       if (lastInt(edit_, *shape) == width) {
         setIntInput(edit_, *shape, shape->inputs().size() - 1, padded_width);
       }
@@ -285,17 +289,50 @@ class HeadPadder {
 
   // The projection's output is viewed as [batch, length, heads, head_dim]: the constant
   // head_dim in that shape becomes the padded one.
+  // The shape list of the view splitting the projection's output into heads; null when none.
+  // The view may come after what acts on each value alone: OPT scales its queries first
+  // (`q_proj(x) * scaling`), and a cast or a contiguous copy changes no position either.
+  Node* headSplitShape(const Node& projection, int64_t head_dim) const {
+    std::vector<const Value*> pending = {projection.output()};
+    while (!pending.empty()) {
+      const Value* value = pending.back();
+      pending.pop_back();
+      for (const auto& use : value->uses()) {
+        const auto kind = use.user->kind();
+        if (use.offset == 0 &&
+            (kind == aten::mul || kind == aten::div || kind == aten::to ||
+             kind == aten::contiguous) &&
+            (use.user->inputs().size() < 2 || !isTensor(use.user->input(1)) ||
+             isScalarConstant(use.user->input(1)))) {
+          pending.push_back(use.user->output());
+          continue;
+        }
+        Node* shape = viewShapeList(*use.user);
+        // A constant when traced, an int attribute (self.head_dim) when scripted.
+        if (shape != nullptr && lastInt(edit_, *shape) == head_dim) return shape;
+      }
+    }
+    return nullptr;
+  }
+
   void widenHeadSplit(const std::string& module, const Node& projection, int64_t head_dim,
                       int64_t padded) {
-    for (const auto& use : projection.output()->uses()) {
-      Node* shape = viewShapeList(*use.user);
-      // A constant when traced, an int attribute (self.head_dim) when scripted.
-      if (shape == nullptr || lastInt(edit_, *shape) != head_dim) continue;
+    if (Node* shape = headSplitShape(projection, head_dim)) {
       setIntInput(edit_, *shape, shape->inputs().size() - 1, padded);
       return;
     }
     throw UserError("pad_attention_heads: found no [..., heads, " + std::to_string(head_dim) +
                     "] view of " + modulePathOf(projection) + " in " + module);
+  }
+
+  static bool isTensor(const Value* value) {
+    return value->type()->kind() == c10::TypeKind::TensorType;
+  }
+
+  // A one-value tensor constant (a traced `* scaling`): it scales every position alike.
+  bool isScalarConstant(const Value* value) const {
+    const auto constant = edit_.constantOrWeight(value);
+    return constant && constant->isTensor() && constant->toTensor().numel() == 1;
   }
 
   GraphEdit& edit_;

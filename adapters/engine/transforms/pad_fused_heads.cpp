@@ -55,7 +55,7 @@ class FusedHeadPadder {
     const int64_t width = total / 3;
     const auto [heads, head_dim] = headSplit(module, width);
     int64_t padded = target_;
-    if (padded == 0) padded = headSizeFillingSticks(heads, head_dim, stick_);
+    if (padded == 0) padded = paddedHeadSize(edit_, module, heads, head_dim, stick_);
     if (padded < head_dim || heads * padded % stick_ != 0) {
       throw UserError("pad_attention_heads: head_dim " + std::to_string(padded) +
                       " must be at least " + std::to_string(head_dim) +

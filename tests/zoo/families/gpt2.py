@@ -178,6 +178,9 @@ VARIANTS = {
     "gpt2-tiny": dict(vocab_size=1000, n_positions=64, n_embd=64, n_layer=2, n_head=2),
     "gpt2-odd-vocab": dict(vocab_size=1001, n_positions=64, n_embd=128, n_layer=1, n_head=2),
     "gpt2-h80": dict(vocab_size=997, n_positions=64, n_embd=80, n_layer=3, n_head=1),
+    # Two heads of 80: together they fill sticks at 96 each, but a decode cache is read back one
+    # head at a time.
+    "gpt2-h160": dict(vocab_size=1000, n_positions=64, n_embd=160, n_layer=1, n_head=2),
 }
 
 
