@@ -312,6 +312,12 @@ TEST(DecodeCli, Gpt2DecodesFourStepsAfterAdapt) {
   EXPECT_EQ(report.at("verdict"), "pass");
   EXPECT_EQ(report.at("decode").at("per_step").size(), 5u);
   EXPECT_GT(report.at("decode").at("min_kv_cosine").get<double>(), 0.999);
+  // The prefill's logits are judged at the prompt's 16 tokens, not at its left padding.
+  const json& logits = report.at("comparison").at("outputs").at(0);
+  EXPECT_EQ(logits.at("kind"), "logits");
+  EXPECT_EQ(logits.at("shape").at(1), report.at("decode").at("prompt_tokens"));
+  EXPECT_LT(logits.at("shape").at(1).get<int64_t>(),
+            report.at("decode").at("prompt_length").get<int64_t>());
 }
 
 // gpt2-h80's one head of 80 is padded to 128 in the fused projection of every graph, each
