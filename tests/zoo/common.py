@@ -80,6 +80,24 @@ class StaticCacheDecoder:
         return self.decode_step(input_ids, cache_mask, cache_position, empty, empty)
 
 
+def causal_lm_card(model, name, family, description, config, kv_heads, head_dim):
+    """The card of a StaticCacheDecoder taking 16 tokens and their mask and returning logits,
+    with its decode section; gives `model` the cache its prefill builds
+    ([layers, batch, kv_heads, max_length, head_dim])."""
+    cache_shape = [config["num_hidden_layers"], 1, kv_heads, DECODE_MAX_LENGTH, head_dim]
+    model.max_length = DECODE_MAX_LENGTH
+    model.cache_shape = cache_shape
+    return {
+        "name": name,
+        "family": family,
+        "description": description,
+        "inputs": [token_input("input_ids", 1, 16, config["vocab_size"]), mask_input("attention_mask", 1, 16)],
+        "outputs": [{"name": "logits", "kind": "logits"}],
+        "decode": decode_card(config["vocab_size"], cache_shape),
+        "config": config,
+    }
+
+
 def decode_card(vocab, cache_shape, max_length=DECODE_MAX_LENGTH):
     """The card's decode section for a decoder with `prefill` and `decode_step` methods whose
     caches are [layers, batch, kv_heads, max_length, head_dim]."""

@@ -6,7 +6,7 @@ and fc2 sit in the decoder layer itself (no MLP module) and run on the tokens fl
 import torch
 from torch import nn
 
-from common import DECODE_MAX_LENGTH, StaticCacheDecoder, cache_position_ids, decode_card, mask_input, static_cache_mask, token_input
+from common import DECODE_MAX_LENGTH, StaticCacheDecoder, cache_position_ids, causal_lm_card, static_cache_mask
 from families.llama import LlamaModel
 
 FAMILY = "opt"
@@ -161,16 +161,7 @@ VARIANTS = {
 def build(name, config):
     model = OPTForCausalLM(config)
     heads = config["num_attention_heads"]
-    cache_shape = [config["num_hidden_layers"], 1, heads, DECODE_MAX_LENGTH, config["hidden_size"] // heads]
-    model.max_length = DECODE_MAX_LENGTH
-    model.cache_shape = cache_shape
-    card = {
-        "name": name,
-        "family": FAMILY,
-        "description": "OPT-style decoder (learned positions from the mask, out_proj, ReLU feed-forward in the layer)",
-        "inputs": [token_input("input_ids", 1, 16, config["vocab_size"]), mask_input("attention_mask", 1, 16)],
-        "outputs": [{"name": "logits", "kind": "logits"}],
-        "decode": decode_card(config["vocab_size"], cache_shape),
-        "config": config,
-    }
+    card = causal_lm_card(model, name, FAMILY,
+                          "OPT-style decoder (learned positions from the mask, out_proj, ReLU feed-forward in the layer)",
+                          config, heads, config["hidden_size"] // heads)
     return model, card, "trace", config["hidden_size"]

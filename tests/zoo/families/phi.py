@@ -7,8 +7,7 @@ whole model, and an lm_head with a bias."""
 import torch
 from torch import nn
 
-from common import (DECODE_MAX_LENGTH, NewGELUActivation, StaticCacheDecoder, cache_position_ids, decode_card,
-                    mask_input, static_cache_mask, token_input)
+from common import NewGELUActivation, StaticCacheDecoder, cache_position_ids, causal_lm_card, static_cache_mask
 from families.llama import LlamaModel, LlamaRotaryEmbedding, apply_rotary_pos_emb
 
 FAMILY = "phi"
@@ -162,16 +161,7 @@ VARIANTS = {
 def build(name, config):
     model = PhiForCausalLM(config)
     heads = config["num_attention_heads"]
-    cache_shape = [config["num_hidden_layers"], 1, heads, DECODE_MAX_LENGTH, config["hidden_size"] // heads]
-    model.max_length = DECODE_MAX_LENGTH
-    model.cache_shape = cache_shape
-    card = {
-        "name": name,
-        "family": FAMILY,
-        "description": "Phi-style decoder (parallel attention and MLP, partial rotary embeddings, gelu_new MLP)",
-        "inputs": [token_input("input_ids", 1, 16, config["vocab_size"]), mask_input("attention_mask", 1, 16)],
-        "outputs": [{"name": "logits", "kind": "logits"}],
-        "decode": decode_card(config["vocab_size"], cache_shape),
-        "config": config,
-    }
+    card = causal_lm_card(model, name, FAMILY,
+                          "Phi-style decoder (parallel attention and MLP, partial rotary embeddings, gelu_new MLP)",
+                          config, heads, config["hidden_size"] // heads)
     return model, card, "trace", config["hidden_size"]
