@@ -287,8 +287,6 @@ class HeadPadder {
     }
   }
 
-  // The projection's output is viewed as [batch, length, heads, head_dim]: the constant
-  // head_dim in that shape becomes the padded one.
   // The shape list of the view splitting the projection's output into heads; null when none.
   // The view may come after what acts on each value alone: OPT scales its queries first
   // (`q_proj(x) * scaling`), and a cast or a contiguous copy changes no position either.
@@ -315,6 +313,8 @@ class HeadPadder {
     return nullptr;
   }
 
+  // The projection's output is viewed as [batch, length, heads, head_dim]: the constant
+  // head_dim in that shape becomes the padded one.
   void widenHeadSplit(const std::string& module, const Node& projection, int64_t head_dim,
                       int64_t padded) {
     if (Node* shape = headSplitShape(projection, head_dim)) {
