@@ -646,7 +646,7 @@ TEST(AdapterEngine, VocabularyPaddingFollowsThePerCoreSpanRule) {
 
 // pad_to_sticks finds projections by what their outputs become, not by their names: the logits
 // the model returns (GPT-2's head tied to the token embedding; Granite's scaled by a divisor
-// first) and the expert scores top-k chooses from (Mixtral's routers, whose softmax inlines as a
+// first; GPT-NeoX's called embed_out) and the expert scores top-k chooses from (Mixtral's routers, whose softmax inlines as a
 // scripted branch). Each role leaves the other's projections alone.
 TEST(AdapterEngine, ProjectionsArePaddedByWhatTheirOutputsBecome) {
   const DeviceProfile profile = loadProfile("spyre-2026");
@@ -663,6 +663,7 @@ TEST(AdapterEngine, ProjectionsArePaddedByWhatTheirOutputsBecome) {
   EXPECT_EQ(padded("gpt2-odd-vocab", "logits"), Modules{"lm_head"});
   EXPECT_EQ(padded("granite-hd80", "logits"), Modules{"lm_head"});
   EXPECT_EQ(padded("mixtral-tiny", "logits"), Modules{"lm_head"});
+  EXPECT_EQ(padded("pythia-tiny", "logits"), Modules{"embed_out"});  // GPT-NeoX's name
   const Modules routers = {"model.layers.0.block_sparse_moe.gate",
                            "model.layers.1.block_sparse_moe.gate"};
   EXPECT_EQ(padded("mixtral-tiny", "router"), routers);

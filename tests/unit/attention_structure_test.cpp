@@ -90,14 +90,19 @@ TEST(AttentionStructure, FindsRotaryAttentionAndNotARouter) {
   EXPECT_EQ(foundIn("bamba-tiny")[0].substr(0, 25), "model.layers.1.self_attn ");
 }
 
-// One fused projection (GPT-2's Conv1D c_attn, an addmm split three ways) and T5's q ... o, whose
-// scores add a position bias computed under a branch of the scripted forward.
+// One fused projection under two schemes (GPT-2's Conv1D c_attn, an addmm split three ways;
+// GPT-NeoX's query_key_value viewed per head and chunked, under partial rotary) and T5's q ... o,
+// whose scores add a position bias computed under a branch of the scripted forward.
 TEST(AttentionStructure, FindsFusedAndBiasedAttention) {
   const auto gpt2 = foundIn("gpt2-h80");
   ASSERT_EQ(gpt2.size(), 3u);
   EXPECT_EQ(gpt2[1],
             "transformer.h.1.attn | transformer.h.1.attn.c_attn transformer.h.1.attn.c_attn "
             "transformer.h.1.attn.c_attn -> transformer.h.1.attn.c_proj | 1 x 80");
+  const std::string neox = "gpt_neox.layers.1.attention";
+  EXPECT_EQ(foundIn("pythia-tiny").at(1), neox + " | " + neox + ".query_key_value " + neox +
+                                              ".query_key_value " + neox + ".query_key_value -> " +
+                                              neox + ".dense | 2 x 64 | rope");
   const auto t5 = foundIn("t5-encoder-tiny");
   ASSERT_EQ(t5.size(), 2u);
   const std::string module = "encoder.block.1.layer.0.SelfAttention";

@@ -40,13 +40,9 @@ class HeadPadder {
   void run() {
     for (const FoundAttention& attention : findAttention(edit_, nullptr)) {
       if (!globMatch(module_, attention.module)) continue;
-      if (attention.fused()) {
-        if (!attention.rotary.empty()) {
-          if (attention.head_dim % (2 * stick_) == 0) continue;  // the halves fit: nothing to do
-          throw UserError("pad_attention_heads: " + attention.module +
-                          " rotates the heads of a fused query-key-value projection: not "
-                          "padded yet");
-        }
+      // A fused projection without RoPE is GPT-2's, split three ways before its heads; with
+      // RoPE it is viewed per head ([q | k | v] per head, GPT-NeoX), padded here.
+      if (attention.fused() && attention.rotary.empty()) {
         padFusedAttentionHeads(attention, target_, edit_, profile_);
         continue;
       }
@@ -161,10 +157,14 @@ class HeadPadder {
                                                 : padHeads(tensorOf(bias), head_dim, padded));
       }
     }
+    // A fused projection's values are padded as its queries and keys are (one layout for every
+    // part of a head): the output projection reads them in that layout.
+    const bool fused = attention.fused();
     Value* o_weight = projectionWeight(*attention.o);
-    replacements.emplace_back(
-        o_weight,
-        padHeadsAlong(tensorOf(o_weight), 1 - projectionOutputDim(*attention.o), head_dim, padded));
+    const int64_t o_in = 1 - projectionOutputDim(*attention.o);
+    replacements.emplace_back(o_weight,
+                              fused ? padSegmentsAlong(tensorOf(o_weight), o_in, segments)
+                                    : padHeadsAlong(tensorOf(o_weight), o_in, head_dim, padded));
     for (Value* table : attention.rotary) {
       // Tables shared by every layer (a model-level rotary embedding) are padded once.
       if (!padded_tables_.insert(table).second) continue;
@@ -177,19 +177,20 @@ class HeadPadder {
     // The merge first: once split, a padded head can have the merged width (2 x 32 -> 64).
     if (!rope) widenHeadMerge(module, role_of, head_dim, heads * head_dim, heads * padded);
     for (const auto& [projection, role] : role_of) {
-      widenHeadSplit(module, *projection, head_dim, padded);
+      widenHeadSplit(module, *projection, head_dim, padded, fused);
     }
     if (partial) moveRotaryCuts(module, role_of, rotated, 2 * segments[0].padded);
     keepCachesUnpadded(edit_, module, options, head_dim, padded, [&](const Node& write) {
       const char role = projectionFeeding(write.input(3), role_of, module);
-      if (role != 'k' && role != 'v') {
+      if (!fused && role != 'k' && role != 'v') {
         throw UserError("pad_attention_heads: the cache write at " + modulePathOf(write) +
                         " is fed by neither the key nor the value projection");
       }
-      // Keys under RoPE sit in their padded segments (padSegmentsAlong).
+      // Keys under RoPE sit in their padded segments (padSegmentsAlong), and so do a fused
+      // projection's values.
       std::vector<int64_t> at(head_dim);
       for (int64_t i = 0; i < head_dim; ++i) at[i] = i;
-      if (role == 'k' && rope) {
+      if (rope && (role == 'k' || fused)) {
         int64_t from = 0;
         int64_t to = 0;
         for (const HeadSegment& segment : segments) {
@@ -214,6 +215,9 @@ class HeadPadder {
       Node* slice = const_cast<Node*>(found);  // this edit owns the graph
       const auto start = edit_.constantOrWeight(slice->input(2));
       const auto end = edit_.constantOrWeight(slice->input(3));
+      // A cut at the tables' own width (GPT-NeoX's `q[..., :cos.shape[-1]]`) moves with them.
+      if (!end && isRotaryWidth(slice->input(3))) ++cuts;
+      if (!start && isRotaryWidth(slice->input(2))) ++cuts;
       if (!start || !end || !start->isInt() || !end->isInt()) continue;
       // Along the heads' last dimension only (not a cut of the positions that happens to match).
       const auto dim = edit_.constantOrWeight(slice->input(1));
@@ -233,6 +237,30 @@ class HeadPadder {
       throw UserError("pad_attention_heads: found no cut of the heads of " + module + " at " +
                       std::to_string(rotated) + " (partial rotary's rotated part)");
     }
+  }
+
+  // Whether `bound` is the last size of the cos or sin table (through the views and casts
+  // between them): it is the rotated width, padded with the tables.
+  bool isRotaryWidth(const Value* bound) const {
+    const Node* size = bound->node();
+    // A traced size comes back as int(NumToTensor(size(x, d))).
+    while ((size->kind() == aten::Int || size->kind() == prim::NumToTensor) &&
+           !size->inputs().empty()) {
+      size = size->input(0)->node();
+    }
+    if (size->kind() != aten::size || size->inputs().size() != 2) return false;
+    const auto dim = torch::jit::toIValue(size->input(1));
+    const auto table = edit_.describe(size->input(0));
+    if (!dim || !dim->isInt() || !table || table->shape.empty()) return false;
+    const auto rank = static_cast<int64_t>(table->shape.size());
+    if (dim->toInt() != -1 && dim->toInt() != rank - 1) return false;
+    const Node* node = size->input(0)->node();
+    for (int hops = 0; hops < 8 && node->kind() != prim::Param; ++hops) {
+      if (node->kind() == aten::cos || node->kind() == aten::sin) return true;
+      if (node->inputs().empty()) return false;
+      node = node->input(0)->node();
+    }
+    return false;
   }
 
   // Which of q, k and v feeds `value` within the attention module (metadata reads such as a
@@ -315,10 +343,16 @@ class HeadPadder {
 
   // The projection's output is viewed as [batch, length, heads, head_dim]: the constant
   // head_dim in that shape becomes the padded one.
+  // A fused projection may be viewed as [..., heads, 3 x head_dim] (GPT-NeoX's q, k and v of a
+  // head side by side, chunked after).
   void widenHeadSplit(const std::string& module, const Node& projection, int64_t head_dim,
-                      int64_t padded) {
+                      int64_t padded, bool fused) {
     if (Node* shape = headSplitShape(projection, head_dim)) {
       setIntInput(edit_, *shape, shape->inputs().size() - 1, padded);
+      return;
+    }
+    if (Node* shape = fused ? headSplitShape(projection, 3 * head_dim) : nullptr) {
+      setIntInput(edit_, *shape, shape->inputs().size() - 1, 3 * padded);
       return;
     }
     throw UserError("pad_attention_heads: found no [..., heads, " + std::to_string(head_dim) +
