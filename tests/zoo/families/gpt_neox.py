@@ -7,8 +7,8 @@ MLP on two layer norms of the same input), an output projection called `dense`, 
 import torch
 from torch import nn
 
-from common import StaticCacheDecoder, cache_position_ids, causal_lm_card, static_cache_mask
-from families.llama import LlamaModel, LlamaRotaryEmbedding, rotate_half
+from common import StaticCacheDecoder, causal_lm_card
+from families.llama import LlamaModel, LlamaRotaryEmbedding, rotate_half, run_rotary_decoder
 
 FAMILY = "gpt_neox"
 
@@ -76,7 +76,7 @@ class GPTNeoXLayer(nn.Module):
         self.attention = GPTNeoXAttention(config)
         self.mlp = GPTNeoXMLP(config)
 
-    def forward(self, hidden_states, attention_mask, position_embeddings, past_key=None, past_value=None,
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key=None, past_value=None,
                 cache_position=None):
         normed = self.input_layernorm(hidden_states)
         if past_key is None:
@@ -108,24 +108,8 @@ class GPTNeoXModel(nn.Module):
 
     def forward(self, input_ids, attention_mask, cache_position=None, past_keys=None, past_values=None):
         hidden_states = self.emb_dropout(self.embed_in(input_ids))
-        if past_keys is None:
-            position_ids = torch.arange(0, input_ids.shape[1], dtype=torch.long).unsqueeze(0)
-            causal_mask = self._causal_mask(attention_mask, hidden_states.dtype)
-            position_embeddings = self.rotary_emb(hidden_states, position_ids)
-            for layer in self.layers:
-                hidden_states = layer(hidden_states, causal_mask, position_embeddings)
-            return self.final_layer_norm(hidden_states)
-        # With a static cache: `attention_mask` covers the cache's slots.
-        position_ids = cache_position_ids(attention_mask, cache_position)
-        causal_mask = static_cache_mask(attention_mask, cache_position, hidden_states.dtype)
-        position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        keys, values = [], []
-        for i, layer in enumerate(self.layers):
-            hidden_states, key, value = layer(hidden_states, causal_mask, position_embeddings, past_keys[i],
-                                              past_values[i], cache_position)
-            keys.append(key)
-            values.append(value)
-        return self.final_layer_norm(hidden_states), torch.stack(keys), torch.stack(values)
+        return run_rotary_decoder(self.layers, self.rotary_emb, self.final_layer_norm, self._causal_mask, input_ids,
+                                  hidden_states, attention_mask, cache_position, past_keys, past_values)
 
 
 class GPTNeoXForCausalLM(StaticCacheDecoder, nn.Module):

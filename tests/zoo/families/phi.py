@@ -7,8 +7,8 @@ whole model, and an lm_head with a bias."""
 import torch
 from torch import nn
 
-from common import NewGELUActivation, StaticCacheDecoder, cache_position_ids, causal_lm_card, static_cache_mask
-from families.llama import LlamaModel, LlamaRotaryEmbedding, apply_rotary_pos_emb
+from common import NewGELUActivation, StaticCacheDecoder, causal_lm_card
+from families.llama import LlamaModel, LlamaRotaryEmbedding, apply_rotary_pos_emb, run_rotary_decoder
 
 FAMILY = "phi"
 
@@ -110,24 +110,8 @@ class PhiModel(nn.Module):
 
     def forward(self, input_ids, attention_mask, cache_position=None, past_keys=None, past_values=None):
         hidden_states = self.embed_dropout(self.embed_tokens(input_ids))
-        if past_keys is None:
-            position_ids = torch.arange(0, input_ids.shape[1], dtype=torch.long).unsqueeze(0)
-            causal_mask = self._causal_mask(attention_mask, hidden_states.dtype)
-            position_embeddings = self.rotary_emb(hidden_states, position_ids)
-            for decoder_layer in self.layers:
-                hidden_states = decoder_layer(hidden_states, position_embeddings, causal_mask)
-            return self.final_layernorm(hidden_states)
-        # With a static cache: `attention_mask` covers the cache's slots.
-        position_ids = cache_position_ids(attention_mask, cache_position)
-        causal_mask = static_cache_mask(attention_mask, cache_position, hidden_states.dtype)
-        position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        keys, values = [], []
-        for i, decoder_layer in enumerate(self.layers):
-            hidden_states, key, value = decoder_layer(hidden_states, position_embeddings, causal_mask, past_keys[i],
-                                                      past_values[i], cache_position)
-            keys.append(key)
-            values.append(value)
-        return self.final_layernorm(hidden_states), torch.stack(keys), torch.stack(values)
+        return run_rotary_decoder(self.layers, self.rotary_emb, self.final_layernorm, self._causal_mask, input_ids,
+                                  hidden_states, attention_mask, cache_position, past_keys, past_values)
 
 
 class PhiForCausalLM(StaticCacheDecoder, nn.Module):
