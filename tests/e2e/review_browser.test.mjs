@@ -101,12 +101,13 @@ test("list, open, read the diff and evidence, approve, and main advances", async
   assert.equal(await rows.count(), 2);
   assert.match(await page.locator('#queue tr[data-id="1"]').textContent(), /pending/);
   // The filters.
-  await page.click('#filters a:text-is("approved")');
+  // Each filter is a link: wait for its page before counting rows, or the count reads the old page.
+  await Promise.all([page.waitForURL(/state=approved/), page.click('#filters a:text-is("approved")')]);
   assert.equal(await page.locator("#queue tr[data-id]").count(), 0);
-  await page.click('#filters a:text-is("pending")');
+  await Promise.all([page.waitForURL(/state=pending/), page.click('#filters a:text-is("pending")')]);
   assert.equal(await page.locator("#queue tr[data-id]").count(), 2);
 
-  await page.click('#queue tr[data-id="1"] a');
+  await Promise.all([page.waitForURL(/\/review\/1$/), page.click('#queue tr[data-id="1"] a')]);
   assert.match(await page.locator("h1").textContent(), /Proposal 1: pow-cube-as-mul/);
   assert.match(await page.locator("#rationale").textContent(), /cannot lower/);
   // The rationale is Markdown, rendered: emphasis is emphasis, nothing scrolls sideways, raw HTML
