@@ -14,7 +14,12 @@ at::Tensor WideningBuffers::widen(const at::Tensor& tensor) {
   if (!buffer.defined() || buffer.numel() < tensor.numel()) {
     buffer = at::empty({std::max<int64_t>(tensor.numel(), 1)}, tensor.options().dtype(dtype_));
   }
-  at::Tensor widened = buffer.narrow(0, 0, tensor.numel()).view(tensor.sizes());
+  // In the tensor's own memory order when it has one (a permuted view): the layout decides the
+  // stick dimension the operator's result is recorded with, whatever the dtype it ran in.
+  at::Tensor widened =
+      tensor.is_non_overlapping_and_dense()
+          ? buffer.narrow(0, 0, tensor.numel()).as_strided(tensor.sizes(), tensor.strides())
+          : buffer.narrow(0, 0, tensor.numel()).view(tensor.sizes());
   widened.copy_(tensor);
   roundIfRegistered(tensor, widened);
   return widened;

@@ -61,6 +61,10 @@ std::optional<WeightOperand> weightOperand(const LoweringContext& context,
 
 // The stick dimension of a tensor: its innermost dimension in memory among those of size > 1.
 std::optional<int64_t> stickDimOf(const ValueDesc& desc);
+// Whether two operands of one pointwise operator are sticked on different dimensions, counted
+// from the right as broadcasting aligns them, with neither broadcast along the other's: what
+// the compiler cannot combine (rule stick-mismatch) and transform restickify copies apart.
+bool sticksMismatch(const ValueDesc& x, const ValueDesc& y);
 int64_t normalizeDim(int64_t dim, int64_t rank);
 
 // The rules, each adding what it finds for one device-placed node (lowering_rules/*.cpp).

@@ -31,6 +31,7 @@
 #include "simulator/graph/module_inliner.h"
 #include "simulator/lowering/check_support.h"
 #include "simulator/lowering/host_placement.h"
+#include "simulator/lowering/op_classes.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/text_files.h"
 #include "tests/cli/fault_profiles.h"
@@ -646,8 +647,8 @@ TEST(AdapterEngine, VocabularyPaddingFollowsThePerCoreSpanRule) {
 
 // pad_to_sticks finds projections by what their outputs become, not by their names: the logits
 // the model returns (GPT-2's head tied to the token embedding; Granite's scaled by a divisor
-// first; GPT-NeoX's called embed_out) and the expert scores top-k chooses from (Mixtral's routers, whose softmax inlines as a
-// scripted branch). Each role leaves the other's projections alone.
+// first; GPT-NeoX's called embed_out) and the expert scores top-k chooses from (Mixtral's routers,
+// whose softmax inlines as a scripted branch). Each role leaves the other's projections alone.
 TEST(AdapterEngine, ProjectionsArePaddedByWhatTheirOutputsBecome) {
   const DeviceProfile profile = loadProfile("spyre-2026");
   const auto padded = [&](const std::string& model, const std::string& role) {
@@ -834,6 +835,44 @@ TEST(AdapterEngine, IntermediateSizeIsPaddedInGatedAndUngatedMlps) {
   for (const char* aligned : {"llama-tiny", "bert-tiny", "gpt2-tiny"}) {
     EXPECT_FALSE(applyAdapter(shipped("pad-intermediate-size"), load(aligned), profile).changed())
         << aligned;
+  }
+}
+
+// A pointwise operator whose operands are sticked on different dimensions is found by their
+// layouts, whatever the model calls them: ConvNeXt's residual add of the MLP permuted back to
+// NCHW, and T5's position bias permuted to [heads, query, key] and added to the scores.
+TEST(AdapterEngine, MixedStickOperandsAreRestickified) {
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const struct {
+    const char* model;
+    const char* where;  // a glob of the operators' modules
+    int rewrites;       // operands copied
+  } cases[] = {{"convnext-tiny", "encoder.stages.*.layers.0", 2},
+               {"t5-encoder-tiny", "encoder.block.*.layer.0.SelfAttention", 2}};
+  for (const auto& c : cases) {
+    const auto model = load(c.model);
+    ASSERT_GT(blockersWithRule(*model, profile, "stick-mismatch"), 0) << c.model;
+    const auto application = applyAdapter(shipped("restickify-mixed-operands"), model, profile);
+    ASSERT_TRUE(application.accepted()) << c.model << application.equivalence.problem();
+    EXPECT_EQ(application.equivalence.verdict, EquivalenceResult::Verdict::kEquivalent);
+    EXPECT_EQ(application.change.rewrites, c.rewrites) << c.model;
+    EXPECT_EQ(blockersWithRule(*application.after, profile, "stick-mismatch"), 0) << c.model;
+    int copies = 0;
+    for (const auto* node : allNodes(*application.after->graph)) {
+      if (node->kind() != torch::jit::aten::contiguous ||
+          !isBinaryPointwise(node->output()->uses().at(0).user->kind().toQualString())) {
+        continue;
+      }
+      EXPECT_TRUE(globMatch(c.where, modulePathOf(*node))) << c.model << " " << modulePathOf(*node);
+      ++copies;
+    }
+    EXPECT_GE(copies, c.rewrites) << c.model;
+  }
+  // Channels-last all the way (the norm permutes around nn.LayerNorm), or no permute at all.
+  for (const char* agreeing : {"convnext-permuted-norm", "vit-tiny", "llama-tiny"}) {
+    EXPECT_FALSE(
+        applyAdapter(shipped("restickify-mixed-operands"), load(agreeing), profile).changed())
+        << agreeing;
   }
 }
 
@@ -1359,7 +1398,7 @@ TEST(AdapterEngine, MatchingNamesTheBlockersEachAdapterClears) {
   EXPECT_EQ(cube.clears[0].op, "aten::pow");
   EXPECT_NE(cube.clears[0].module.find("mlp.act"), std::string::npos);
   EXPECT_FALSE(by_name["pow-square-as-mul"].applies);  // gpt2 squares nothing
-  EXPECT_FALSE(by_name["relative-bias-contiguous"].applies);
+  EXPECT_FALSE(by_name["restickify-mixed-operands"].applies);
 }
 
 TEST(AdapterEngine, UlpDistance) {

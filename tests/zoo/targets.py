@@ -29,7 +29,7 @@ from torch import nn  # noqa: E402
 from torch.overrides import TorchFunctionMode  # noqa: E402
 
 from common import describe_model, init_weights_like_transformers, seed_for, write_model  # noqa: E402
-from families import bamba, bert, gpt2, gpt_neox, llama, moe, mpnet, opt, phi, t5, vit, xlm_roberta  # noqa: E402
+from families import bamba, bert, convnext, gpt2, gpt_neox, llama, moe, mpnet, opt, phi, t5, vit, xlm_roberta  # noqa: E402
 from weightless_on_meta import weightless_runs_on_meta  # noqa: E402
 
 REAL_DIR = "real"
@@ -171,6 +171,18 @@ def draw_vit(rng):
     return vit, config, hidden, layers
 
 
+def draw_convnext(rng):
+    # The hub's first-stage widths: 96 (tiny, small), 128 (base); each stage twice the last, two
+    # or three stages, the widest within MAX_HIDDEN.
+    first = rng.choice([64, 96, 128])
+    stages = 2 if first > 64 else rng.choice([2, 3])
+    sizes = [first * 2 ** i for i in range(stages)]
+    depths = [_layers(rng, 2) for _ in sizes]
+    image = rng.choice([16, 32]) if stages == 2 else 32
+    config = convnext._config(sizes, depths, image=image, patch=4, permute_norm=rng.random() < 0.5)
+    return convnext, config, first, sum(depths)
+
+
 def draw_t5(rng):
     hidden, layers = _width(rng, 64, 16), _layers(rng)
     heads, d_kv = _heads(rng)  # T5's inner width heads * d_kv need not be d_model
@@ -194,9 +206,9 @@ def draw_moe(rng):
 # Roughly a hub's proportions: decoders and text encoders dominate; ViT, T5 and MoE are rarer.
 SAMPLERS = [(draw_llama, 30), (draw_bert, 14), (draw_xlm_roberta, 12), (draw_gpt2, 10), (draw_mpnet, 8),
             (draw_vit, 7), (draw_t5, 7), (draw_bamba, 6), (draw_moe, 6), (draw_phi, 5), (draw_opt, 5),
-            (draw_gpt_neox, 4)]
+            (draw_gpt_neox, 4), (draw_convnext, 4)]
 FAMILIES = {family.__name__.split(".")[-1]: family
-            for family in (bamba, bert, gpt2, gpt_neox, llama, moe, mpnet, opt, phi, t5, vit, xlm_roberta)}
+            for family in (bamba, bert, convnext, gpt2, gpt_neox, llama, moe, mpnet, opt, phi, t5, vit, xlm_roberta)}
 _TAGS = {"t5": "t5-encoder", "gpt_neox": "gpt-neox"}  # the zoo's own prefixes for the others are the card family
 
 

@@ -85,6 +85,15 @@ const std::vector<BuiltinTransform>& builtinTransforms() {
        {{"op", "string", nullptr, "the operator, e.g. aten::layer_norm"},
         {"module", "string", "*", "module paths whose nodes are decomposed (fnmatch)"}},
        &decomposeOp},
+      {"restickify",
+       "Copies into row-major order (aten::contiguous) each operand of a pointwise operator "
+       "that is sticked on another dimension than its partner: a value permuted to channels-last "
+       "and added back to a channels-first residual (ConvNeXt), a permuted position bias added "
+       "to the scores (T5). Operators whose operands agree, or where one is broadcast along the "
+       "other's stick dimension, are left as they are. The copy computes nothing: the result is "
+       "bitwise the same.",
+       {{"module", "string", "*", "module paths of the operators to look at (fnmatch)"}},
+       &restickify},
   };
   return transforms;
 }

@@ -54,5 +54,6 @@ void buildMasksOnHost(const nlohmann::json& arguments, GraphEdit& edit,
                       const DeviceProfile& profile);
 void padAttentionHeads(const nlohmann::json& arguments, GraphEdit& edit,
                        const DeviceProfile& profile);
+void restickify(const nlohmann::json& arguments, GraphEdit& edit, const DeviceProfile& profile);
 
 }  // namespace stickler

@@ -193,43 +193,42 @@ void checkStickDimConstraints(const LoweringContext& context, const Node& node,
   }
 }
 
-void checkPointwiseSticks(const LoweringContext& context, const Node& node,
-                          std::vector<Blocker>& blockers) {
-  if (!isBinaryPointwise(context.opName(node))) return;
-  struct Operand {
-    const ValueDesc* desc;
-    int64_t stick_from_right;
-  };
-  std::vector<Operand> operands;
-  for (size_t i = 0; i < node.inputs().size(); ++i) {
-    if (!context.isDataTensor(node.input(i))) continue;
-    const ValueDesc* desc = context.inputDesc(node, i);
-    if (desc == nullptr || desc->kind != "Tensor") continue;
-    const auto stick_dim = stickDimOf(*desc);
-    if (!stick_dim) continue;
-    operands.push_back({desc, static_cast<int64_t>(desc->shape.size()) - 1 - *stick_dim});
-  }
+bool sticksMismatch(const ValueDesc& x, const ValueDesc& y) {
+  if (x.kind != "Tensor" || y.kind != "Tensor") return false;
+  const auto x_dim = stickDimOf(x);
+  const auto y_dim = stickDimOf(y);
+  if (!x_dim || !y_dim) return false;
+  // Broadcasting aligns shapes from the right, so stick dimensions are compared from there.
+  const int64_t x_from_right = static_cast<int64_t>(x.shape.size()) - 1 - *x_dim;
+  const int64_t y_from_right = static_cast<int64_t>(y.shape.size()) - 1 - *y_dim;
+  if (x_from_right == y_from_right) return false;
   auto sizeFromRight = [](const ValueDesc& desc, int64_t from_right) -> int64_t {
     const int64_t index = static_cast<int64_t>(desc.shape.size()) - 1 - from_right;
     return index >= 0 ? desc.shape[index] : 1;
   };
+  // An operand broadcast along the other's stick dimension can follow its layout.
+  return sizeFromRight(x, y_from_right) != 1 && sizeFromRight(y, x_from_right) != 1;
+}
+
+void checkPointwiseSticks(const LoweringContext& context, const Node& node,
+                          std::vector<Blocker>& blockers) {
+  if (!isBinaryPointwise(context.opName(node))) return;
+  std::vector<const ValueDesc*> operands;
+  for (size_t i = 0; i < node.inputs().size(); ++i) {
+    if (!context.isDataTensor(node.input(i))) continue;
+    const ValueDesc* desc = context.inputDesc(node, i);
+    if (desc != nullptr) operands.push_back(desc);
+  }
   for (size_t a = 0; a < operands.size(); ++a) {
     for (size_t b = a + 1; b < operands.size(); ++b) {
-      const Operand& x = operands[a];
-      const Operand& y = operands[b];
-      if (x.stick_from_right == y.stick_from_right) continue;
-      // An operand broadcast along the other's stick dimension can follow its layout.
-      if (sizeFromRight(*x.desc, y.stick_from_right) == 1 ||
-          sizeFromRight(*y.desc, x.stick_from_right) == 1) {
-        continue;
-      }
-      const int64_t dx = static_cast<int64_t>(x.desc->shape.size()) - 1 - x.stick_from_right;
-      const int64_t dy = static_cast<int64_t>(y.desc->shape.size()) - 1 - y.stick_from_right;
-      blockers.push_back(blocker(node, "stick-mismatch",
-                                 "operands are sticked on different dimensions (dim " +
-                                     std::to_string(dx) + " of " + dims(x.desc->shape) + ", dim " +
-                                     std::to_string(dy) + " of " + dims(y.desc->shape) +
-                                     "): no mechanism to resolve stick incompatibility"));
+      const ValueDesc& x = *operands[a];
+      const ValueDesc& y = *operands[b];
+      if (!sticksMismatch(x, y)) continue;
+      blockers.push_back(blocker(
+          node, "stick-mismatch",
+          "operands are sticked on different dimensions (dim " + std::to_string(*stickDimOf(x)) +
+              " of " + dims(x.shape) + ", dim " + std::to_string(*stickDimOf(y)) + " of " +
+              dims(y.shape) + "): no mechanism to resolve stick incompatibility"));
       return;
     }
   }
