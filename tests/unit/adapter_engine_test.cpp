@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -963,6 +964,34 @@ TEST(AdapterEngine, HeadsWithoutRopeArePaddedOnlyWhenTheyDoNotFillSticks) {
   const auto hidden = applyAdapter(shipped("pad-hidden-size"), vit.after, profile);
   ASSERT_TRUE(hidden.accepted()) << hidden.equivalence.problem();
   EXPECT_EQ(blockersWithRule(*hidden.after, profile, "weight-stick-alignment"), 0);
+}
+
+// ConvNeXt-tiny's 96 channels: the hidden size is the channels of an NCHW image. The stem,
+// the depthwise convolution (its groups follow the padded weight), the linears and the layer
+// scale are padded; the channels-first norm's statistics over dimension 1 count the real
+// channels only, and its centered value is masked so the padding stays zero.
+TEST(AdapterEngine, HiddenChannelsOfAConvolutionalEncoderArePadded) {
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  const auto model = load("convnext-h96");
+  ASSERT_GT(blockersWithRule(*model, profile, "weight-stick-alignment"), 0);
+  const auto hidden = applyAdapter(shipped("pad-hidden-size"), model, profile);
+  ASSERT_TRUE(hidden.accepted()) << hidden.equivalence.problem();
+  // Had the padded channels counted in a mean or a variance, every normalized value would move
+  // far beyond float64 rounding.
+  EXPECT_EQ(hidden.equivalence.verdict, EquivalenceResult::Verdict::kEquivalent);
+  EXPECT_EQ(blockersWithRule(*hidden.after, profile, "weight-stick-alignment"), 0);
+  // The first stage's depthwise convolution is padded; the second's 192 channels, three
+  // sticks, are left as they are.
+  std::map<std::string, int64_t> groups;
+  for (const auto* node : allNodes(*hidden.after->graph)) {
+    if (node->kind() != torch::jit::aten::_convolution) continue;
+    const std::string module = modulePathOf(*node);
+    if (module.find("dwconv") == std::string::npos) continue;
+    groups[module] = torch::jit::toIValue(node->input(8))->toInt();
+    EXPECT_EQ(hidden.after->records.at(node).inputs.at(1).shape.at(0), groups[module]);
+  }
+  EXPECT_EQ(groups, (std::map<std::string, int64_t>{{"encoder.stages.0.layers.0.dwconv", 128},
+                                                    {"encoder.stages.1.layers.0.dwconv", 192}}));
 }
 
 TEST(AdapterEngine, FusedQkvHeadsArePaddedAndTheScaleKeepsTheRealHeadSize) {

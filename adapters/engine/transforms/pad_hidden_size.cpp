@@ -4,7 +4,9 @@
 // divided by the original size, so the statistics stay those of the real values; hidden-state
 // outputs are sliced back. LayerNorm, which would take its mean and variance over the padding
 // too, is decomposed with both taken over the real positions only (the padding masked out of
-// the variance), so the padded positions of its output stay zero.
+// the variance), so the padded positions of its output stay zero. In an image encoder whose
+// hidden size is the channels of NCHW images (ConvNeXt), a norm written out over dimension 1
+// gets the same treatment, and a depthwise convolution keeps one group per padded channel.
 #include <algorithm>
 #include <set>
 
@@ -12,6 +14,8 @@
 #include "adapters/engine/shared_constants.h"
 #include "adapters/engine/transforms/builtin_transform.h"
 #include "adapters/engine/transforms/decompositions.h"
+#include "simulator/graph/example_inputs.h"
+#include "simulator/graph/model_card.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
 
@@ -100,10 +104,17 @@ class HiddenPadder {
     if (padded_ == hidden_) return;
     const std::vector<Node*> norms = hiddenLayerNorms();
     const std::vector<Node*> means = hiddenMeans();  // from the records, before any change
+    const std::vector<CenteredValue> centered = centeredByHiddenMeans(means);
+    const auto depthwise = depthwiseGroups();
     const std::vector<OutputSlot> outputs = hiddenOutputs();
     padWeights();
     for (Node* norm : norms) decomposeLayerNormOverPadding(edit_, norm, hidden_, padded_);
+    for (const CenteredValue& value : centered) maskPadding(value);
     for (Node* mean : means) meanOverOriginalSize(mean);
+    for (const auto& [convolution, groups] : depthwise) {
+      torch::jit::WithInsertPoint insert_point(convolution);
+      convolution->replaceInput(groups, graph_.insertConstant(padded_));
+    }
     widenShapeConstants();
     for (const OutputSlot& output : outputs) sliceBack(output);
     ++edit_.change().rewrites;
@@ -140,17 +151,94 @@ class HiddenPadder {
     return norms;
   }
 
-  // RMSNorm's variance: mean(x * x, [-1]) over the hidden size.
+  // Means over the hidden size: RMSNorm's variance, mean(x * x, [-1]), and a channels-first
+  // norm's statistics over dimension 1 of an NCHW image (ConvNeXt's x.mean(1, keepdim=True)).
   std::vector<Node*> hiddenMeans() {
     std::vector<Node*> means;
     for (Node* mean : nodesOfKind(graph_, aten::mean)) {
-      if (mean->inputs().size() < 2 || lastDim(mean->input(0)) != hidden_) continue;
+      if (mean->inputs().size() < 2) continue;
+      const auto desc = edit_.describe(mean->input(0));
       const auto list = constantInts(mean->input(1));
-      if (list.size() == 1 && (list[0] == -1 || list[0] == rankOf(mean->input(0)) - 1)) {
-        means.push_back(mean);
-      }
+      if (!desc || desc->kind != "Tensor" || list.size() != 1) continue;
+      const auto rank = static_cast<int64_t>(desc->shape.size());
+      const int64_t dim = list[0] < 0 ? list[0] + rank : list[0];
+      if (dim >= 0 && dim < rank && desc->shape[dim] == hidden_) means.push_back(mean);
     }
     return means;
+  }
+
+  // x - mean(x, [d], keepdim=True) over the hidden size: the padded positions of x are zero, so
+  // they would come out as -mean and count in the variance. Each such difference is multiplied
+  // by a mask of the real positions along d (layer_norm_over_padding does the same for a
+  // decomposed layer_norm).
+  struct CenteredValue {
+    Node* sub;
+    int64_t dim;   // the hidden dimension of the difference
+    int64_t rank;  // its rank
+  };
+
+  std::vector<CenteredValue> centeredByHiddenMeans(const std::vector<Node*>& means) {
+    std::vector<CenteredValue> centered;
+    for (Node* mean : means) {
+      const auto keepdim =
+          mean->inputs().size() > 2 ? torch::jit::toIValue(mean->input(2)) : c10::nullopt;
+      if (!keepdim || !keepdim->isBool() || !keepdim->toBool()) continue;
+      const auto desc = edit_.describe(mean->input(0));
+      const auto rank = static_cast<int64_t>(desc->shape.size());
+      const int64_t listed = constantInts(mean->input(1)).at(0);
+      const int64_t dim = listed < 0 ? listed + rank : listed;
+      for (const auto& use : mean->output()->uses()) {
+        Node* sub = use.user;
+        if (sub->kind() != aten::sub || use.offset != 1 || sub->input(0) != mean->input(0))
+          continue;
+        centered.push_back({sub, dim, rank});
+      }
+    }
+    return centered;
+  }
+
+  void maskPadding(const CenteredValue& centered) {
+    std::vector<int64_t> shape(static_cast<size_t>(centered.rank - centered.dim), 1);
+    shape[0] = padded_;
+    c10::ScalarType dtype = c10::kFloat;
+    if (auto desc = edit_.describe(centered.sub->output()); desc && desc->kind == "Tensor") {
+      if (auto known = dtypeFromName(desc->dtype)) dtype = toScalarType(*known);
+    }
+    at::Tensor real = at::zeros(shape, at::TensorOptions().dtype(dtype));
+    real.narrow(0, 0, hidden_).fill_(1.0);
+    Node* sub = centered.sub;
+    torch::jit::WithInsertPoint insert_point(sub->next());
+    torch::jit::WithCurrentScope scope(graph_, sub->scope());
+    Value* masked = graph_.insert(aten::mul, {sub->output(), graph_.insertConstant(real)});
+    masked->node()->setSourceRange(sub->sourceRange());
+    edit_.noteAdded(masked->node());
+    masked->setType(sub->output()->type());
+    sub->output()->replaceAllUsesAfterNodeWith(masked->node(), masked);
+  }
+
+  // A depthwise convolution over the hidden channels (weight [hidden, 1, k, k], groups = hidden,
+  // ConvNeXt's dwconv): its weight is padded with the rest, and its groups follow.
+  std::vector<std::pair<Node*, size_t>> depthwiseGroups() {
+    std::vector<std::pair<Node*, size_t>> found;
+    for (const Node* node : allNodes(graph_)) {
+      size_t groups = 0;
+      if (node->kind() == aten::_convolution) {
+        groups = 8;
+      } else if (node->kind() == aten::conv2d || node->kind() == aten::conv1d) {
+        groups = 6;
+      } else {
+        continue;
+      }
+      if (node->inputs().size() <= groups) continue;
+      auto count = edit_.constantOrWeight(node->input(groups));
+      auto weight = edit_.constantOrWeight(node->input(1));
+      if (!count || !count->isInt() || count->toInt() != hidden_ || !weight ||
+          !weight->isTensor() || weight->toTensor().size(0) != hidden_) {
+        continue;
+      }
+      found.emplace_back(const_cast<Node*>(node), groups);
+    }
+    return found;
   }
 
   int64_t rankOf(const Value* value) const {

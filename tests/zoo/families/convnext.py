@@ -126,6 +126,7 @@ def _config(hidden_sizes, depths, image=32, patch=4, permute_norm=False):
 VARIANTS = {
     "convnext-tiny": _config([64, 128], [1, 1]),
     "convnext-permuted-norm": _config([64, 128], [1, 1], permute_norm=True),
+    "convnext-h96": _config([96, 192], [1, 1]),
 }
 
 
