@@ -98,6 +98,21 @@ def causal_lm_card(model, name, family, description, config, kv_heads, head_dim)
     }
 
 
+def image_encoder_card(name, family, description, config):
+    """The card of an image encoder taking one square image of config's size and channels and
+    returning its last hidden state and a pooled embedding."""
+    size = config["image_size"]
+    return {
+        "name": name,
+        "family": family,
+        "description": description,
+        "inputs": [float_input("pixel_values", [1, config["num_channels"], size, size])],
+        "outputs": [{"name": "last_hidden_state", "kind": "hidden_states"},
+                    {"name": "pooler_output", "kind": "embeddings"}],
+        "config": config,
+    }
+
+
 def decode_card(vocab, cache_shape, max_length=DECODE_MAX_LENGTH):
     """The card's decode section for a decoder with `prefill` and `decode_step` methods whose
     caches are [layers, batch, kv_heads, max_length, head_dim]."""

@@ -5,7 +5,7 @@ LayerNorms that permute around nn.LayerNorm, strided conv downsampling and a mea
 import torch
 from torch import nn
 
-from common import GELUActivation, float_input
+from common import GELUActivation, image_encoder_card
 
 FAMILY = "convnext"
 
@@ -131,14 +131,5 @@ VARIANTS = {
 
 
 def build(name, config):
-    model = ConvNextModel(config)
-    size = config["image_size"]
-    card = {
-        "name": name,
-        "family": FAMILY,
-        "description": "ConvNeXt-style convolutional image encoder with channels-last norms",
-        "inputs": [float_input("pixel_values", [1, config["num_channels"], size, size])],
-        "outputs": [{"name": "last_hidden_state", "kind": "hidden_states"}, {"name": "pooler_output", "kind": "embeddings"}],
-        "config": config,
-    }
-    return model, card, "trace", config["hidden_sizes"][-1]
+    card = image_encoder_card(name, FAMILY, "ConvNeXt-style convolutional image encoder with channels-last norms", config)
+    return ConvNextModel(config), card, "trace", config["hidden_sizes"][-1]

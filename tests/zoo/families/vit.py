@@ -5,7 +5,7 @@ import math
 import torch
 from torch import nn
 
-from common import GELUActivation, float_input
+from common import GELUActivation, image_encoder_card
 
 FAMILY = "vit"
 
@@ -162,14 +162,5 @@ VARIANTS = {
 
 
 def build(name, config):
-    model = ViTModel(config)
-    size = config["image_size"]
-    card = {
-        "name": name,
-        "family": FAMILY,
-        "description": "ViT-style image encoder",
-        "inputs": [float_input("pixel_values", [1, config["num_channels"], size, size])],
-        "outputs": [{"name": "last_hidden_state", "kind": "hidden_states"}, {"name": "pooler_output", "kind": "embeddings"}],
-        "config": config,
-    }
-    return model, card, "trace", config["hidden_size"]
+    card = image_encoder_card(name, FAMILY, "ViT-style image encoder", config)
+    return ViTModel(config), card, "trace", config["hidden_size"]
