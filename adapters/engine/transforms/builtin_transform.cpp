@@ -90,8 +90,8 @@ const std::vector<BuiltinTransform>& builtinTransforms() {
        "that is sticked on another dimension than its partner: a value permuted to channels-last "
        "and added back to a channels-first residual (ConvNeXt), a permuted position bias added "
        "to the scores (T5). Operators whose operands agree, or where one is broadcast along the "
-       "other's stick dimension, are left as they are. The copy computes nothing: the result is "
-       "bitwise the same.",
+       "other's stick dimension, are left as they are. The copy computes nothing: the same "
+       "values in another memory order.",
        {{"module", "string", "*", "module paths of the operators to look at (fnmatch)"}},
        &restickify},
   };

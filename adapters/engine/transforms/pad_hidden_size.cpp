@@ -241,11 +241,6 @@ class HiddenPadder {
     return found;
   }
 
-  int64_t rankOf(const Value* value) const {
-    auto desc = edit_.describe(value);
-    return desc ? static_cast<int64_t>(desc->shape.size()) : -1;
-  }
-
   // Where the graph returns a tensor whose last dimension is hidden: the graph output and, for
   // a tuple, the element (-1: the output itself). Positions rather than values, because a
   // decomposed layer_norm hands back a new value in the same place.

@@ -2,7 +2,7 @@
 // permuted to channels-last added back to its channels-first residual, T5's permuted position
 // bias added to the scores) gets an explicit copy of the permuted operand into row-major order,
 // the re-stickify the device compiler does not insert itself (torch-spyre issue 3193). The copy
-// computes nothing, so the equivalence check is bitwise.
+// computes nothing: the same values, in another memory order.
 #include <algorithm>
 
 #include "adapters/engine/graph_edit.h"
