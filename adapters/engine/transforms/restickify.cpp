@@ -10,6 +10,7 @@
 #include "simulator/faults/fault_rule.h"
 #include "simulator/graph/graph_nodes.h"
 #include "simulator/graph/module_inliner.h"
+#include "simulator/graph/module_table.h"
 #include "simulator/lowering/host_placement.h"
 #include "simulator/lowering/lowering_context.h"
 
@@ -60,10 +61,17 @@ void restickify(const nlohmann::json& arguments, GraphEdit& edit,
   torch::jit::Graph& graph = edit.graph();
   // Found first, changed after: describe() knows the nodes the model had, not the copies added.
   std::vector<std::pair<Node*, std::vector<size_t>>> found;
+  const std::vector<std::string>& host = edit.hostModules();
   for (const Node* node : allNodes(graph)) {
     if (!node->kind().is_aten() || placedOnHost(*node)) continue;
     if (!isBinaryPointwise(node->kind().toQualString())) continue;
-    if (!globMatch(pattern, modulePathOf(*node))) continue;
+    const std::string module = modulePathOf(*node);
+    if (!globMatch(pattern, module)) continue;
+    // The host computes in row-major float32 whatever the layouts: nothing to copy there.
+    if (std::any_of(host.begin(), host.end(),
+                    [&](const std::string& kept) { return isWithin(module, kept); })) {
+      continue;
+    }
     auto inputs = operandsToCopy(edit, *node);
     if (!inputs.empty()) found.emplace_back(const_cast<Node*>(node), std::move(inputs));
   }
