@@ -1,7 +1,8 @@
 """ConvNeXt image encoder (ConvNextModel): a patchifying conv stem, stages of depthwise 7x7
 convolutions whose pointwise MLP runs channels-last (permuted to NHWC, LayerNorm over channels,
-two linears, a layer scale, permuted back to NCHW and added to the NCHW residual), channels-first
-LayerNorms that permute around nn.LayerNorm, strided conv downsampling and a mean-pooled head."""
+two linears, a layer scale, permuted back to NCHW and added to the residual), channels-first
+LayerNorms (in place over dimension 1, or permuted around nn.LayerNorm: permute_norm), strided
+conv downsampling and a mean-pooled head."""
 import torch
 from torch import nn
 
