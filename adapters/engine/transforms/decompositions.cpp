@@ -131,19 +131,25 @@ void decompose(GraphEdit& edit, Node* node) {
   }
 }
 
+at::Tensor realPositionsMask(const GraphEdit& edit, const Value* like, std::vector<int64_t> shape,
+                             int64_t real_size) {
+  // In the value's own dtype, so the mask promotes nothing.
+  c10::ScalarType dtype = c10::kFloat;
+  if (auto desc = edit.describe(like); desc && desc->kind == "Tensor") {
+    if (auto known = dtypeFromName(desc->dtype)) dtype = toScalarType(*known);
+  }
+  at::Tensor real = at::zeros(shape, at::TensorOptions().dtype(dtype));
+  real.narrow(0, 0, real_size).fill_(1.0);
+  return real;
+}
+
 void decomposeLayerNormOverPadding(GraphEdit& edit, Node* node, int64_t real_size,
                                    int64_t padded_size) {
   std::vector<Value*> inputs = layerNormInputs(*node);
   torch::jit::Graph& graph = edit.graph();
   torch::jit::WithInsertPoint insert_point(node);
-  // In the input's own dtype, so the mask promotes nothing.
-  c10::ScalarType dtype = c10::kFloat;
-  if (auto desc = edit.describe(node->input(0)); desc && desc->kind == "Tensor") {
-    if (auto known = dtypeFromName(desc->dtype)) dtype = toScalarType(*known);
-  }
-  at::Tensor real = at::zeros({padded_size}, at::TensorOptions().dtype(dtype));
-  real.narrow(0, 0, real_size).fill_(1.0);
-  inputs.push_back(graph.insertConstant(real));
+  inputs.push_back(
+      graph.insertConstant(realPositionsMask(edit, node->input(0), {padded_size}, real_size)));
   inputs.push_back(graph.insertConstant(static_cast<double>(real_size)));
   replaceWith(edit, node, "layer_norm_over_padding", inputs);
 }

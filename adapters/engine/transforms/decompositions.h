@@ -20,6 +20,12 @@ std::vector<std::string> decomposableOps();
 // the table has no decomposition for (a layer_norm over several dimensions, without weights).
 void decompose(GraphEdit& edit, torch::jit::Node* node);
 
+// Ones at the first `real_size` positions of the first dimension of `shape`, zeros after them
+// (the padding), in the dtype `like` had on the example inputs: the mask that keeps padded
+// positions out of a norm's statistics.
+at::Tensor realPositionsMask(const GraphEdit& edit, const torch::jit::Value* like,
+                             std::vector<int64_t> shape, int64_t real_size);
+
 // layer_norm over the last dimension when only its first `real_size` positions are real and the
 // rest is zero padding: mean and variance are sums over the real positions divided by their
 // count, and the padded positions come out zero (their weight and bias must be padded with

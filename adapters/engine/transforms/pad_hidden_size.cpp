@@ -14,9 +14,8 @@
 #include "adapters/engine/shared_constants.h"
 #include "adapters/engine/transforms/builtin_transform.h"
 #include "adapters/engine/transforms/decompositions.h"
-#include "simulator/graph/example_inputs.h"
-#include "simulator/graph/model_card.h"
 #include "simulator/graph/module_inliner.h"
+#include "simulator/lowering/lowering_context.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -103,14 +102,14 @@ class HiddenPadder {
   void run() {
     if (padded_ == hidden_) return;
     const std::vector<Node*> norms = hiddenLayerNorms();
-    const std::vector<Node*> means = hiddenMeans();  // from the records, before any change
+    const std::vector<HiddenMean> means = hiddenMeans();  // from the records, before any change
     const std::vector<CenteredValue> centered = centeredByHiddenMeans(means);
     const auto depthwise = depthwiseGroups();
     const std::vector<OutputSlot> outputs = hiddenOutputs();
     padWeights();
     for (Node* norm : norms) decomposeLayerNormOverPadding(edit_, norm, hidden_, padded_);
     for (const CenteredValue& value : centered) maskPadding(value);
-    for (Node* mean : means) meanOverOriginalSize(mean);
+    for (const HiddenMean& mean : means) meanOverOriginalSize(mean.mean);
     for (const auto& [convolution, groups] : depthwise) {
       torch::jit::WithInsertPoint insert_point(convolution);
       convolution->replaceInput(groups, graph_.insertConstant(padded_));
@@ -151,18 +150,25 @@ class HiddenPadder {
     return norms;
   }
 
+  // A mean over a dimension of the hidden size, that dimension, and the rank of what it reads.
+  struct HiddenMean {
+    Node* mean;
+    int64_t dim;
+    int64_t rank;
+  };
+
   // Means over the hidden size: RMSNorm's variance, mean(x * x, [-1]), and a channels-first
   // norm's statistics over dimension 1 of an NCHW image (ConvNeXt's x.mean(1, keepdim=True)).
-  std::vector<Node*> hiddenMeans() {
-    std::vector<Node*> means;
+  std::vector<HiddenMean> hiddenMeans() {
+    std::vector<HiddenMean> means;
     for (Node* mean : nodesOfKind(graph_, aten::mean)) {
       if (mean->inputs().size() < 2) continue;
       const auto desc = edit_.describe(mean->input(0));
       const auto list = constantInts(mean->input(1));
       if (!desc || desc->kind != "Tensor" || list.size() != 1) continue;
       const auto rank = static_cast<int64_t>(desc->shape.size());
-      const int64_t dim = list[0] < 0 ? list[0] + rank : list[0];
-      if (dim >= 0 && dim < rank && desc->shape[dim] == hidden_) means.push_back(mean);
+      const int64_t dim = normalizeDim(list[0], rank);
+      if (dim >= 0 && dim < rank && desc->shape[dim] == hidden_) means.push_back({mean, dim, rank});
     }
     return means;
   }
@@ -177,21 +183,18 @@ class HiddenPadder {
     int64_t rank;  // its rank
   };
 
-  std::vector<CenteredValue> centeredByHiddenMeans(const std::vector<Node*>& means) {
+  static std::vector<CenteredValue> centeredByHiddenMeans(const std::vector<HiddenMean>& means) {
     std::vector<CenteredValue> centered;
-    for (Node* mean : means) {
+    for (const HiddenMean& hidden : means) {
+      Node* mean = hidden.mean;
       const auto keepdim =
           mean->inputs().size() > 2 ? torch::jit::toIValue(mean->input(2)) : c10::nullopt;
       if (!keepdim || !keepdim->isBool() || !keepdim->toBool()) continue;
-      const auto desc = edit_.describe(mean->input(0));
-      const auto rank = static_cast<int64_t>(desc->shape.size());
-      const int64_t listed = constantInts(mean->input(1)).at(0);
-      const int64_t dim = listed < 0 ? listed + rank : listed;
       for (const auto& use : mean->output()->uses()) {
         Node* sub = use.user;
         if (sub->kind() != aten::sub || use.offset != 1 || sub->input(0) != mean->input(0))
           continue;
-        centered.push_back({sub, dim, rank});
+        centered.push_back({sub, hidden.dim, hidden.rank});
       }
     }
     return centered;
@@ -200,16 +203,11 @@ class HiddenPadder {
   void maskPadding(const CenteredValue& centered) {
     std::vector<int64_t> shape(static_cast<size_t>(centered.rank - centered.dim), 1);
     shape[0] = padded_;
-    c10::ScalarType dtype = c10::kFloat;
-    if (auto desc = edit_.describe(centered.sub->output()); desc && desc->kind == "Tensor") {
-      if (auto known = dtypeFromName(desc->dtype)) dtype = toScalarType(*known);
-    }
-    at::Tensor real = at::zeros(shape, at::TensorOptions().dtype(dtype));
-    real.narrow(0, 0, hidden_).fill_(1.0);
     Node* sub = centered.sub;
     torch::jit::WithInsertPoint insert_point(sub->next());
     torch::jit::WithCurrentScope scope(graph_, sub->scope());
-    Value* masked = graph_.insert(aten::mul, {sub->output(), graph_.insertConstant(real)});
+    Value* real = graph_.insertConstant(realPositionsMask(edit_, sub->output(), shape, hidden_));
+    Value* masked = graph_.insert(aten::mul, {sub->output(), real});
     masked->node()->setSourceRange(sub->sourceRange());
     edit_.noteAdded(masked->node());
     masked->setType(sub->output()->type());
