@@ -131,8 +131,8 @@ void decompose(GraphEdit& edit, Node* node) {
   }
 }
 
-at::Tensor realPositionsMask(const GraphEdit& edit, const Value* like, std::vector<int64_t> shape,
-                             int64_t real_size) {
+at::Tensor realPositionsMask(const GraphEdit& edit, const Value* like,
+                             const std::vector<int64_t>& shape, int64_t real_size) {
   // In the value's own dtype, so the mask promotes nothing.
   c10::ScalarType dtype = c10::kFloat;
   if (auto desc = edit.describe(like); desc && desc->kind == "Tensor") {

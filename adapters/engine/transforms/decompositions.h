@@ -24,7 +24,7 @@ void decompose(GraphEdit& edit, torch::jit::Node* node);
 // (the padding), in the dtype `like` had on the example inputs: the mask that keeps padded
 // positions out of a norm's statistics.
 at::Tensor realPositionsMask(const GraphEdit& edit, const torch::jit::Value* like,
-                             std::vector<int64_t> shape, int64_t real_size);
+                             const std::vector<int64_t>& shape, int64_t real_size);
 
 // layer_norm over the last dimension when only its first `real_size` positions are real and the
 // rest is zero padding: mean and variance are sums over the real positions divided by their
