@@ -9,7 +9,7 @@
 namespace stickler {
 
 // Kebab-case, 1 to 64 characters: a lower-case letter first, then lower-case letters, digits and
-// single hyphens between them ("pad-lm-head-vocabulary"). nullopt when `name` is one; else what
+// single hyphens between them ("pad-logits-to-sticks"). nullopt when `name` is one; else what
 // to change, e.g. "start with a lower-case letter".
 std::optional<std::string> adapterNameProblem(const std::string& name);
 

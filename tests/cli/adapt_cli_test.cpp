@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -140,7 +141,10 @@ TEST(AdaptSixteenBitCatalog, SixteenBitModelsKeepTheirLayouts) {
 }
 
 // Every adapter the catalog ships applies to some bfloat16 model with its check: a new adapter
-// whose rewrite assumes float32 (or whose model has no 16-bit copy in the zoo) fails here.
+// whose rewrite assumes float32 (or whose model has no 16-bit copy in the zoo) fails here. The
+// models are adapted for spyre-2025-clean, and llama-tiny for spyre-2026 too: there the RMS
+// norms keep the pow(2) that prescale-mean-of-squares rewrites (on the 2025 profiles
+// pow-square-as-mul has made it a product first).
 TEST(AdaptSixteenBitCatalog, EveryShippedAdapterAppliesToABfloat16Model) {
   // In a directory of its own: no workspace catalog there, only what ships.
   const std::string dir = testing::uniqueTempPath("sixteen-bit-catalog");
@@ -153,11 +157,13 @@ TEST(AdaptSixteenBitCatalog, EveryShippedAdapterAppliesToABfloat16Model) {
     if (adapter["status"] == "shipped") shipped.insert(adapter["name"].get<std::string>());
   }
   ASSERT_FALSE(shipped.empty());
+  std::vector<std::pair<std::string, std::string>> runs;
+  for (const char* name : kSixteenBitModels) runs.emplace_back(name, "spyre-2025-clean");
+  runs.emplace_back("llama-tiny", "spyre-2026");
   std::set<std::string> applied;
-  for (const char* name : kSixteenBitModels) {
-    const Result result =
-        sticklerIn(dir, {"adapt", zooPath(std::string("../zoo-bfloat16/") + name + ".pt"),
-                         "--profile", "spyre-2025-clean", "--json"});
+  for (const auto& [name, profile] : runs) {
+    const Result result = sticklerIn(
+        dir, {"adapt", zooPath("../zoo-bfloat16/" + name + ".pt"), "--profile", profile, "--json"});
     ASSERT_TRUE(result.out.find('{') == 0) << name << ": " << result.err;
     const auto report = nlohmann::json::parse(result.out);
     for (const auto& application : report["adapters"]["applied"]) {
@@ -185,6 +191,8 @@ const FamilyCase kEveryZooModel[] = {{"bamba-3layer", true},
                                      {"convnext-h96", true},
                                      {"convnext-permuted-norm", false},
                                      {"convnext-tiny", true},
+                                     {"falcon-h192", true},
+                                     {"falcon-tiny", true},
                                      {"gpt2-h160", true},
                                      {"gpt2-h80", true},
                                      {"gpt2-odd-vocab", true},
@@ -284,32 +292,57 @@ TEST(AdaptCli, ApplyReportsTheChangeAndMatchNamesBlockers) {
 }
 
 TEST(AdaptCli, StaleAdaptersComeWithTheirProof) {
-  const Result r = stickler({"adapters", "stale", "--profile", "spyre-2026", "--model",
-                             zooPath("gpt2-tiny.pt"), zooPath("qwen2-hd128.pt"), "--json"});
+  const Result r =
+      stickler({"adapters", "stale", "--profile", "spyre-2026", "--model", zooPath("gpt2-tiny.pt"),
+                zooPath("qwen2-hd128.pt"), zooPath("qwen2-massive-token.pt"), "--json"});
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   const auto report = nlohmann::json::parse(r.out);
   std::map<std::string, nlohmann::json> by_name;
   for (const auto& adapter : report["adapters"]) by_name[adapter["name"]] = adapter;
-  // spyre-2026 lowers aten::pow: both pow rewrites are scaffolding it no longer needs.
+  // spyre-2026 lowers aten::pow: the cube rewrite is scaffolding it no longer needs.
   ASSERT_TRUE(by_name.count("pow-cube-as-mul")) << r.out;
   EXPECT_TRUE(by_name["pow-cube-as-mul"]["stale"].get<bool>());
   EXPECT_EQ(by_name["pow-cube-as-mul"]["proof"][0]["without_it"], "pass");
-  EXPECT_TRUE(by_name["pow-square-as-mul"]["stale"].get<bool>());
+  // The square rewrite finds no pow(2) left: spyre-2026's own prescale-mean-of-squares, applied
+  // first, rewrote every RMS norm's.
+  std::set<std::string> untested;
+  for (const auto& adapter : report["untested"]) untested.insert(adapter["name"]);
+  EXPECT_TRUE(untested.count("pow-square-as-mul")) << report["untested"].dump();
   // GPT-2's vocabulary is still not a whole number of sticks.
-  EXPECT_FALSE(by_name["pad-lm-head-vocabulary"]["stale"].get<bool>());
-  EXPECT_EQ(by_name["pad-lm-head-vocabulary"]["proof"][0]["without_it"], "blocked");
+  EXPECT_FALSE(by_name["pad-logits-to-sticks"]["stale"].get<bool>());
+  EXPECT_EQ(by_name["pad-logits-to-sticks"]["proof"][0]["without_it"], "blocked");
+  // The prescaled mean of squares changes no forward's verdict: qwen2-massive-token's decode
+  // needs it, and a decoder is judged by its decode.
+  ASSERT_TRUE(by_name.count("prescale-mean-of-squares")) << r.out;
+  const auto& prescale = by_name["prescale-mean-of-squares"];
+  EXPECT_FALSE(prescale["stale"].get<bool>()) << prescale.dump(1);
+  std::map<std::string, nlohmann::json> proof_for;
+  for (const auto& proof : prescale["proof"]) proof_for[proof["model"]] = proof;
+  EXPECT_EQ(proof_for["qwen2-hd128"]["without_it"], "pass");
+  EXPECT_EQ(proof_for["qwen2-massive-token"]["without_it"], "fail");
+  EXPECT_EQ(proof_for["qwen2-massive-token"]["without_judged_by"], "decode");
+  EXPECT_EQ(proof_for["qwen2-massive-token"]["with_all_adapters"], "pass");
+  const Result text = stickler({"adapters", "stale", "--profile", "spyre-2026", "--model",
+                                zooPath("qwen2-massive-token.pt"), "--decode", "2"});
+  EXPECT_NE(text.out.find("qwen2-massive-token: fail at decode without it (pass at decode with)"),
+            std::string::npos)
+      << text.out;
 
   const Result older = stickler({"adapters", "stale", "--profile", "spyre-2025-clean", "--model",
                                  zooPath("qwen2-hd128.pt"), "--json"});
   ASSERT_EQ(older.status, 0) << older.err;
   const auto older_report = nlohmann::json::parse(older.out);
-  EXPECT_TRUE(older_report["stale"].empty()) << older.out;  // the 2025 stack needs them all
+  // The 2025 stack lacks sin and cos: the rotary tables stay needed. pow-square-as-mul can go
+  // only because prescale-mean-of-squares, which spyre-2025 inherits from spyre-2026, rewrites
+  // the norms' pow(2) when it is not there.
+  EXPECT_EQ(older_report["stale"], nlohmann::json::array({"pow-square-as-mul"})) << older.out;
   EXPECT_EQ(stickler({"adapters", "stale", "--profile", "spyre-2026"}).status, 2);
 }
 
-// The fp16-variance adapter an agent wrote for an RMSNorm with outlier channels: the mean of
-// squares of the input scaled by 2^-4, scaled back by 2^8 (exact: powers of two).
-const char* const kPrescaledMeanOfSquares = R"(name = "prescaled-mean-of-squares"
+// An agent's own fp16-variance adapter, drafted under the shipped one's name (a draft shadows the
+// shipped adapter): the mean of squares of the input scaled by 2^-4, scaled back by 2^8 (exact:
+// powers of two). Unlike the shipped one, its replacement keeps a pow(2).
+const char* const kPrescaledMeanOfSquares = R"(name = "prescale-mean-of-squares"
 gap = "the variance of outlier channels overflows 16-bit formats"
 why = "scaling by powers of two is exact; the mean of squares is unchanged"
 models = ["*"]
@@ -331,7 +364,7 @@ TEST(AdaptCli, StaleAdaptersApplyTheProfilesOwnFirstAndSayWhy) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   ASSERT_EQ(sticklerIn(dir, {"init"}).status, 0);
-  const Result drafted = sticklerIn(dir, {"draft", "prescaled-mean-of-squares", "--source",
+  const Result drafted = sticklerIn(dir, {"draft", "prescale-mean-of-squares", "--source",
                                           kPrescaledMeanOfSquares, "--reason", "fp16 variance"});
   ASSERT_EQ(drafted.status, 0) << drafted.err;
   const Result r = sticklerIn(dir, {"adapters", "stale", "--profile", "spyre-2026", "--model",
@@ -342,8 +375,8 @@ TEST(AdaptCli, StaleAdaptersApplyTheProfilesOwnFirstAndSayWhy) {
   for (const auto& adapter : report["adapters"]) by_name[adapter["name"]] = adapter;
   // pow-square-as-mul (spyre-2025 only) sorts first but goes after spyre-2026's own adapters:
   // the prescaled mean of squares still finds the pow(2) it matches.
-  ASSERT_TRUE(by_name.count("prescaled-mean-of-squares")) << r.out;
-  const auto& prescaled = by_name["prescaled-mean-of-squares"];
+  ASSERT_TRUE(by_name.count("prescale-mean-of-squares")) << r.out;
+  const auto& prescaled = by_name["prescale-mean-of-squares"];
   EXPECT_TRUE(prescaled["listed_for_profile"].get<bool>());
   EXPECT_NE(prescaled["why"].get<std::string>().find("listed for spyre-2026: applied first"),
             std::string::npos)

@@ -51,7 +51,7 @@ TEST(DiagnoseCli, CompileModeGivesEachBlockerItsAdaptersAndACheckedRepro) {
       EXPECT_TRUE(hints.count("gotcha-torch-pow")) << blocker["hints"].dump();
     }
     if (blocker["rule"] == "weight-stick-alignment") {
-      EXPECT_TRUE(hints.count("adapter-pad-lm-head-vocabulary")) << blocker["hints"].dump();
+      EXPECT_TRUE(hints.count("adapter-pad-logits-to-sticks")) << blocker["hints"].dump();
     }
     const json& repro = blocker["repro"];
     ASSERT_TRUE(repro.contains("archive")) << repro.dump();
@@ -70,7 +70,7 @@ TEST(DiagnoseCli, CompileModeGivesEachBlockerItsAdaptersAndACheckedRepro) {
     const json card = json::parse(inspect.out);
     EXPECT_EQ(card["inputs"][0]["kind"], "captured") << card["inputs"].dump();
   }
-  EXPECT_EQ(adapters, (std::set<std::string>{"pad-lm-head-vocabulary", "pow-cube-as-mul"}));
+  EXPECT_EQ(adapters, (std::set<std::string>{"pad-logits-to-sticks", "pow-cube-as-mul"}));
   // A repro is a model like any other: the adapter meant for its gap brings it to a pass, and
   // the adapted archive keeps the captured inputs.
   const std::string pow_repro = report["blockers"][0]["repro"]["archive"];

@@ -3,6 +3,7 @@
 // unsharded sweep finds, --incremental reuse, and the diff between two sweeps in history.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -12,6 +13,7 @@
 
 #include "tests/cli/cli_runner.h"
 #include "tests/cli/fault_profiles.h"
+#include "tests/unit/catalog_copy.h"
 #include "tests/unit/zoo.h"
 
 namespace stickler {
@@ -140,12 +142,16 @@ TEST(SweepCli, LocalizeNamesTheModuleOfADivergence) {
   EXPECT_EQ(localized["category"], "divergence in " + module) << localized.dump(1);
 }
 
-// Decoders are judged by 4 greedy decode steps once their forward passes (issue 30):
-// qwen2-massive-token's forward passes on spyre-2026 and its decode drifts from step 1.
+// Decoders are judged by 4 greedy decode steps once their forward passes (issue 30). Without
+// prescale-mean-of-squares, qwen2-massive-token's forward passes on spyre-2026 and its decode
+// drifts from step 1 (its RMS norm's variance overflows fp16); with the shipped catalog, the
+// adapter that brings its decode up, it passes.
 TEST(SweepCli, DecodersAreJudgedByTheirDecode) {
   const std::string workspace =
       workspaceWith("sweep_decode", {zooPath("qwen2-massive-token.pt"), zooPath("llama-hd64.pt")});
-  const json document = sweep(workspace, "out");
+  const std::vector<std::string> without_prescale = {
+      "STICKLER_CATALOG_DIR=" + testing::shippedCatalogWithout("prescale-mean-of-squares")};
+  const json document = sweep(workspace, "out", {}, without_prescale);
   EXPECT_EQ(document["options"]["decode"], 4);
   std::map<std::string, json> by_name;
   for (const json& entry : document["models"]) by_name[fs::path(entry["model"]).stem()] = entry;
@@ -169,11 +175,24 @@ TEST(SweepCli, DecodersAreJudgedByTheirDecode) {
   EXPECT_NE(html.str().find("data-step=\"1\" data-verdict=\"fail\""), std::string::npos);
 
   // Without decode, each is judged by its forward, and both pass.
-  const json forward = sweep(workspace, "out-forward", {"--decode", "0"});
+  const json forward = sweep(workspace, "out-forward", {"--decode", "0"}, without_prescale);
   for (const json& entry : forward["models"]) {
     EXPECT_EQ(entry["category"], "pass") << entry.dump(1);
     EXPECT_FALSE(entry.contains("decode"));
   }
+
+  // The shipped catalog's prescaled mean of squares, applied to the prefill and step graphs too,
+  // keeps every square within fp16: the decode passes.
+  const json shipped = sweep(workspace, "out-shipped");
+  for (const json& entry : shipped["models"]) {
+    if (fs::path(entry["model"]).stem() != "qwen2-massive-token") continue;
+    EXPECT_EQ(entry["verdict"], "pass") << entry.dump(1);
+    EXPECT_EQ(entry["decode"]["verdict"], "pass");
+    const json& applied = entry["adapters"]["applied"];
+    EXPECT_NE(std::find(applied.begin(), applied.end(), "prescale-mean-of-squares"), applied.end())
+        << applied;
+  }
+  EXPECT_EQ(shipped["summary"]["passing"], 2);
 }
 
 TEST(SweepCli, AKilledSweepResumesWithoutRedoingFinishedModels) {

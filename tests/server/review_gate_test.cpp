@@ -22,6 +22,8 @@
 #include "simulator/graph/loaded_model.h"
 #include "tests/build_paths.h"
 #include "tests/server/workspace_server.h"
+#include "tests/unit/catalog_copy.h"
+#include "tests/unit/scoped_environment.h"
 
 namespace stickler {
 namespace {
@@ -300,13 +302,17 @@ TEST_F(ReviewGate, ABaselineGivesTheGateItsRegressionSetBeforeAnyApproval) {
       << refused.at("gate").at("problems").dump();
 }
 
-// A decoder is judged by its decode (issue 30): main brings qwen2-massive-token's forward up on
-// spyre-2026, but its decode drifts from step 1 (the RMS norm's variance in fp16), so it is not
-// a model main passes; llama-hd64 decodes its 4 steps with main's adapters on both graphs.
+// A decoder is judged by its decode (issue 30). A main without prescale-mean-of-squares brings
+// qwen2-massive-token's forward up on spyre-2026, but its decode drifts from step 1 (the RMS
+// norm's variance in fp16), so it is not a model main passes; llama-hd64 decodes its 4 steps
+// with main's adapters on both graphs.
 TEST_F(ReviewGate, ABaselineJudgesADecoderByItsDecode) {
   const std::string drifting = testing::zooPath("qwen2-massive-token.pt");
   const std::string decoding = testing::zooPath("llama-hd64.pt");
-  draft("pow-cube-as-mul", cubeDraft(1));  // makes the catalog; main is still the shipped one
+  // The catalog is seeded from a shipped catalog without it (the reviewer's commands inherit it).
+  const std::string without = testing::shippedCatalogWithout("prescale-mean-of-squares");
+  const testing::ScopedEnvironment catalog_dir("STICKLER_CATALOG_DIR", without);
+  draft("pow-cube-as-mul", cubeDraft(1));  // makes the catalog; main is still the seeded one
   const json baseline = reviewerJson("review baseline --model " + decoding + " --model " +
                                      drifting + " --profile spyre-2026");
   ASSERT_TRUE(baseline.is_object());

@@ -633,7 +633,7 @@ TEST(AdapterEngine, VocabularyPaddingFollowsThePerCoreSpanRule) {
   EXPECT_EQ(paddedOutputSize(1024, 64, profile), 1024);        // nothing to pad
 
   const auto model = load("gpt2-tiny");
-  const auto application = applyAdapter(shipped("pad-lm-head-vocabulary"), model, profile);
+  const auto application = applyAdapter(shipped("pad-logits-to-sticks"), model, profile);
   ASSERT_TRUE(application.accepted()) << application.equivalence.problem();
   EXPECT_EQ(application.equivalence.verdict, EquivalenceResult::Verdict::kEquivalent);
   EXPECT_EQ(application.equivalence.modules, std::vector<std::string>{"lm_head"});
@@ -1203,7 +1203,7 @@ TEST(AdapterEngine, RevertRestoresTheExactPreviousGraph) {
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   AdapterStack stack(load("gpt2-tiny"));
   const std::string original_graph = stack.current()->graph->toString();
-  for (const char* name : {"pow-cube-as-mul", "pad-lm-head-vocabulary"}) {
+  for (const char* name : {"pow-cube-as-mul", "pad-logits-to-sticks"}) {
     auto application = applyAdapter(shipped(name), stack.current(), profile);
     ASSERT_TRUE(application.accepted()) << name;
     stack.push(std::move(application));
@@ -1214,7 +1214,7 @@ TEST(AdapterEngine, RevertRestoresTheExactPreviousGraph) {
   const auto removed = stack.revert("pow-cube-as-mul", profile);
   EXPECT_EQ(removed.adapter.metadata.name, "pow-cube-as-mul");
   ASSERT_EQ(stack.applied().size(), 1u);
-  EXPECT_EQ(stack.applied()[0].adapter.metadata.name, "pad-lm-head-vocabulary");
+  EXPECT_EQ(stack.applied()[0].adapter.metadata.name, "pad-logits-to-sticks");
   EXPECT_GT(countOps(*stack.current(), "aten::pow"), 0);
   stack.revert("", profile);
   EXPECT_EQ(stack.current(), stack.original());
@@ -1225,13 +1225,13 @@ TEST(AdapterEngine, RevertRestoresTheExactPreviousGraph) {
 TEST(AdapterEngine, AnAdaptedArchiveLoadsAndComputesTheSame) {
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   auto model = load("gpt2-tiny");
-  for (const char* name : {"pow-cube-as-mul", "pad-lm-head-vocabulary"}) {
+  for (const char* name : {"pow-cube-as-mul", "pad-logits-to-sticks"}) {
     auto application = applyAdapter(shipped(name), model, profile);
     ASSERT_TRUE(application.accepted());
     model = application.after;
   }
   const std::string out = testing::uniqueTempPath("gpt2-tiny-adapted.pt");
-  saveAdaptedArchive(*model, {"pow-cube-as-mul", "pad-lm-head-vocabulary"}, out);
+  saveAdaptedArchive(*model, {"pow-cube-as-mul", "pad-logits-to-sticks"}, out);
   const auto saved = loadModel(out);
   EXPECT_EQ(saved->card.name, "gpt2-tiny");
   // The pows left are the attention scale's, on a shape value computed on the host.

@@ -110,6 +110,34 @@ TEST(AttentionStructure, FindsFusedAndBiasedAttention) {
                        ".o | 2 x 32");
 }
 
+// Multi-query attention written as Falcon writes it: every projection a matmul with the
+// transposed weight (FalconLinear's `x @ W.T`, its bias added after it when the config has one),
+// and one fused query_key_value whose heads + 2 parts are taken apart by slicing and indexing.
+TEST(AttentionStructure, FindsMultiQueryAttentionWrittenAsMatmuls) {
+  const std::string falcon = "transformer.h.0.self_attention";
+  const std::string fused = falcon + ".query_key_value";
+  EXPECT_EQ(foundIn("falcon-tiny").at(0), falcon + " | " + fused + " " + fused + " " + fused +
+                                              " -> " + falcon + ".dense | 2 x 64 | rope");
+  for (const char* name : {"falcon-tiny", "falcon-h192"}) {
+    SCOPED_TRACE(name);
+    const auto model = loadModel(testing::zooPath(std::string(name) + ".pt"));
+    GraphEdit edit(*model);
+    const auto found = findAttention(edit, nullptr);
+    ASSERT_EQ(found.size(), model->card.config.at("num_hidden_layers").get<size_t>());
+    const FoundAttention& first = found.front();
+    EXPECT_TRUE(first.fused());
+    EXPECT_EQ(first.q->kind(), torch::jit::aten::matmul);
+    // The weight is read through its transpose, [queries + key + value, hidden].
+    const auto weight = edit.constantOrWeight(projectionWeight(*first.q));
+    ASSERT_TRUE(weight && weight->isTensor());
+    const int64_t head_dim = first.head_dim;
+    EXPECT_EQ(weight->toTensor().size(0), (first.heads + 2) * head_dim);
+    const bool biased = std::string(name) == "falcon-h192";
+    EXPECT_EQ(projectionBias(*first.q) != nullptr, biased);
+    EXPECT_EQ(projectionResult(*first.q) != first.q->output(), biased);
+  }
+}
+
 // The shipped adapter pads what the finder finds, under MPNet's names too: with the heads in
 // whole sticks, the hidden size can be padded after them and the model passes (AdaptFamily).
 TEST(AttentionStructure, TheShippedAdapterPadsMpnetHeads) {
@@ -124,6 +152,30 @@ TEST(AttentionStructure, TheShippedAdapterPadsMpnetHeads) {
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].heads, 3);
   EXPECT_EQ(found[0].head_dim, 64);  // 3 x 64 fills three sticks
+}
+
+// And Falcon's multi-query heads of 64: each of the heads + 2 parts of the fused projection is
+// padded to 128 around its RoPE halves, the views after the split and the merge follow, and the
+// single key and value head still serves every query head.
+TEST(AttentionStructure, TheShippedAdapterPadsFalconMultiQueryHeads) {
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  for (const char* name : {"falcon-tiny", "falcon-h192"}) {
+    SCOPED_TRACE(name);
+    const std::shared_ptr<const LoadedModel> model =
+        loadModel(testing::zooPath(std::string(name) + ".pt"));
+    const auto application = applyAdapter(
+        readAdapterFile(shippedCatalogDir() + "/pad-attention-heads.py"), model, profile);
+    ASSERT_TRUE(application.accepted()) << application.equivalence.problem();
+    GraphEdit edit(*application.after);
+    const auto found = findAttention(edit, nullptr);
+    ASSERT_FALSE(found.empty());
+    for (const FoundAttention& attention : found) {
+      EXPECT_EQ(attention.head_dim, 128);
+      const auto weight = edit.constantOrWeight(projectionWeight(*attention.q));
+      ASSERT_TRUE(weight && weight->isTensor());
+      EXPECT_EQ(weight->toTensor().size(0), (attention.heads + 2) * 128);
+    }
+  }
 }
 
 }  // namespace

@@ -321,7 +321,7 @@ TEST(EquivalenceAdapters, TheWholeStackIsCheckedOnce) {
   const std::shared_ptr<const LoadedModel> original = loadModel(zooPath("gpt2-tiny.pt"));
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   std::shared_ptr<const LoadedModel> model = original;
-  for (const char* name : {"pow-cube-as-mul", "pad-lm-head-vocabulary"}) {
+  for (const char* name : {"pow-cube-as-mul", "pad-logits-to-sticks"}) {
     const auto application =
         applyAdapter(readAdapterFile(shippedCatalogDir() + "/" + name + ".py"), model, profile);
     ASSERT_TRUE(application.accepted()) << name;
@@ -351,7 +351,7 @@ std::vector<const CatalogEntry*> entriesNamed(const std::vector<CatalogEntry>& c
 
 TEST(EquivalenceStack, WorkGivenBesideTheWholeStackCheckRunsOnceOnTheAcceptedStack) {
   const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
-  const auto entries = entriesNamed(catalog, {"pow-cube-as-mul", "pad-lm-head-vocabulary"});
+  const auto entries = entriesNamed(catalog, {"pow-cube-as-mul", "pad-logits-to-sticks"});
   ASSERT_EQ(entries.size(), 2u);
   AdapterStack stack(loadModel(zooPath("gpt2-tiny.pt")));
   int runs = 0;
@@ -370,7 +370,7 @@ TEST(EquivalenceStack, WorkGivenBesideTheWholeStackCheckRunsOnceOnTheAcceptedSta
       << result.whole_model->problem();
   EXPECT_EQ(stack.applied().size(), 2u);
   EXPECT_EQ(result.pushedNames(stack),
-            (std::vector<std::string>{"pow-cube-as-mul", "pad-lm-head-vocabulary"}));
+            (std::vector<std::string>{"pow-cube-as-mul", "pad-logits-to-sticks"}));
 }
 
 TEST(EquivalenceStack, AnErrorBesideTheCheckStopsItAndReachesTheCaller) {
@@ -402,7 +402,7 @@ TEST(StackingRecord, AStackingCheckedBeforeIsAppliedAgainWithoutItsChecks) {
   const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   const std::shared_ptr<const LoadedModel> original = loadModel(zooPath("gpt2-tiny.pt"));
-  const auto entries = entriesNamed(catalog, {"pow-cube-as-mul", "pad-lm-head-vocabulary"});
+  const auto entries = entriesNamed(catalog, {"pow-cube-as-mul", "pad-logits-to-sticks"});
   ASSERT_EQ(entries.size(), 2u);
 
   AdapterStack checked(original);
@@ -452,7 +452,7 @@ TEST(StackingRecord, AStackingCheckedBeforeIsAppliedAgainWithoutItsChecks) {
   }
   AdapterStack changed(original);
   const StackingOutcome third =
-      stackAdapters(changed, entriesNamed(edited, {"pow-cube-as-mul", "pad-lm-head-vocabulary"}),
+      stackAdapters(changed, entriesNamed(edited, {"pow-cube-as-mul", "pad-logits-to-sticks"}),
                     profile, StackingChecks::kCheckedOrRemembered);
   EXPECT_FALSE(third.remembered);
   EXPECT_TRUE(third.whole_model.has_value());
@@ -463,7 +463,7 @@ TEST(StackingRecord, ARecordThatNoLongerAppliesOrIsDamagedIsCheckedAgain) {
   const auto catalog = readCatalogDir(shippedCatalogDir(), "shipped");
   const DeviceProfile profile = loadProfile("spyre-2025-clean");
   const std::shared_ptr<const LoadedModel> original = loadModel(zooPath("gpt2-tiny.pt"));
-  const auto entries = entriesNamed(catalog, {"pow-cube-as-mul", "pad-lm-head-vocabulary"});
+  const auto entries = entriesNamed(catalog, {"pow-cube-as-mul", "pad-logits-to-sticks"});
   AdapterStack probe(original);
   const std::string key = stackingKey(probe, entries, profile);
 
@@ -475,7 +475,7 @@ TEST(StackingRecord, ARecordThatNoLongerAppliesOrIsDamagedIsCheckedAgain) {
       stackAdapters(stale, entries, profile, StackingChecks::kCheckedOrRemembered);
   EXPECT_FALSE(rechecked.remembered);
   EXPECT_EQ(rechecked.pushedNames(stale),
-            (std::vector<std::string>{"pow-cube-as-mul", "pad-lm-head-vocabulary"}));
+            (std::vector<std::string>{"pow-cube-as-mul", "pad-logits-to-sticks"}));
   ASSERT_TRUE(rememberedStacking(key).has_value());
   EXPECT_EQ(rememberedStacking(key)->pushed, rechecked.pushedNames(stale));
   EXPECT_EQ(rememberedStacking(key)->result, stackingResult(*stale.current()));

@@ -2,35 +2,29 @@
 // after), and given back as it was. LibTorch-free.
 #pragma once
 
-#include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <string>
+
+#include "tests/unit/scoped_environment.h"
 
 namespace stickler::testing {
 
 class ScopedCacheDir {
  public:
-  explicit ScopedCacheDir(std::string dir) : dir_(std::move(dir)) {
-    std::filesystem::remove_all(dir_);
-    if (const char* was = std::getenv("STICKLER_CACHE_DIR")) before_ = was;
-    ::setenv("STICKLER_CACHE_DIR", dir_.c_str(), 1);
-  }
-  ~ScopedCacheDir() {
-    if (before_) {
-      ::setenv("STICKLER_CACHE_DIR", before_->c_str(), 1);
-    } else {
-      ::unsetenv("STICKLER_CACHE_DIR");
-    }
-    std::filesystem::remove_all(dir_);
-  }
+  explicit ScopedCacheDir(std::string dir)
+      : dir_(removed(std::move(dir))), variable_("STICKLER_CACHE_DIR", dir_) {}
+  ~ScopedCacheDir() { std::filesystem::remove_all(dir_); }
   ScopedCacheDir(const ScopedCacheDir&) = delete;
   ScopedCacheDir& operator=(const ScopedCacheDir&) = delete;
   const std::string& dir() const { return dir_; }
 
  private:
+  static std::string removed(std::string dir) {
+    std::filesystem::remove_all(dir);
+    return dir;
+  }
   std::string dir_;
-  std::optional<std::string> before_;
+  ScopedEnvironment variable_;
 };
 
 }  // namespace stickler::testing

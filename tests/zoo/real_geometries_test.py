@@ -72,8 +72,8 @@ def main():
     granite = by_name["granite-3.3-8b"]
     if granite["compile_without"]["status"] != "blocked":
         problems.append("granite-3.3-8b: expected its vocabulary to block it before adapters")
-    if "pad-lm-head-vocabulary" not in granite["adapters"]["applied"]:
-        problems.append("granite-3.3-8b: pad-lm-head-vocabulary was not applied")
+    if "pad-logits-to-sticks" not in granite["adapters"]["applied"]:
+        problems.append("granite-3.3-8b: pad-logits-to-sticks was not applied")
     if problems:
         fail("\n  " + "\n  ".join(problems))
     print(f"real_geometries_test: all {len(REAL)} real geometries compile on spyre-2026 with the "

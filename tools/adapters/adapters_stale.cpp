@@ -2,8 +2,10 @@
 // with the proof: each model the adapter changes still passes end to end without it.
 #include <set>
 
+#include "adapters/engine/decode_adaptation.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/model_facts.h"
+#include "simulator/run/run_decode.h"
 #include "simulator/run/run_model.h"
 #include "simulator/support/errors.h"
 #include "tools/adapters/adapter_support.h"
@@ -18,26 +20,52 @@ using nlohmann::json;
 struct Outcome {
   RunVerdict verdict = RunVerdict::kFail;
   int64_t fallbacks = 0;  // CPU-fallback operators: an adapter may exist to remove them
+  bool decoded = false;   // the verdict is the decode's (the forward passed)
+};
+
+// How a model is run: the profile, the run's timeout, and the decode steps that judge a decoder.
+struct Judging {
+  const DeviceProfile& profile;
+  std::string profile_name;
+  double timeout_seconds = 0;
+  int64_t decode_steps = 0;
 };
 
 // The model with `entries` applied (those that change it and pass their check), run end to end
-// on the profile; `applied` gets the adapters that were applied.
+// on the profile; a decoder whose forward passes is then decoded with the same adapters on its
+// prefill and step graphs, as the gate and a sweep judge it: an adapter only its decode needs
+// (prescale-mean-of-squares) is not stale. `applied` gets the adapters that were applied.
 Outcome outcomeWith(ModelCache& cache, const std::string& path,
                     const std::shared_ptr<const LoadedModel>& original,
-                    const std::vector<const CatalogEntry*>& entries, const DeviceProfile& profile,
-                    const std::string& profile_name, double timeout_seconds,
+                    const std::vector<const CatalogEntry*>& entries, const Judging& judging,
                     OperationContext& context, std::vector<std::string>* applied = nullptr) {
   AdapterStack stack(original);
-  stackAdapters(stack, entries, profile);
+  stackAdapters(stack, entries, judging.profile);
   cache.setAdapted(path, {}, original, stack.applied().empty() ? nullptr : stack.current());
   RunRequest request;
   request.model = path;
-  request.backend = spyreSimBackend(profile_name);
-  request.timeout_seconds = timeout_seconds;
+  request.backend = spyreSimBackend(judging.profile_name);
+  request.timeout_seconds = judging.timeout_seconds;
   const RunResult result = runModel(request, context.task(), &cache);
   if (applied != nullptr) *applied = stack.names();
   Outcome outcome{result.verdict, 0};
   if (result.compile) outcome.fallbacks = static_cast<int64_t>(result.compile->fallbacks.size());
+  if (result.verdict != RunVerdict::kPass || judging.decode_steps == 0 ||
+      !cardOf(*original).decode) {
+    return outcome;
+  }
+  std::vector<const CatalogEntry*> taken;
+  for (const std::string& name : stack.names()) {
+    for (const CatalogEntry* entry : entries) {
+      if (entry->name == name) taken.push_back(entry);
+    }
+  }
+  const DecodeAdaptation adaptation = adaptDecodeGraphs(path, 0, taken, judging.profile, true);
+  request.decode_steps = judging.decode_steps;
+  request.decode_prefill = adaptation.prefill;
+  request.decode_step = adaptation.step;
+  outcome.verdict = runDecode(request, context.task()).verdict;
+  outcome.decoded = true;
   return outcome;
 }
 
@@ -85,7 +113,8 @@ json run(const json& input, OperationContext& context) {
   const DeviceProfile profile = loadProfile(profile_name);
   const std::vector<std::string> models = optionalStrings(input, "models");
   if (models.empty()) throw UserError("give at least one model to prove on (models)");
-  const double timeout_seconds = input.at("timeout_seconds").get<double>();
+  const Judging judging{profile, profile_name, input.at("timeout_seconds").get<double>(),
+                        input.at("decode").get<int64_t>()};
   const auto catalog = adapterCatalog(context);
 
   std::map<std::string, json> proofs;  // adapter -> [{model, with, without}]
@@ -96,19 +125,22 @@ json run(const json& input, OperationContext& context) {
     const std::vector<const CatalogEntry*> meant =
         profileOrder(adaptersMeantFor(catalog, *original, nullptr), profile);
     std::vector<std::string> applied;
-    const Outcome with = outcomeWith(cache, path, original, meant, profile, profile_name,
-                                     timeout_seconds, context, &applied);
+    const Outcome with = outcomeWith(cache, path, original, meant, judging, context, &applied);
     for (const std::string& name : applied) {
       std::vector<const CatalogEntry*> others;
       for (const CatalogEntry* entry : meant) {
         if (entry->name != name) others.push_back(entry);
       }
-      const Outcome without = outcomeWith(cache, path, original, others, profile, profile_name,
-                                          timeout_seconds, context);
+      const Outcome without = outcomeWith(cache, path, original, others, judging, context);
+      const auto judged_by = [](const Outcome& outcome) {
+        return outcome.decoded ? "decode" : "forward";
+      };
       proofs[name].push_back({{"model", cardOf(*original).name},
                               {"path", path},
                               {"with_all_adapters", runVerdictName(with.verdict)},
                               {"without_it", runVerdictName(without.verdict)},
+                              {"with_judged_by", judged_by(with)},
+                              {"without_judged_by", judged_by(without)},
                               {"fallbacks_with", with.fallbacks},
                               {"fallbacks_without", without.fallbacks}});
     }
@@ -153,9 +185,13 @@ std::string renderText(const json& report) {
             (adapter["stale"].get<bool>() ? ": stale on " : ": still needed on ") +
             report["profile"].get<std::string>() + "\n";
     for (const auto& proof : adapter["proof"]) {
+      const auto judged = [&](const char* key) {
+        return proof.value(key, "forward") == "decode" ? std::string(" at decode") : std::string();
+      };
       text += "  " + proof["model"].get<std::string>() + ": " +
-              proof["without_it"].get<std::string>() + " without it (" +
-              proof["with_all_adapters"].get<std::string>() + " with)";
+              proof["without_it"].get<std::string>() + judged("without_judged_by") +
+              " without it (" + proof["with_all_adapters"].get<std::string>() +
+              judged("with_judged_by") + " with)";
       const int64_t more =
           proof["fallbacks_without"].get<int64_t>() - proof["fallbacks_with"].get<int64_t>();
       if (more > 0) text += ", " + std::to_string(more) + " more CPU fallback(s) without it";
@@ -179,11 +215,12 @@ Operation makeStaleAdaptersOperation() {
   operation.description =
       "Adapters are scaffolding: this lists the ones a device profile no longer needs, with the "
       "proof. Each model given is adapted with every catalog adapter meant for it and run end "
-      "to end on the profile; then once more without each adapter that applied. An adapter is "
-      "stale when every model it changes still passes without it, with no more CPU fallbacks (e.g. "
-      "the pow rewrites on "
-      "spyre-2026, which lowers aten::pow). The adapters listed for the profile (or a profile it "
-      "extends) are applied first, in catalog order, as adapt_model applies them; those listed "
+      "to end on the profile; then once more without each adapter that applied. A decoder whose "
+      "forward passes is judged by its decode (decode steps, as the gate and a sweep judge it). "
+      "An adapter is stale when every model it changes still passes without it, with no more "
+      "CPU fallbacks (e.g. pow-cube-as-mul on spyre-2026, which lowers aten::pow). The adapters "
+      "listed for the profile (or a profile it extends) are applied first, in catalog order, as "
+      "adapt_model applies them; those listed "
       "only for other profiles after them, so they cannot hide what the profile's own adapters "
       "match; each adapter says why (why, listed_for_profile). Adapters that change none of the "
       "models are listed as untested.";
@@ -191,6 +228,7 @@ Operation makeStaleAdaptersOperation() {
       {"type", "object"}, {"required", {"profile", "models"}}, {"additionalProperties", false}};
   schema["properties"]["profile"] = profileField();
   schema["properties"]["timeout_seconds"] = timeoutField();
+  schema["properties"]["decode"] = judgeDecodeField();
   schema["properties"]["models"] = {
       {"type", "array"},
       {"items", {{"type", "string"}}},

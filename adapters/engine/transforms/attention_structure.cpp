@@ -16,12 +16,45 @@ using torch::jit::Value;
 namespace aten = torch::jit::aten;
 namespace prim = torch::jit::prim;
 
-bool isProjection(const Node& node) {
-  return node.kind() == aten::linear || node.kind() == aten::addmm;
+bool isWeightRead(const Value* value) {
+  return value->node()->kind() == prim::GetAttr || value->node()->kind() == prim::Constant;
 }
 
-bool isProduct(const Node& node) {
-  return node.kind() == aten::matmul || node.kind() == aten::bmm;
+// W when `product` is `x @ W.T` with W a weight (Falcon's FalconLinear, and any model that
+// writes a linear layer as a matmul with the transposed weight); null otherwise.
+Value* transposedWeightOf(const Node& product) {
+  if (product.kind() != aten::matmul) return nullptr;
+  const Node* transpose = product.input(1)->node();
+  static const c10::Symbol numpy_t = c10::Symbol::fromQualString("aten::numpy_T");
+  bool transposed = transpose->kind() == numpy_t || transpose->kind() == aten::t;
+  if (transpose->kind() == aten::transpose && transpose->inputs().size() == 3) {
+    const auto first = torch::jit::toIValue(transpose->input(1));
+    const auto second = torch::jit::toIValue(transpose->input(2));
+    // A 2-D weight has two dimensions to swap, whichever way they are counted.
+    transposed = first && second && first->isInt() && second->isInt() &&
+                 (first->toInt() + 2) % 2 != (second->toInt() + 2) % 2;
+  }
+  if (!transposed || !isWeightRead(transpose->input(0))) return nullptr;
+  return transpose->input(0);
+}
+
+bool isProjection(const Node& node) {
+  return node.kind() == aten::linear || node.kind() == aten::addmm ||
+         transposedWeightOf(node) != nullptr;
+}
+
+// The `+ bias` after `x @ W.T`: the product's only reader, adding a weight to it.
+Node* biasAddOf(const Node& projection) {
+  if (transposedWeightOf(projection) == nullptr || projection.output()->uses().size() != 1) {
+    return nullptr;
+  }
+  Node* add = projection.output()->uses().front().user;
+  if (add->kind() != aten::add || add->inputs().size() != 3 ||
+      add->input(0) != projection.output() || !isWeightRead(add->input(1))) {
+    return nullptr;
+  }
+  const auto alpha = torch::jit::toIValue(add->input(2));
+  return alpha && alpha->isInt() && alpha->toInt() == 1 ? add : nullptr;
 }
 
 bool isTensorType(const c10::TypePtr& type) {
@@ -201,13 +234,28 @@ std::string commonModule(const std::vector<const Node*>& nodes) {
 
 }  // namespace
 
+bool isProduct(const Node& node) {
+  return (node.kind() == aten::matmul || node.kind() == aten::bmm) && !isProjection(node);
+}
+
 torch::jit::Value* projectionWeight(const Node& projection) {
+  if (Value* weight = transposedWeightOf(projection)) return weight;
   return projection.input(projection.kind() == aten::addmm ? 2 : 1);
 }
 
 torch::jit::Value* projectionBias(const Node& projection) {
+  if (transposedWeightOf(projection) != nullptr) {
+    const Node* add = biasAddOf(projection);
+    return add == nullptr ? nullptr : add->input(1);
+  }
   Value* bias = projection.input(projection.kind() == aten::addmm ? 0 : 2);
   return bias->type()->kind() == c10::TypeKind::NoneType ? nullptr : bias;
+}
+
+torch::jit::Value* projectionResult(const Node& projection) {
+  Node* add = biasAddOf(projection);
+  if (add != nullptr) return add->output();
+  return const_cast<Value*>(projection.output());  // the edit owns the graph
 }
 
 int64_t projectionOutputDim(const Node& projection) {

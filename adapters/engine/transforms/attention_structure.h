@@ -20,7 +20,8 @@ struct FoundAttention {
   // The innermost module holding its projections ("model.layers.0.self_attn",
   // "encoder.layer.0.attention").
   std::string module;
-  // aten::linear, or the aten::addmm of GPT-2's Conv1D; the same node three times when fused.
+  // aten::linear, the aten::addmm of GPT-2's Conv1D, or the aten::matmul of `x @ W.T`
+  // (Falcon's FalconLinear); the same node three times when fused.
   torch::jit::Node* q = nullptr;
   torch::jit::Node* k = nullptr;
   torch::jit::Node* v = nullptr;
@@ -40,11 +41,16 @@ struct FoundAttention {
 // projection is left out, with why in `left_out` (one line each).
 std::vector<FoundAttention> findAttention(GraphEdit& edit, std::vector<std::string>* left_out);
 
-// What a projection node reads: the weight (aten::linear's input 1, addmm's input 2) and the
-// bias (null when there is none), and the dimension of the weight that holds the outputs (0
-// for linear's [out, in], 1 for Conv1D's [in, out]).
+// What a projection node reads: the weight (aten::linear's input 1, addmm's input 2, W of a
+// matmul `x @ W.T`) and the bias (null when there is none; for `x @ W.T`, the weight its only
+// reader adds), and the dimension of the weight that holds the outputs (0 for linear's
+// [out, in], 1 for Conv1D's [in, out]).
 torch::jit::Value* projectionWeight(const torch::jit::Node& projection);
 torch::jit::Value* projectionBias(const torch::jit::Node& projection);
 int64_t projectionOutputDim(const torch::jit::Node& projection);
+// The projection's result, its bias included: the output, or that of `x @ W.T`'s bias add.
+torch::jit::Value* projectionResult(const torch::jit::Node& projection);
+// A product of two computed values (aten::matmul, aten::bmm), not a projection written as one.
+bool isProduct(const torch::jit::Node& node);
 
 }  // namespace stickler

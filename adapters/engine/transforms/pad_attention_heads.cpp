@@ -176,8 +176,19 @@ class HeadPadder {
     for (auto& [read, tensor] : replacements) replaceWeightRead(edit_, read, tensor);
     // The merge first: once split, a padded head can have the merged width (2 x 32 -> 64).
     if (!rope) widenHeadMerge(module, role_of, head_dim, heads * head_dim, heads * padded);
+    // Read before the splits change: the views that follow them.
+    const std::vector<Node*> later_views =
+        rope ? viewsOfHeads(module, *attention.o, role_of, head_dim) : std::vector<Node*>{};
     for (const auto& [projection, role] : role_of) {
       widenHeadSplit(module, *projection, head_dim, padded, fused);
+    }
+    for (Node* shape : later_views) {
+      const size_t last = shape->inputs().size() - 1;
+      if (lastInt(edit_, *shape) == head_dim) {
+        setIntInput(edit_, *shape, last, padded);
+      } else if (lastInt(edit_, *shape) == heads * head_dim) {
+        setIntInput(edit_, *shape, last, heads * padded);
+      }
     }
     if (partial) moveRotaryCuts(module, role_of, rotated, 2 * segments[0].padded);
     keepCachesUnpadded(edit_, module, options, head_dim, padded, [&](const Node& write) {
@@ -315,11 +326,54 @@ class HeadPadder {
     }
   }
 
+  // The shape lists of the views after the head splits that name a head's size, or the merged
+  // width, as constants: Falcon's `reshape(batch, heads, length, self.head_dim)` of each split
+  // part and `reshape(batch, length, heads * head_dim)` of the context (Llama's take theirs from
+  // sizes, which follow the padding by themselves). They are found by following the heads from
+  // the splits through every value whose last dimension is a head's, within the module; a
+  // product whose first operand is a head computes scores, not heads, and ends the walk.
+  std::vector<Node*> viewsOfHeads(const std::string& module, const Node& o_projection,
+                                  const std::map<const Node*, char>& role_of,
+                                  int64_t head_dim) const {
+    std::set<const Node*> splits;
+    std::vector<const Value*> pending;
+    for (const auto& [projection, role] : role_of) {
+      const Node* split = headSplitShape(*projection, head_dim);
+      if (split == nullptr || !splits.insert(split).second) continue;
+      for (const auto& use : split->output()->uses()) pending.push_back(use.user->output(0));
+    }
+    const std::string o_module = modulePathOf(o_projection);
+    std::vector<Node*> views;
+    std::set<const Value*> seen;
+    while (!pending.empty()) {
+      const Value* value = pending.back();
+      pending.pop_back();
+      if (!seen.insert(value).second) continue;
+      for (const auto& use : value->uses()) {
+        Node* user = use.user;
+        const std::string path = modulePathOf(*user);
+        if (!isWithin(path, module) || isWithin(path, o_module)) continue;
+        if (isProduct(*user) && use.offset == 0) continue;
+        Node* shape = viewShapeList(*user);
+        const bool new_view = shape != nullptr && !splits.count(shape) &&
+                              std::find(views.begin(), views.end(), shape) == views.end();
+        if (new_view) views.push_back(shape);
+        for (const Value* output : user->outputs()) {
+          const auto recorded = edit_.describe(output);
+          if (recorded && recorded->shape.size() >= 3 && recorded->shape.back() == head_dim) {
+            pending.push_back(output);
+          }
+        }
+      }
+    }
+    return views;
+  }
+
   // The shape list of the view splitting the projection's output into heads; null when none.
   // The view may come after what acts on each value alone: OPT scales its queries first
   // (`q_proj(x) * scaling`), and a cast or a contiguous copy changes no position either.
   Node* headSplitShape(const Node& projection, int64_t head_dim) const {
-    std::vector<const Value*> pending = {projection.output()};
+    std::vector<const Value*> pending = {projectionResult(projection)};
     while (!pending.empty()) {
       const Value* value = pending.back();
       pending.pop_back();
