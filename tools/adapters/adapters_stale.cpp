@@ -2,13 +2,12 @@
 // with the proof: each model the adapter changes still passes end to end without it.
 #include <set>
 
-#include "adapters/engine/decode_adaptation.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/graph/model_facts.h"
-#include "simulator/run/run_decode.h"
 #include "simulator/run/run_model.h"
 #include "simulator/support/errors.h"
 #include "tools/adapters/adapter_support.h"
+#include "tools/adapters/bring_up.h"
 #include "tools/framework/operation_table.h"
 #include "tools/framework/schema_fields.h"
 
@@ -54,17 +53,11 @@ Outcome outcomeWith(ModelCache& cache, const std::string& path,
       !cardOf(*original).decode) {
     return outcome;
   }
-  std::vector<const CatalogEntry*> taken;
-  for (const std::string& name : stack.names()) {
-    for (const CatalogEntry* entry : entries) {
-      if (entry->name == name) taken.push_back(entry);
-    }
-  }
-  const DecodeAdaptation adaptation = adaptDecodeGraphs(path, 0, taken, judging.profile, true);
-  request.decode_steps = judging.decode_steps;
-  request.decode_prefill = adaptation.prefill;
-  request.decode_step = adaptation.step;
-  outcome.verdict = runDecode(request, context.task()).verdict;
+  outcome.verdict =
+      decodeWithAdapters({path, 0, stack, entries, judging.profile, judging.profile_name, true,
+                          judging.decode_steps, judging.timeout_seconds},
+                         context.task())
+          .run.verdict;
   outcome.decoded = true;
   return outcome;
 }

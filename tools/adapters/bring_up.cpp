@@ -16,31 +16,29 @@ bool isWeightless(const LoadedModel& model) {
   return config.is_object() && config.contains("weightless") && config["weightless"] == true;
 }
 
-// The adapters the forward took, applied to the decode graphs in the same order, then the
-// decode run on them.
-void decodeAfterAdapting(const BringUpRequest& request, const TaskControl& control,
-                         BringUpResult& result) {
+}  // namespace
+
+AdaptedDecode decodeWithAdapters(const DecodeWithAdapters& request, const TaskControl& control) {
   std::vector<const CatalogEntry*> entries;
-  for (const std::string& name : result.stack->names()) {
-    if (request.catalog == nullptr) break;
-    for (const CatalogEntry& entry : *request.catalog) {
-      if (entry.name == name) entries.push_back(&entry);
+  for (const std::string& name : request.forward.names()) {
+    for (const CatalogEntry* entry : request.catalog) {
+      if (entry->name == name) entries.push_back(entry);
     }
   }
   control.checkCancelled();
-  result.decode_adaptation =
-      adaptDecodeGraphs(request.model, request.seed, entries, result.profile, !result.weightless);
+  AdaptedDecode decoded{
+      adaptDecodeGraphs(request.model, request.seed, entries, request.profile, request.checked),
+      {}};
   RunRequest run_request;
   run_request.model = request.model;
-  run_request.backend = spyreSimBackend(request.profile);
+  run_request.backend = spyreSimBackend(request.profile_name);
   run_request.timeout_seconds = request.run_seconds;
-  run_request.decode_steps = request.decode_steps;
-  run_request.decode_prefill = result.decode_adaptation->prefill;
-  run_request.decode_step = result.decode_adaptation->step;
-  result.decode = runDecode(run_request, control);
+  run_request.decode_steps = request.steps;
+  run_request.decode_prefill = decoded.adaptation.prefill;
+  run_request.decode_step = decoded.adaptation.step;
+  decoded.run = runDecode(run_request, control);
+  return decoded;
 }
-
-}  // namespace
 
 bool forwardPassed(const BringUpResult& so_far) {
   return so_far.run && so_far.run->verdict == RunVerdict::kPass;
@@ -94,7 +92,16 @@ BringUpResult bringUp(const BringUpRequest& request, const TaskControl& control)
     run();
   }
   if (request.decode_steps > 0 && (!request.decode_if || request.decode_if(result))) {
-    decodeAfterAdapting(request, control, result);
+    std::vector<const CatalogEntry*> catalog;
+    if (request.catalog != nullptr) {
+      for (const CatalogEntry& entry : *request.catalog) catalog.push_back(&entry);
+    }
+    AdaptedDecode decoded = decodeWithAdapters(
+        {request.model, request.seed, *result.stack, catalog, result.profile, request.profile,
+         !result.weightless, request.decode_steps, request.run_seconds},
+        control);
+    result.decode_adaptation = std::move(decoded.adaptation);
+    result.decode = std::move(decoded.run);
   }
   if (request.localize && result.run && result.run->verdict == RunVerdict::kFail) {
     LocalizeOptions localize;

@@ -71,6 +71,27 @@ struct BringUpResult {
   std::optional<RunResult> decode;
 };
 
+// A decoder decoded with the adapters its forward took (`forward`'s, found in `catalog`), applied
+// to its prefill and step graphs in the same order: how bringUp and `adapters stale` judge a
+// decoder whose forward passed.
+struct DecodeWithAdapters {
+  std::string model;  // the archive's path
+  uint64_t seed = 0;
+  const AdapterStack& forward;
+  const std::vector<const CatalogEntry*>& catalog;
+  const DeviceProfile& profile;
+  std::string profile_name;  // as the backend names it: a shipped name or a path
+  bool checked = true;       // false for a weightless archive, as for its forward
+  int64_t steps = 0;
+  double run_seconds = 300;
+};
+struct AdaptedDecode {
+  DecodeAdaptation adaptation;
+  RunResult run;
+};
+AdaptedDecode decodeWithAdapters(const DecodeWithAdapters& request,
+                                 const TaskControl& control = {});
+
 // A decode_if for judging a decoder as the gate and a sweep do: decode once its forward passed.
 bool forwardPassed(const BringUpResult& so_far);
 
