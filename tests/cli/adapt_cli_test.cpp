@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <filesystem>
@@ -188,6 +189,7 @@ const FamilyCase kEveryZooModel[] = {{"bamba-3layer", true},
                                      {"bert-h96", true},
                                      {"bert-hd64-outliers", true},
                                      {"bert-tiny", true},
+                                     {"cohere-tiny", true},
                                      {"convnext-h96", true},
                                      {"convnext-permuted-norm", false},
                                      {"convnext-tiny", true},
@@ -197,6 +199,8 @@ const FamilyCase kEveryZooModel[] = {{"bamba-3layer", true},
                                      {"gpt2-h80", true},
                                      {"gpt2-odd-vocab", true},
                                      {"gpt2-tiny", true},
+                                     {"gptj-rd128", true},
+                                     {"gptj-tiny", true},
                                      {"granite-hd80", true},
                                      {"llama-4layer-outliers", true},
                                      {"llama-ffn352", true},
@@ -236,6 +240,30 @@ TEST(AdaptCli, TheFamilyTestCoversTheWholeZoo) {
     bool listed = false;
     for (const FamilyCase& family : kEveryZooModel) listed = listed || name == family.model;
     EXPECT_TRUE(listed) << name << " is in the zoo but not in kEveryZooModel";
+  }
+}
+
+// Interleaved rotary's pairs move apart inside the adapted graphs, not in the caches they
+// return: each such decoder decodes on spyre-2026 with the head padding in its prefill and step
+// graphs, and its keys agree with the reference's cache slot by slot (a cache returned with its
+// pairs apart would not).
+TEST(AdaptCli, InterleavedRotaryDecodersKeepTheirCachesInTheModelsLayout) {
+  for (const char* name : {"gptj-tiny", "gptj-rd128", "cohere-tiny"}) {
+    SCOPED_TRACE(name);
+    const Result result = stickler({"adapt", zooPath(std::string(name) + ".pt"), "--profile",
+                                    "spyre-2026", "--decode", "4", "--json"});
+    ASSERT_EQ(result.status, 0) << result.out << result.err;
+    const auto report = nlohmann::json::parse(result.out);
+    EXPECT_EQ(report["verdict"], "pass");
+    const auto& decode = report["decode"];
+    for (const char* graph : {"prefill", "decode_step"}) {
+      const auto& took = decode["adapters"][graph];
+      EXPECT_NE(std::find(took.begin(), took.end(), "pad-attention-heads"), took.end()) << graph;
+    }
+    ASSERT_EQ(decode["per_step"].size(), 5u);
+    for (const auto& step : decode["per_step"]) {
+      for (const auto& cosine : step["key_cosine"]) EXPECT_GT(cosine.get<double>(), 0.999);
+    }
   }
 }
 

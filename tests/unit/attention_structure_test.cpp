@@ -4,10 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+#include <utility>
+
 #include "adapters/engine/adapter_application.h"
 #include "adapters/engine/adapter_catalog.h"
 #include "adapters/engine/graph_edit.h"
+#include "adapters/engine/transforms/interleaved_rotary.h"
 #include "simulator/device/device_profile.h"
+#include "simulator/graph/graph_nodes.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
 #include "tests/unit/zoo.h"
@@ -135,6 +140,89 @@ TEST(AttentionStructure, FindsMultiQueryAttentionWrittenAsMatmuls) {
     const bool biased = std::string(name) == "falcon-h192";
     EXPECT_EQ(projectionBias(*first.q) != nullptr, biased);
     EXPECT_EQ(projectionResult(*first.q) != first.q->output(), biased);
+  }
+}
+// Interleaved rotary (pairs of values turning together) under two spellings: GPT-J's q_proj ...
+// out_proj whose sines and cosines are one precomputed table gathered at the positions, split in
+// two and each half repeat_interleave'd, and Cohere's q_proj ... o_proj whose 1-D frequencies are
+// repeat_interleave'd before cos and sin. Both rotate_every_two's are found, and no strided slice
+// is left unrecognised.
+TEST(AttentionStructure, FindsInterleavedRotaryUnderTwoSpellings) {
+  const std::string gptj = "transformer.h.1.attn";
+  EXPECT_EQ(foundIn("gptj-tiny").at(1), gptj + " | " + gptj + ".q_proj " + gptj + ".k_proj " +
+                                            gptj + ".v_proj -> " + gptj +
+                                            ".out_proj | 2 x 64 | rope");
+  const std::string cohere = "model.layers.1.self_attn";
+  EXPECT_EQ(foundIn("cohere-tiny").at(1), cohere + " | " + cohere + ".q_proj " + cohere +
+                                              ".k_proj " + cohere + ".v_proj -> " + cohere +
+                                              ".o_proj | 2 x 64 | rope");
+  // GPT-J: a [positions, 16] table; sin and cos each repeated, for the queries and the keys.
+  // Cohere: inv_freq (16 frequencies for heads of 64), its angles repeated once.
+  for (const auto& [name, table_dim, repeats] :
+       {std::tuple{"gptj-tiny", 2, 4}, std::tuple{"cohere-tiny", 1, 1}}) {
+    SCOPED_TRACE(name);
+    const auto model = loadModel(testing::zooPath(std::string(name) + ".pt"));
+    GraphEdit edit(*model);
+    const auto activations = computedFromProjections(edit.graph());
+    for (const FoundAttention& attention : findAttention(edit, nullptr)) {
+      ASSERT_EQ(attention.rotary.size(), 1u);
+      const auto table = edit.constantOrWeight(attention.rotary[0]);
+      ASSERT_TRUE(table && table->isTensor());
+      EXPECT_EQ(table->toTensor().dim(), table_dim);
+      const InterleavedRotations found =
+          findInterleavedRotations(edit, attention.module, attention.rotary, activations);
+      EXPECT_EQ(found.rotations.size(), 2u);  // the queries' and the keys'
+      EXPECT_TRUE(found.unrecognised.empty());
+      EXPECT_EQ(found.repeats.size(), static_cast<size_t>(repeats));
+    }
+  }
+  // Rotate_half's halves are not pairs (Llama).
+  const auto llama = loadModel(testing::zooPath("llama-tiny.pt"));
+  GraphEdit edit(*llama);
+  const FoundAttention attention = findAttention(edit, nullptr).at(0);
+  EXPECT_TRUE(findInterleavedRotations(edit, attention.module, attention.rotary,
+                                       computedFromProjections(edit.graph()))
+                  .rotations.empty());
+}
+
+// Moving the pairs apart is a permutation of each head's rotated values: the pairs' first values,
+// then their second ones, the values after the rotated part where they were.
+TEST(AttentionStructure, DeinterleavingPermutesTheRotatedRowsOfEachHead) {
+  EXPECT_EQ(deinterleavedPositions(8, 6), (std::vector<int64_t>{0, 3, 1, 4, 2, 5, 6, 7}));
+  // Two heads of 8 rows, one column: row r holds r.
+  const at::Tensor rows = at::arange(16, at::kFloat).reshape({16, 1});
+  const at::Tensor moved = deinterleaveHeads(rows, 0, 8, 6).flatten();
+  EXPECT_TRUE(at::equal(
+      moved, at::tensor({0, 2, 4, 1, 3, 5, 6, 7, 8, 10, 12, 9, 11, 13, 14, 15}, at::kFloat)));
+  // Along the columns alike.
+  EXPECT_TRUE(at::equal(deinterleaveHeads(rows.t(), 1, 8, 6).flatten(), moved));
+}
+
+// The shipped adapter rewrites each spelling into rotate_half's halves: no stack, no
+// repeat_interleave and no strided slice is left, and the heads are padded as rotate_half's
+// are (GPT-J's 16 rotated values of 64: halves of 8 and the 48 passed through each in a stick;
+// Cohere's halves of 32: each in a stick), or not at all (halves of 64 fill one).
+TEST(AttentionStructure, TheShippedAdapterRewritesInterleavedRotaryAsHalves) {
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  for (const auto& [name, padded] :
+       {std::pair{"gptj-tiny", 192}, std::pair{"cohere-tiny", 128}, std::pair{"gptj-rd128", 256}}) {
+    SCOPED_TRACE(name);
+    const std::shared_ptr<const LoadedModel> model =
+        loadModel(testing::zooPath(std::string(name) + ".pt"));
+    const auto application = applyAdapter(
+        readAdapterFile(shippedCatalogDir() + "/pad-attention-heads.py"), model, profile);
+    ASSERT_TRUE(application.accepted()) << application.equivalence.problem();
+    GraphEdit edit(*application.after);
+    for (const torch::jit::Node* node : allNodes(edit.graph())) {
+      EXPECT_NE(node->kind(), torch::jit::aten::stack) << modulePathOf(*node);
+      EXPECT_NE(node->kind(), torch::jit::aten::repeat_interleave) << modulePathOf(*node);
+      if (node->kind() == torch::jit::aten::slice) {
+        EXPECT_EQ(edit.constantOrWeight(node->input(4))->toInt(), 1) << modulePathOf(*node);
+      }
+    }
+    const auto found = findAttention(edit, nullptr);
+    ASSERT_EQ(found.size(), 2u);
+    for (const FoundAttention& attention : found) EXPECT_EQ(attention.head_dim, padded);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "adapters/engine/graph_edit.h"
@@ -36,11 +37,6 @@ Value* transposedWeightOf(const Node& product) {
   }
   if (!transposed || !isWeightRead(transpose->input(0))) return nullptr;
   return transpose->input(0);
-}
-
-bool isProjection(const Node& node) {
-  return node.kind() == aten::linear || node.kind() == aten::addmm ||
-         transposedWeightOf(node) != nullptr;
 }
 
 // The `+ bias` after `x @ W.T`: the product's only reader, adding a weight to it.
@@ -98,30 +94,52 @@ std::vector<const Value*> branchResults(const Value* value) {
   return results;
 }
 
-// What feeds `start`: the projections it is computed from (the walk stops at them), the 1-D
-// tables that reach it through cos or sin (rotary frequencies), and whether a negation lies on
-// the way (rotate_half's -x2).
+// What feeds `start`: the projections it is computed from (the walk stops at them), the rotary
+// tables (1-D frequencies that reach it through cos or sin, or 2-D tables of sines and cosines
+// gathered at the positions), and whether a negation lies on the way (rotate_half's -x2).
 struct Upstream {
   std::vector<Node*> projections;
   std::vector<Value*> rotary;
   bool negated = false;
 };
 
+// How the walk back from the queries reached a value: through cos or sin (the angles), or
+// through a gather at the positions (the table it reads is precomputed).
+struct Reached {
+  bool trigonometric = false;
+  bool gathered = false;
+  bool operator<(const Reached& other) const {
+    return std::tie(trigonometric, gathered) < std::tie(other.trigonometric, other.gathered);
+  }
+};
+
+// A lookup of rows by index (GPT-J's `torch.gather(embed_positions, 1, positions)`), whose
+// first input is the table read.
+bool isGather(const Node& node) {
+  return node.kind() == aten::gather || node.kind() == aten::index ||
+         node.kind() == aten::index_select || node.kind() == aten::embedding;
+}
+
+bool isRotaryTable(const at::Tensor& table, Reached reached) {
+  if (!table.is_floating_point()) return false;
+  return reached.trigonometric ? table.dim() == 1 : reached.gathered && table.dim() == 2;
+}
+
 Upstream upstreamOf(GraphEdit& edit, const Value* start) {
   Upstream found;
-  std::set<std::pair<const Node*, bool>> seen;
-  std::vector<std::pair<const Value*, bool>> pending = {{start, false}};  // value, through cos/sin
+  std::set<std::pair<const Node*, Reached>> seen;
+  std::vector<std::pair<const Value*, Reached>> pending = {{start, {}}};
   while (!pending.empty()) {
-    auto [value, trigonometric] = pending.back();
+    auto [value, reached] = pending.back();
     pending.pop_back();
     value = throughTuple(value);
     Node* node = const_cast<Node*>(value->node());  // this edit owns the graph
     // Each output of a branch node is followed on its own (before `seen`, which is per node).
     if (node->kind() == prim::If) {
-      for (const Value* result : branchResults(value)) pending.emplace_back(result, trigonometric);
+      for (const Value* result : branchResults(value)) pending.emplace_back(result, reached);
       continue;
     }
-    if (!seen.insert({node, trigonometric}).second) continue;
+    if (!seen.insert({node, reached}).second) continue;
     if (isProjection(*node)) {
       if (std::find(found.projections.begin(), found.projections.end(), node) ==
           found.projections.end()) {
@@ -130,9 +148,10 @@ Upstream upstreamOf(GraphEdit& edit, const Value* start) {
       continue;
     }
     if (node->kind() == prim::GetAttr || node->kind() == prim::Constant) {
-      const auto table = trigonometric ? edit.constantOrWeight(value) : std::nullopt;
-      if (table && table->isTensor() && table->toTensor().dim() == 1 &&
-          table->toTensor().is_floating_point()) {
+      const auto table =
+          reached.trigonometric || reached.gathered ? edit.constantOrWeight(value) : std::nullopt;
+      if (table && table->isTensor() && isRotaryTable(table->toTensor(), reached) &&
+          std::find(found.rotary.begin(), found.rotary.end(), value) == found.rotary.end()) {
         found.rotary.push_back(const_cast<Value*>(value));  // this edit owns the graph
       }
       continue;
@@ -140,11 +159,17 @@ Upstream upstreamOf(GraphEdit& edit, const Value* start) {
     if (node->kind() == prim::Param) continue;
     // A product met before cos or sin is another computation; after them it is the rotary
     // angles (frequencies times positions).
-    if (isProduct(*node) && !trigonometric) continue;
+    if (isProduct(*node) && !reached.trigonometric) continue;
     found.negated = found.negated || node->kind() == aten::neg;
-    const bool through = trigonometric || node->kind() == aten::cos || node->kind() == aten::sin;
-    for (const Value* input : node->inputs()) {
-      if (carriesTensors(input)) pending.emplace_back(input, through);
+    Reached next = reached;
+    next.trigonometric =
+        reached.trigonometric || node->kind() == aten::cos || node->kind() == aten::sin;
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      const Value* input = node->input(i);
+      if (!carriesTensors(input)) continue;
+      Reached through = next;
+      through.gathered = next.gathered || (isGather(*node) && i == 0);
+      pending.emplace_back(input, through);
     }
   }
   return found;
@@ -233,6 +258,11 @@ std::string commonModule(const std::vector<const Node*>& nodes) {
 }
 
 }  // namespace
+
+bool isProjection(const Node& node) {
+  return node.kind() == aten::linear || node.kind() == aten::addmm ||
+         transposedWeightOf(node) != nullptr;
+}
 
 bool isProduct(const Node& node) {
   return (node.kind() == aten::matmul || node.kind() == aten::bmm) && !isProjection(node);

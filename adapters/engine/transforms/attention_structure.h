@@ -2,8 +2,9 @@
 // product of queries and keys, whose probabilities multiply the values. Following the data back
 // from those products gives the query, key and value projections (three, or one fused), forward
 // from the context gives the projection that reads the merged heads, and frequencies that reach
-// the queries through cos or sin are the rotary table. BERT's self.query ... output.dense,
-// Llama's q_proj ... o_proj, MPNet's q ... o and GPT-2's c_attn ... c_proj are found alike.
+// the queries through cos or sin (or a table gathered at the positions) are the rotary table.
+// BERT's self.query ... output.dense, Llama's q_proj ... o_proj, MPNet's q ... o and GPT-2's c_attn
+// ... c_proj are found alike.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +30,9 @@ struct FoundAttention {
   // The queries as the scores read them, [..., heads, length, head_dim] when recorded so.
   int64_t heads = 0;
   int64_t head_dim = 0;
-  // The rotary frequencies (1-D weights or buffers reaching the queries through cos or sin);
-  // empty without RoPE.
+  // The rotary tables: 1-D frequencies (weights or buffers reaching the queries through cos or
+  // sin), or 2-D [positions, rotated] tables of sines and cosines gathered at the positions
+  // (GPT-J's embed_positions, sin then cos); empty without RoPE.
   std::vector<torch::jit::Value*> rotary;
 
   bool fused() const { return q == k && k == v; }
@@ -50,6 +52,8 @@ torch::jit::Value* projectionBias(const torch::jit::Node& projection);
 int64_t projectionOutputDim(const torch::jit::Node& projection);
 // The projection's result, its bias included: the output, or that of `x @ W.T`'s bias add.
 torch::jit::Value* projectionResult(const torch::jit::Node& projection);
+// A linear layer: aten::linear, GPT-2's Conv1D addmm, or a matmul with a transposed weight.
+bool isProjection(const torch::jit::Node& node);
 // A product of two computed values (aten::matmul, aten::bmm), not a projection written as one.
 bool isProduct(const torch::jit::Node& node);
 

@@ -1,5 +1,7 @@
 #include "adapters/engine/transforms/head_padding.h"
 
+#include <algorithm>
+
 #include "adapters/engine/graph_edit.h"
 #include "adapters/engine/shared_constants.h"
 #include "simulator/graph/graph_nodes.h"
@@ -9,6 +11,51 @@
 namespace stickler {
 
 namespace {
+
+// What returns a cache (the module's outputs, the stack of every layer's) rather than reads it.
+bool returns(const torch::jit::Node& user, const std::string& module) {
+  const torch::jit::Node* branch =
+      user.kind() == torch::jit::prim::Return
+          ? user.owningBlock()->owningNode()
+          : nullptr;  // a Return has no scope of its own: its branch has
+  if (!isWithin(modulePathOf(branch ? *branch : user), module)) return true;
+  return user.kind() == torch::jit::prim::TupleConstruct ||
+         user.kind() == torch::jit::prim::ListConstruct ||
+         (user.kind() == torch::jit::prim::Return && branch == nullptr);
+}
+
+// Attention reads the padded cache, `put_back` times what the cache holds; what returns the
+// cache keeps it as it is. A branch's result is a read: repeat_kv with one query head per key
+// head returns the cache it was given from its `n_rep == 1` branch. A cast of the cache that is
+// returned is the cache too: a traced `key.to(torch.float32)` of a float32 cache returns the
+// cache itself, which the trace then records as the cast's result (GPT-J's _attn).
+void readCachePadded(GraphEdit& edit, const std::string& module, torch::jit::Value* cache,
+                     const at::Tensor& put_back, torch::jit::Node& write) {
+  torch::jit::Graph& graph = edit.graph();
+  torch::jit::Value* read = nullptr;
+  const std::vector<torch::jit::Use> uses = cache->uses();  // replaceInput edits the list
+  for (const auto& use : uses) {
+    torch::jit::Node* user = use.user;
+    if (returns(*user, module)) continue;
+    const bool cast =
+        user->kind() == torch::jit::aten::to || user->kind() == torch::jit::aten::contiguous;
+    const auto cast_uses =
+        user->outputs().size() == 1 ? user->output()->uses() : std::vector<torch::jit::Use>{};
+    if (cast && std::any_of(cast_uses.begin(), cast_uses.end(),
+                            [&](const torch::jit::Use& u) { return returns(*u.user, module); })) {
+      readCachePadded(edit, module, user->output(), put_back, write);
+      continue;
+    }
+    if (read == nullptr) {
+      torch::jit::WithInsertPoint insert_point(cache->node()->next());
+      torch::jit::WithCurrentScope scope(graph, write.scope());
+      read = graph.insert(torch::jit::aten::matmul, {cache, graph.insertConstant(put_back)});
+      read->node()->setSourceRange(write.sourceRange());
+      edit.noteAdded(read->node());
+    }
+    user->replaceInput(use.offset, read);
+  }
+}
 
 // Dimension `dim` seen as blocks of `block` values, each zero-padded to `padded_block`.
 at::Tensor padBlocks(const at::Tensor& tensor, int64_t dim, int64_t block, int64_t padded_block) {
@@ -105,7 +152,7 @@ void replaceWeightRead(GraphEdit& edit, torch::jit::Value* read, const at::Tenso
 
 void keepCachesUnpadded(
     GraphEdit& edit, const std::string& module, const at::TensorOptions& options, int64_t head_dim,
-    int64_t padded,
+    int64_t padded, int64_t stick,
     const std::function<std::vector<int64_t>(const torch::jit::Node& write)>& positions) {
   using torch::jit::Node;
   using torch::jit::Value;
@@ -120,29 +167,46 @@ void keepCachesUnpadded(
     // [padded, head_dim]: row p has a one where padded position p holds a model value.
     at::Tensor take_out = at::zeros({padded, head_dim}, options);
     const std::vector<int64_t> at = positions(*write);
-    for (int64_t i = 0; i < head_dim; ++i) take_out[at[i]][i] = 1;
+    bool in_place = padded == head_dim;
+    for (int64_t i = 0; i < head_dim; ++i) {
+      take_out[at[i]][i] = 1;
+      in_place = in_place && at[i] == i;
+    }
+    if (in_place) continue;  // this write's values are where the model has them
     // What is written takes the model's values out of the padded head by slicing: each run of
     // them (a head, a RoPE half, partial rotary's parts) starts on a stick, where a selection
-    // matmul would have outputs (head_dim: 32, 80) that do not fill sticks.
+    // matmul would have outputs (head_dim: 32, 80) that do not fill sticks. Values permuted
+    // one by one (interleaved rotary's pairs) are put back by that matmul instead.
+    std::vector<std::pair<int64_t, int64_t>> runs;  // where each run starts, and its length
+    bool on_sticks = true;
+    for (int64_t i = 0; i < head_dim;) {
+      int64_t length = 1;
+      while (i + length < head_dim && at[i + length] == at[i] + length) ++length;
+      runs.emplace_back(at[i], length);
+      on_sticks = on_sticks && at[i] % stick == 0;
+      i += length;
+    }
     Value* written = nullptr;
     {
       torch::jit::WithInsertPoint insert_point(write);
       torch::jit::WithCurrentScope scope(graph, write->scope());
-      std::vector<Value*> runs;
-      for (int64_t i = 0; i < head_dim;) {
-        int64_t length = 1;
-        while (i + length < head_dim && at[i + length] == at[i] + length) ++length;
-        runs.push_back(
-            graph.insert(torch::jit::aten::slice, {write->input(3), -1, at[i], at[i] + length, 1}));
-        i += length;
+      std::vector<Value*> pieces;
+      if (on_sticks) {
+        for (const auto& [from, length] : runs) {
+          pieces.push_back(
+              graph.insert(torch::jit::aten::slice, {write->input(3), -1, from, from + length, 1}));
+        }
+      } else {
+        pieces.push_back(graph.insert(torch::jit::aten::matmul,
+                                      {write->input(3), graph.insertConstant(take_out)}));
       }
-      for (Value* run : runs) {
-        run->node()->setSourceRange(write->sourceRange());
-        edit.noteAdded(run->node());
+      for (Value* piece : pieces) {
+        piece->node()->setSourceRange(write->sourceRange());
+        edit.noteAdded(piece->node());
       }
-      written = runs.front();
-      if (runs.size() > 1) {
-        Value* list = graph.insertNode(graph.createList(c10::TensorType::get(), runs))->output();
+      written = pieces.front();
+      if (pieces.size() > 1) {
+        Value* list = graph.insertNode(graph.createList(c10::TensorType::get(), pieces))->output();
         list->node()->setSourceRange(write->sourceRange());
         written = graph.insert(torch::jit::aten::cat, {list, -1});
         written->node()->setSourceRange(write->sourceRange());
@@ -150,35 +214,7 @@ void keepCachesUnpadded(
       }
     }
     write->replaceInput(3, written);
-    Value* cache = write->output();
-    Value* read = nullptr;
-    {
-      torch::jit::WithInsertPoint insert_point(write->next());
-      torch::jit::WithCurrentScope scope(graph, write->scope());
-      read = graph.insert(torch::jit::aten::matmul,
-                          {cache, graph.insertConstant(take_out.t().contiguous())});
-    }
-    read->node()->setSourceRange(write->sourceRange());
-    edit.noteAdded(read->node());
-    // Attention reads the padded cache; what returns the cache (the module's outputs, the
-    // stack of every layer's) keeps it as it is. A branch's result is a read: repeat_kv with
-    // one query head per key head returns the cache it was given from its `n_rep == 1` branch.
-    const std::vector<torch::jit::Use> uses = cache->uses();  // replaceInput edits the list
-    for (const auto& use : uses) {
-      Node* user = use.user;
-      const Node* branch = user->kind() == torch::jit::prim::Return
-                               ? user->owningBlock()->owningNode()
-                               : nullptr;  // a Return has no scope of its own: its branch has
-      if (user == read->node() || !isWithin(modulePathOf(branch ? *branch : *user), module)) {
-        continue;
-      }
-      if (user->kind() == torch::jit::prim::TupleConstruct ||
-          user->kind() == torch::jit::prim::ListConstruct ||
-          (user->kind() == torch::jit::prim::Return && branch == nullptr)) {
-        continue;
-      }
-      user->replaceInput(use.offset, read);
-    }
+    readCachePadded(edit, module, write->output(), take_out.t().contiguous(), *write);
   }
 }
 

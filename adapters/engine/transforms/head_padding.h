@@ -62,10 +62,13 @@ void replaceWeightRead(GraphEdit& edit, torch::jit::Value* read, const at::Tenso
 // each start on a stick (joined with cat when there are several); what attention reads is the
 // cache with the zeros put back, a matmul with a 0/1 matrix whose outputs fill sticks. Both are
 // exact since the padding is exactly zero. `positions(write)` gives, for a cache write, where
-// each of the model's head_dim values sits in the padded head (i, or past a RoPE half's padding).
+// each of the model's head_dim values sits in the padded head (i, or past a RoPE half's padding,
+// or anywhere in it when interleaved rotary's pairs are apart). Values whose runs do not start
+// on sticks (of `stick` values) are written by a selection matmul instead of slices; a write
+// whose values all stay where they are is left alone.
 void keepCachesUnpadded(
     GraphEdit& edit, const std::string& module, const at::TensorOptions& options, int64_t head_dim,
-    int64_t padded,
+    int64_t padded, int64_t stick,
     const std::function<std::vector<int64_t>(const torch::jit::Node& write)>& positions);
 
 struct FoundAttention;

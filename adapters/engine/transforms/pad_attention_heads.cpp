@@ -17,6 +17,7 @@
 #include "adapters/engine/transforms/attention_structure.h"
 #include "adapters/engine/transforms/builtin_transform.h"
 #include "adapters/engine/transforms/head_padding.h"
+#include "adapters/engine/transforms/interleaved_rotary.h"
 #include "simulator/faults/fault_rule.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/support/errors.h"
@@ -66,10 +67,16 @@ class HeadPadder {
     int64_t rotated = 0;
     for (const Value* table : attention.rotary) {
       // A table replaced with an earlier layer's padded one is gone from the graph: the same
-      // rotation, whose original width that layer recorded.
+      // rotation, whose original width that layer recorded. Frequencies turn two values each;
+      // a table of sines and cosines is as wide as what turns.
       const auto known = rotated_widths_.find(table);
-      const int64_t width =
-          known != rotated_widths_.end() ? known->second : tensorOf(table).numel() * 2;
+      int64_t width = 0;
+      if (known != rotated_widths_.end()) {
+        width = known->second;
+      } else {
+        const at::Tensor values = tensorOf(table);
+        width = values.dim() == 1 ? values.numel() * 2 : values.size(-1);
+      }
       if (rotated != 0 && width != rotated) {
         throw UserError("pad_attention_heads: the rotary frequencies of " + attention.module +
                         " turn " + std::to_string(rotated) + " and " + std::to_string(width) +
@@ -91,15 +98,44 @@ class HeadPadder {
             {head_dim - rotated, sticks(head_dim - rotated)}};
   }
 
+  // The interleaved rotations of the queries and keys (interleaved_rotary.h), checked: one for
+  // each, and no strided slice left that is not one of them.
+  InterleavedRotations interleavedRotations(const FoundAttention& attention,
+                                            const std::map<const Node*, char>& role_of) {
+    InterleavedRotations found =
+        findInterleavedRotations(edit_, attention.module, attention.rotary, activations_);
+    if (!found.unrecognised.empty()) {
+      throw UserError("pad_attention_heads: " + modulePathOf(*found.unrecognised.front()) +
+                      " takes every second value of a head in a way not recognised as "
+                      "rotate_every_two (stack((-x[..., 1::2], x[..., ::2]), -1).flatten(-2)): "
+                      "not padded");
+    }
+    if (found.rotations.empty()) return found;
+    std::set<char> roles;
+    for (const PairRotation& rotation : found.rotations) {
+      roles.insert(projectionFeeding(rotation.rotated, role_of, attention.module));
+    }
+    if (attention.fused() || roles != std::set<char>{'q', 'k'}) {
+      throw UserError("pad_attention_heads: " + attention.module +
+                      " rotates pairs of values (interleaved rotary) other than those of "
+                      "separate query and key projections: not rewritten");
+    }
+    return found;
+  }
+
   void pad(const FoundAttention& attention) {
+    activations_ = computedFromProjections(edit_.graph());
     const std::string& module = attention.module;
     const bool rope = !attention.rotary.empty();
     const int64_t heads = attention.heads;
     const int64_t head_dim = attention.head_dim;
     const int64_t rotated = rope ? rotatedValues(attention) : 0;
     const bool partial = rope && rotated != head_dim;
-    // Partial rotary whose halves and pass-through already start on sticks needs nothing.
-    if (partial && rotated % (2 * stick_) == 0 && head_dim % stick_ == 0) return;
+    const std::map<const Node*, char> role_of = {
+        {attention.q, 'q'}, {attention.k, 'k'}, {attention.v, 'v'}};
+    const InterleavedRotations interleaved =
+        rope ? interleavedRotations(attention, role_of) : InterleavedRotations{};
+    const bool pairs = !interleaved.rotations.empty();
     // RoPE as a matmul needs each half of a head in whole sticks; partial rotary its pass-through
     // part on a stick too; otherwise all heads together must fill whole sticks (3 heads of 32
     // become 3 of 64; 2 heads of 32 already do).
@@ -107,7 +143,9 @@ class HeadPadder {
       return rope ? size % (2 * stick_) == 0 : heads * size % stick_ == 0;
     };
     int64_t padded = target_;
-    if (partial) {
+    if (partial && rotated % (2 * stick_) == 0 && head_dim % stick_ == 0) {
+      padded = head_dim;  // the halves and the pass-through already start on sticks
+    } else if (partial) {
       int64_t smallest = 0;
       for (const HeadSegment& segment : ropeSegments(head_dim, rotated, 0)) {
         smallest += segment.padded;
@@ -133,54 +171,132 @@ class HeadPadder {
                                     " heads (" + std::to_string(stick_) + " values each)"));
       }
     }
-    if (padded == head_dim) return;  // the heads fit: nothing to do here
-    if (attention.o == nullptr) {
+    if (padded == head_dim && !pairs) return;  // the heads fit: nothing to do here
+    if (padded != head_dim && attention.o == nullptr) {
       throw UserError("pad_attention_heads: no projection reads the merged heads of " + module +
                       ": the padding would reach what follows");
     }
     const std::vector<HeadSegment> segments =
         rope ? ropeSegments(head_dim, rotated, padded) : std::vector<HeadSegment>{};
-    const std::map<const Node*, char> role_of = {
-        {attention.q, 'q'}, {attention.k, 'k'}, {attention.v, 'v'}};
+    // Interleaved rotary's pairs move apart first (the queries' and keys' rotated rows, first
+    // values then second ones); the padding then sees rotate_half's halves.
+    const auto layout = [&](const at::Tensor& tensor, int64_t dim) {
+      return pairs ? deinterleaveHeads(tensor, dim, head_dim, rotated) : tensor.detach();
+    };
     const at::TensorOptions options = tensorOf(projectionWeight(*attention.k)).options();
     // Read before any is replaced: a weight read may feed more than one of them.
     std::vector<std::pair<Value*, at::Tensor>> replacements;
     for (const auto& [projection, role] : role_of) {
       const int64_t dim = projectionOutputDim(*projection);
       const bool rotates = rope && role != 'v';
+      const auto padding = [&](const at::Tensor& tensor, int64_t along) {
+        if (!rotates) return padHeadsAlong(tensor, along, head_dim, padded);
+        const at::Tensor moved = layout(tensor, along);
+        return padded == head_dim ? moved : padSegmentsAlong(moved, along, segments);
+      };
       Value* weight = projectionWeight(*projection);
-      replacements.emplace_back(weight,
-                                rotates ? padSegmentsAlong(tensorOf(weight), dim, segments)
-                                        : padHeadsAlong(tensorOf(weight), dim, head_dim, padded));
-      if (Value* bias = projectionBias(*projection)) {
-        replacements.emplace_back(bias, rotates ? padSegmentsAlong(tensorOf(bias), 0, segments)
-                                                : padHeads(tensorOf(bias), head_dim, padded));
+      if (rotates || padded != head_dim) {
+        replacements.emplace_back(weight, padding(tensorOf(weight), dim));
+      }
+      Value* bias = projectionBias(*projection);
+      if (bias != nullptr && (rotates || padded != head_dim)) {
+        replacements.emplace_back(bias, padding(tensorOf(bias), 0));
       }
     }
-    // A fused projection's values are padded as its queries and keys are (one layout for every
-    // part of a head): the output projection reads them in that layout.
     const bool fused = attention.fused();
-    Value* o_weight = projectionWeight(*attention.o);
-    const int64_t o_in = 1 - projectionOutputDim(*attention.o);
-    replacements.emplace_back(o_weight,
-                              fused ? padSegmentsAlong(tensorOf(o_weight), o_in, segments)
-                                    : padHeadsAlong(tensorOf(o_weight), o_in, head_dim, padded));
-    for (Value* table : attention.rotary) {
-      // Tables shared by every layer (a model-level rotary embedding) are padded once.
-      if (!padded_tables_.insert(table).second) continue;
-      rotated_widths_[table] = rotated;
-      replacements.emplace_back(table,
-                                at::constant_pad_nd(tensorOf(table).detach(),
-                                                    {0, segments[0].padded - segments[0].size}, 0));
+    // What gives the tables' halves (GPT-J splits its table of sines and cosines), read before
+    // the tables are replaced.
+    std::vector<Node*> table_splits;
+    if (padded != head_dim) {
+      // A fused projection's values are padded as its queries and keys are (one layout for every
+      // part of a head): the output projection reads them in that layout.
+      Value* o_weight = projectionWeight(*attention.o);
+      const int64_t o_in = 1 - projectionOutputDim(*attention.o);
+      replacements.emplace_back(o_weight,
+                                fused ? padSegmentsAlong(tensorOf(o_weight), o_in, segments)
+                                      : padHeadsAlong(tensorOf(o_weight), o_in, head_dim, padded));
+      for (Value* table : attention.rotary) {
+        // Tables shared by every layer (a model-level rotary embedding) are padded once.
+        if (!padded_tables_.insert(table).second) continue;
+        rotated_widths_[table] = rotated;
+        replacements.emplace_back(table, padTable(tensorOf(table), segments[0]));
+        if (tensorOf(table).dim() == 2) {
+          for (Node* split : tableReaders({table}, aten::split, activations_)) {
+            table_splits.push_back(split);
+          }
+        }
+      }
     }
     for (auto& [read, tensor] : replacements) replaceWeightRead(edit_, read, tensor);
+    for (Node* split : table_splits) {
+      const auto size = edit_.constantOrWeight(split->input(1));
+      if (size && size->isInt() && size->toInt() == segments[0].size) {
+        setIntInput(edit_, *split, 1, segments[0].padded);
+      }
+    }
+    if (padded != head_dim) widenHeads(attention, role_of, padded);
+    if (partial && padded != head_dim) {
+      moveRotaryCuts(module, role_of, rotated, 2 * segments[0].padded);
+    }
+    // After the cuts move: a half of rotated values can end where the rotated part once did.
+    if (pairs) {
+      rewriteAsHalves(edit_, interleaved, padded == head_dim ? rotated / 2 : segments[0].padded);
+    }
+    const std::vector<int64_t> moved =
+        pairs ? deinterleavedPositions(head_dim, rotated) : std::vector<int64_t>{};
+    keepCachesUnpadded(edit_, module, options, head_dim, padded, stick_, [&](const Node& write) {
+      const char role = projectionFeeding(write.input(3), role_of, module);
+      if (!fused && role != 'k' && role != 'v') {
+        throw UserError("pad_attention_heads: the cache write at " + modulePathOf(write) +
+                        " is fed by neither the key nor the value projection");
+      }
+      // Keys under RoPE sit in their padded segments (padSegmentsAlong), and so do a fused
+      // projection's values; interleaved rotary's pairs are apart in them.
+      std::vector<int64_t> at(head_dim);
+      for (int64_t i = 0; i < head_dim; ++i) at[i] = i;
+      if (rope && (role == 'k' || fused)) {
+        if (pairs) at = moved;
+        if (padded != head_dim) {
+          std::vector<int64_t> padded_at(head_dim);
+          int64_t from = 0;
+          int64_t to = 0;
+          for (const HeadSegment& segment : segments) {
+            for (int64_t i = 0; i < segment.size; ++i) padded_at[from + i] = to + i;
+            from += segment.size;
+            to += segment.padded;
+          }
+          for (int64_t& position : at) position = padded_at[position];
+        }
+      }
+      return at;
+    });
+    ++edit_.change().rewrites;
+  }
+
+  // 1-D frequencies get zero entries (cos 1, sin 0) for each half's padding; a table of sines
+  // and cosines zero columns after each half. The padded queries and keys are zeros, which any
+  // value of them leaves zero.
+  static at::Tensor padTable(const at::Tensor& table, const HeadSegment& half) {
+    if (table.dim() == 1) {
+      return at::constant_pad_nd(table.detach(), {0, half.padded - half.size}, 0);
+    }
+    return padSegmentsAlong(table, table.dim() - 1, {half, half});
+  }
+
+  // The head split and merge views take the padded size.
+  void widenHeads(const FoundAttention& attention, const std::map<const Node*, char>& role_of,
+                  int64_t padded) {
+    const std::string& module = attention.module;
+    const int64_t heads = attention.heads;
+    const int64_t head_dim = attention.head_dim;
+    const bool rope = !attention.rotary.empty();
     // The merge first: once split, a padded head can have the merged width (2 x 32 -> 64).
     if (!rope) widenHeadMerge(module, role_of, head_dim, heads * head_dim, heads * padded);
     // Read before the splits change: the views that follow them.
     const std::vector<Node*> later_views =
         rope ? viewsOfHeads(module, *attention.o, role_of, head_dim) : std::vector<Node*>{};
     for (const auto& [projection, role] : role_of) {
-      widenHeadSplit(module, *projection, head_dim, padded, fused);
+      widenHeadSplit(module, *projection, head_dim, padded, attention.fused());
     }
     for (Node* shape : later_views) {
       const size_t last = shape->inputs().size() - 1;
@@ -190,29 +306,6 @@ class HeadPadder {
         setIntInput(edit_, *shape, last, heads * padded);
       }
     }
-    if (partial) moveRotaryCuts(module, role_of, rotated, 2 * segments[0].padded);
-    keepCachesUnpadded(edit_, module, options, head_dim, padded, [&](const Node& write) {
-      const char role = projectionFeeding(write.input(3), role_of, module);
-      if (!fused && role != 'k' && role != 'v') {
-        throw UserError("pad_attention_heads: the cache write at " + modulePathOf(write) +
-                        " is fed by neither the key nor the value projection");
-      }
-      // Keys under RoPE sit in their padded segments (padSegmentsAlong), and so do a fused
-      // projection's values.
-      std::vector<int64_t> at(head_dim);
-      for (int64_t i = 0; i < head_dim; ++i) at[i] = i;
-      if (rope && (role == 'k' || fused)) {
-        int64_t from = 0;
-        int64_t to = 0;
-        for (const HeadSegment& segment : segments) {
-          for (int64_t i = 0; i < segment.size; ++i) at[from + i] = to + i;
-          from += segment.size;
-          to += segment.padded;
-        }
-      }
-      return at;
-    });
-    ++edit_.change().rewrites;
   }
 
   // Partial rotary cuts each query and key head at rotary_ndims (`q[..., :rotary_ndims]`,
@@ -430,6 +523,7 @@ class HeadPadder {
   int64_t target_ = 0;
   std::set<const Value*> padded_tables_;
   std::map<const Value*, int64_t> rotated_widths_;  // of the tables padded already
+  std::set<const Value*> activations_;  // computedFromProjections, for the attention padded
 };
 
 }  // namespace

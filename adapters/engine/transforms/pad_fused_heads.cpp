@@ -78,7 +78,7 @@ class FusedHeadPadder {
     // No RoPE here: each head's values sit first, its padding after them.
     std::vector<int64_t> in_order(head_dim);
     for (int64_t i = 0; i < head_dim; ++i) in_order[i] = i;
-    keepCachesUnpadded(edit_, module, options, head_dim, padded,
+    keepCachesUnpadded(edit_, module, options, head_dim, padded, stick_,
                        [&](const Node&) { return in_order; });
     ++edit_.change().rewrites;
   }
