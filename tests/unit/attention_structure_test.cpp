@@ -225,6 +225,59 @@ TEST(AttentionStructure, TheShippedAdapterRewritesInterleavedRotaryAsHalves) {
     for (const FoundAttention& attention : found) EXPECT_EQ(attention.head_dim, padded);
   }
 }
+// Grouped- and multi-query heads in one fused projection under a second scheme: Phi-3's qkv_proj
+// ... o_proj, its queries, keys and values cut apart by slicing the projection's last dimension
+// at whole heads (not viewed and indexed, as Falcon's query_key_value is).
+TEST(AttentionStructure, FindsFusedMultiQueryAttentionCutBySlices) {
+  const std::string phi3 = "model.layers.1.self_attn";
+  const std::string fused = phi3 + ".qkv_proj";
+  EXPECT_EQ(foundIn("phi3-tiny").at(1), phi3 + " | " + fused + " " + fused + " " + fused + " -> " +
+                                            phi3 + ".o_proj | 2 x 96 | rope");
+  const std::string phi4 = "model.layers.0.self_attn";
+  EXPECT_EQ(foundIn("phi4-mini-tiny").at(0), phi4 + " | " + phi4 + ".qkv_proj " + phi4 +
+                                                 ".qkv_proj " + phi4 + ".qkv_proj -> " + phi4 +
+                                                 ".o_proj | 2 x 128 | rope");
+}
+
+// The shipped adapter pads them: every head of the fused projection (2 query heads, 1 key head,
+// 1 value head) gets the same segments, the cuts between the parts move to whole padded heads,
+// and each part's view takes the padded size. Phi-3's rotation over whole heads of 96 (halves
+// of 48 in sticks: 128); Phi-4-mini's partial rotary (48 + 48 + 32 of 128: 64 + 64 + 64). The
+// empty pass-through part a whole-head rotation still cuts off (`q[..., rotary_dim:]`) is dropped.
+TEST(AttentionStructure, TheShippedAdapterPadsFusedHeadsCutBySlices) {
+  const DeviceProfile profile = loadProfile("spyre-2026");
+  for (const auto& [name, padded] :
+       {std::pair{"phi3-tiny", 128}, std::pair{"phi4-mini-tiny", 192}}) {
+    SCOPED_TRACE(name);
+    const std::shared_ptr<const LoadedModel> model =
+        loadModel(testing::zooPath(std::string(name) + ".pt"));
+    const auto application = applyAdapter(
+        readAdapterFile(shippedCatalogDir() + "/pad-attention-heads.py"), model, profile);
+    ASSERT_TRUE(application.accepted()) << application.equivalence.problem();
+    GraphEdit edit(*application.after);
+    const auto found = findAttention(edit, nullptr);
+    ASSERT_FALSE(found.empty());
+    for (const FoundAttention& attention : found) {
+      EXPECT_EQ(attention.head_dim, padded);
+      const auto weight = edit.constantOrWeight(projectionWeight(*attention.q));
+      ASSERT_TRUE(weight && weight->isTensor());
+      EXPECT_EQ(weight->toTensor().size(0), 4 * padded);
+    }
+    // No zero-length piece (as recorded on the example inputs) is left to be joined back: the
+    // device refuses zero-length tensors.
+    int described = 0;
+    for (const torch::jit::Node* node : allNodes(edit.graph())) {
+      if (node->kind() != torch::jit::aten::cat) continue;
+      for (const torch::jit::Value* piece : node->input(0)->node()->inputs()) {
+        const auto recorded = edit.describe(piece);
+        if (!recorded || recorded->shape.empty()) continue;
+        ++described;
+        EXPECT_NE(recorded->shape.back(), 0) << modulePathOf(*node);
+      }
+    }
+    EXPECT_GT(described, 0);
+  }
+}
 
 // The shipped adapter pads what the finder finds, under MPNet's names too: with the heads in
 // whole sticks, the hidden size can be padded after them and the model passes (AdaptFamily).

@@ -29,7 +29,7 @@ from torch import nn  # noqa: E402
 from torch.overrides import TorchFunctionMode  # noqa: E402
 
 from common import describe_model, init_weights_like_transformers, seed_for, write_model  # noqa: E402
-from families import bamba, bert, cohere, convnext, falcon, gpt2, gpt_neox, gptj, llama, moe, mpnet, opt, phi, t5, vit, xlm_roberta  # noqa: E402
+from families import bamba, bert, cohere, convnext, falcon, gpt2, gpt_neox, gptj, llama, moe, mpnet, opt, phi, phi3, t5, vit, xlm_roberta  # noqa: E402
 from weightless_on_meta import weightless_runs_on_meta  # noqa: E402
 
 REAL_DIR = "real"
@@ -181,6 +181,17 @@ def draw_cohere(rng):
     return cohere, config, hidden, layers
 
 
+def draw_phi3(rng):
+    # One fused qkv_proj cut by slicing over fewer key and value heads; Phi-3's rotation over whole
+    # heads or Phi-4-mini's three quarters of them.
+    heads, head_dim = _heads(rng)
+    hidden, layers = heads * head_dim, _layers(rng)
+    fractions = [f for f in (1.0, 0.75, 0.5) if int(head_dim * f) % 2 == 0]
+    config = phi3._config(hidden, layers, heads, rng.choice(_divisors(heads)), _vocab(rng), _intermediate(rng, hidden),
+                          partial_rotary_factor=rng.choice(fractions))
+    return phi3, config, hidden, layers
+
+
 def draw_bamba(rng):
     hidden, layers = _width(rng, 64, 32), 1 + _layers(rng, 3)
     mamba_heads = rng.choice([4, 6, 8])
@@ -234,10 +245,11 @@ def draw_moe(rng):
 # Roughly a hub's proportions: decoders and text encoders dominate; ViT, T5 and MoE are rarer.
 SAMPLERS = [(draw_llama, 30), (draw_bert, 14), (draw_xlm_roberta, 12), (draw_gpt2, 10), (draw_mpnet, 8),
             (draw_vit, 7), (draw_t5, 7), (draw_bamba, 6), (draw_moe, 6), (draw_phi, 5), (draw_opt, 5),
-            (draw_gpt_neox, 4), (draw_convnext, 4), (draw_falcon, 3), (draw_gptj, 3), (draw_cohere, 3)]
+            (draw_gpt_neox, 4), (draw_convnext, 4), (draw_falcon, 3), (draw_gptj, 3), (draw_cohere, 3),
+            (draw_phi3, 3)]
 FAMILIES = {family.__name__.split(".")[-1]: family
             for family in (bamba, bert, cohere, convnext, falcon, gpt2, gpt_neox, gptj, llama, moe, mpnet, opt, phi,
-                           t5, vit, xlm_roberta)}
+                           phi3, t5, vit, xlm_roberta)}
 _TAGS = {"t5": "t5-encoder", "gpt_neox": "gpt-neox"}  # the zoo's own prefixes for the others are the card family
 
 

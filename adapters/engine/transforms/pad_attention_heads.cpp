@@ -10,6 +10,7 @@
 // and the rotary frequencies are found by what they compute (attention_structure.h), so one
 // adapter pads Llama's q_proj ... o_proj, BERT's query ... output.dense and GPT-2's c_attn.
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -102,8 +103,14 @@ class HeadPadder {
   // each, and no strided slice left that is not one of them.
   InterleavedRotations interleavedRotations(const FoundAttention& attention,
                                             const std::map<const Node*, char>& role_of) {
+    // A table an earlier layer padded is gone from the graph (its repeats with it, rewritten
+    // then): only the tables still read are followed.
+    std::vector<Value*> live;
+    for (Value* table : attention.rotary) {
+      if (!padded_tables_.count(table)) live.push_back(table);
+    }
     InterleavedRotations found =
-        findInterleavedRotations(edit_, attention.module, attention.rotary, activations_);
+        findInterleavedRotations(edit_, attention.module, live, activations_);
     if (!found.unrecognised.empty()) {
       throw UserError("pad_attention_heads: " + modulePathOf(*found.unrecognised.front()) +
                       " takes every second value of a head in a way not recognised as "
@@ -171,7 +178,11 @@ class HeadPadder {
                                     " heads (" + std::to_string(stick_) + " values each)"));
       }
     }
-    if (padded == head_dim && !pairs) return;  // the heads fit: nothing to do here
+    const bool dropped = rope && !partial && dropEmptyPassThrough(module, role_of);
+    if (padded == head_dim && !pairs) {  // the heads fit: nothing more to do here
+      if (dropped) ++edit_.change().rewrites;
+      return;
+    }
     if (padded != head_dim && attention.o == nullptr) {
       throw UserError("pad_attention_heads: no projection reads the merged heads of " + module +
                       ": the padding would reach what follows");
@@ -271,6 +282,39 @@ class HeadPadder {
       return at;
     });
     ++edit_.change().rewrites;
+  }
+
+  // A rotation over whole heads written for partial rotary (Phi-3's and GPT-NeoX's
+  // `cat([rotated, q[..., rotary_dim:]], -1)`) still cuts off a pass-through part, which is empty:
+  // zero-length tensors crash the device, so each empty part of queries or keys is dropped from
+  // the cat joining it back (a cat of one value is that value). Whether any was.
+  bool dropEmptyPassThrough(const std::string& module, const std::map<const Node*, char>& role_of) {
+    bool dropped = false;
+    for (const Node* found : allNodes(edit_.graph())) {
+      if (found->kind() != aten::cat || !isWithin(modulePathOf(*found), module)) continue;
+      Node* cat = const_cast<Node*>(found);  // this edit owns the graph
+      Node* list = cat->input(0)->node();
+      if (list->kind() != prim::ListConstruct || cat->input(0)->uses().size() != 1) continue;
+      for (size_t i = list->inputs().size(); i-- > 0 && list->inputs().size() > 1;) {
+        Node* piece = list->input(i)->node();
+        const auto shape = edit_.describe(list->input(i));
+        if (piece->kind() != aten::slice || !cutsLastDim(*piece) || !shape ||
+            shape->shape.empty() || shape->shape.back() != 0) {
+          continue;
+        }
+        const char role = projectionFeeding(piece->output(), role_of, module);
+        if (role != 'q' && role != 'k') continue;
+        list->removeInput(i);
+        edit_.destroyIfUnused(piece);
+        dropped = true;
+      }
+      if (list->inputs().size() == 1) {
+        cat->output()->replaceAllUsesWith(list->input(0));
+        edit_.destroy(cat);
+        edit_.destroyIfUnused(list);
+      }
+    }
+    return dropped;
   }
 
   // 1-D frequencies get zero entries (cos 1, sin 0) for each half's padding; a table of sines
@@ -462,40 +506,82 @@ class HeadPadder {
     return views;
   }
 
-  // The shape list of the view splitting the projection's output into heads; null when none.
-  // The view may come after what acts on each value alone: OPT scales its queries first
-  // (`q_proj(x) * scaling`), and a cast or a contiguous copy changes no position either.
-  Node* headSplitShape(const Node& projection, int64_t head_dim) const {
+  // The shape lists of the views splitting the projection's output into heads, and the cuts
+  // (slices along its last dimension) that come before them. The views may come after what acts
+  // on each value alone: OPT scales its queries first (`q_proj(x) * scaling`), and a cast or a
+  // contiguous copy changes no position either. A fused projection may be cut into its queries,
+  // keys and values first (Phi-3's `qkv[..., :query_pos]`), each part viewed on its own.
+  struct HeadSplits {
+    std::vector<Node*> shapes;
+    std::vector<Node*> cuts;
+  };
+  HeadSplits headSplits(const Node& projection, int64_t head_dim) const {
+    HeadSplits found;
     std::vector<const Value*> pending = {projectionResult(projection)};
     while (!pending.empty()) {
       const Value* value = pending.back();
       pending.pop_back();
       for (const auto& use : value->uses()) {
-        const auto kind = use.user->kind();
+        Node* user = use.user;
+        const auto kind = user->kind();
         if (use.offset == 0 &&
             (kind == aten::mul || kind == aten::div || kind == aten::to ||
              kind == aten::contiguous) &&
-            (use.user->inputs().size() < 2 || !isTensor(use.user->input(1)) ||
-             isScalarConstant(use.user->input(1)))) {
-          pending.push_back(use.user->output());
+            (user->inputs().size() < 2 || !isTensor(user->input(1)) ||
+             isScalarConstant(user->input(1)))) {
+          pending.push_back(user->output());
           continue;
         }
-        Node* shape = viewShapeList(*use.user);
+        if (kind == aten::slice && use.offset == 0 && cutsLastDim(*user)) {
+          found.cuts.push_back(user);
+          pending.push_back(user->output());
+          continue;
+        }
+        Node* shape = viewShapeList(*user);
         // A constant when traced, an int attribute (self.head_dim) when scripted.
-        if (shape != nullptr && lastInt(edit_, *shape) == head_dim) return shape;
+        if (shape != nullptr && lastInt(edit_, *shape) == head_dim &&
+            std::find(found.shapes.begin(), found.shapes.end(), shape) == found.shapes.end()) {
+          found.shapes.push_back(shape);
+        }
       }
     }
-    return nullptr;
+    return found;
+  }
+
+  // The first of them; null when none.
+  Node* headSplitShape(const Node& projection, int64_t head_dim) const {
+    const HeadSplits found = headSplits(projection, head_dim);
+    return found.shapes.empty() ? nullptr : found.shapes.front();
+  }
+
+  bool cutsLastDim(const Node& slice) const {
+    const auto dim = edit_.constantOrWeight(slice.input(1));
+    const auto input = edit_.describe(slice.input(0));
+    if (!dim || !dim->isInt() || !input || input->shape.empty()) return false;
+    return dim->toInt() == -1 || dim->toInt() == static_cast<int64_t>(input->shape.size()) - 1;
   }
 
   // The projection's output is viewed as [batch, length, heads, head_dim]: the constant
-  // head_dim in that shape becomes the padded one.
-  // A fused projection may be viewed as [..., heads, 3 x head_dim] (GPT-NeoX's q, k and v of a
-  // head side by side, chunked after).
+  // head_dim in that shape becomes the padded one. A fused projection cut into its parts before
+  // its views has each view widened, and each cut at a whole number of heads moves with them.
+  // A fused projection may also be viewed as [..., heads, 3 x head_dim] (GPT-NeoX's q, k and v of
+  // a head side by side, chunked after).
   void widenHeadSplit(const std::string& module, const Node& projection, int64_t head_dim,
                       int64_t padded, bool fused) {
-    if (Node* shape = headSplitShape(projection, head_dim)) {
-      setIntInput(edit_, *shape, shape->inputs().size() - 1, padded);
+    const HeadSplits found = headSplits(projection, head_dim);
+    if (!found.shapes.empty() && (fused || found.cuts.empty())) {
+      for (Node* shape : found.shapes) {
+        setIntInput(edit_, *shape, shape->inputs().size() - 1, padded);
+      }
+      for (Node* cut : found.cuts) {
+        for (size_t bound : {2, 3}) {
+          const auto at = edit_.constantOrWeight(cut->input(bound));
+          if (at && at->isInt() && at->toInt() % head_dim == 0 &&
+              at->toInt() < std::numeric_limits<int64_t>::max() / padded) {
+            setIntInput(edit_, *cut, bound, at->toInt() / head_dim * padded);
+          }
+        }
+      }
       return;
     }
     if (Node* shape = fused ? headSplitShape(projection, 3 * head_dim) : nullptr) {
