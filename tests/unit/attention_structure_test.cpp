@@ -41,6 +41,17 @@ std::vector<std::string> foundIn(const std::string& model_name,
   return found;
 }
 
+// The zoo model `name` after the shipped pad-attention-heads on spyre-2026; null (and the test
+// failing) when the adapter is refused.
+std::shared_ptr<const LoadedModel> paddedByTheShippedAdapter(const std::string& name) {
+  const std::shared_ptr<const LoadedModel> model = loadModel(testing::zooPath(name + ".pt"));
+  const auto application =
+      applyAdapter(readAdapterFile(shippedCatalogDir() + "/pad-attention-heads.py"), model,
+                   loadProfile("spyre-2026"));
+  EXPECT_TRUE(application.accepted()) << name << ": " << application.equivalence.problem();
+  return application.accepted() ? application.after : nullptr;
+}
+
 // Separate projections without RoPE, under four naming schemes: BERT's self.query ...
 // output.dense (the output projection in a sibling module), ViT's attention.query, MPNet's q ... o
 // inside one module, OPT's q_proj ... out_proj (its queries scaled before they are split).
@@ -203,16 +214,12 @@ TEST(AttentionStructure, DeinterleavingPermutesTheRotatedRowsOfEachHead) {
 // are (GPT-J's 16 rotated values of 64: halves of 8 and the 48 passed through each in a stick;
 // Cohere's halves of 32: each in a stick), or not at all (halves of 64 fill one).
 TEST(AttentionStructure, TheShippedAdapterRewritesInterleavedRotaryAsHalves) {
-  const DeviceProfile profile = loadProfile("spyre-2026");
   for (const auto& [name, padded] :
        {std::pair{"gptj-tiny", 192}, std::pair{"cohere-tiny", 128}, std::pair{"gptj-rd128", 256}}) {
     SCOPED_TRACE(name);
-    const std::shared_ptr<const LoadedModel> model =
-        loadModel(testing::zooPath(std::string(name) + ".pt"));
-    const auto application = applyAdapter(
-        readAdapterFile(shippedCatalogDir() + "/pad-attention-heads.py"), model, profile);
-    ASSERT_TRUE(application.accepted()) << application.equivalence.problem();
-    GraphEdit edit(*application.after);
+    const auto padded_model = paddedByTheShippedAdapter(name);
+    ASSERT_NE(padded_model, nullptr);
+    GraphEdit edit(*padded_model);
     for (const torch::jit::Node* node : allNodes(edit.graph())) {
       EXPECT_NE(node->kind(), torch::jit::aten::stack) << modulePathOf(*node);
       EXPECT_NE(node->kind(), torch::jit::aten::repeat_interleave) << modulePathOf(*node);
@@ -239,29 +246,29 @@ TEST(AttentionStructure, FindsFusedMultiQueryAttentionCutBySlices) {
                                                  ".o_proj | 2 x 128 | rope");
 }
 
-// The shipped adapter pads them: every head of the fused projection (2 query heads, 1 key head,
-// 1 value head) gets the same segments, the cuts between the parts move to whole padded heads,
-// and each part's view takes the padded size. Phi-3's rotation over whole heads of 96 (halves
-// of 48 in sticks: 128); Phi-4-mini's partial rotary (48 + 48 + 32 of 128: 64 + 64 + 64). The
-// empty pass-through part a whole-head rotation still cuts off (`q[..., rotary_dim:]`) is dropped.
-TEST(AttentionStructure, TheShippedAdapterPadsFusedHeadsCutBySlices) {
-  const DeviceProfile profile = loadProfile("spyre-2026");
+// The shipped adapter pads fused multi-query heads under both schemes: every head of the fused
+// projection (every query head, one key head, one value head) gets the same segments, and the
+// single key and value head still serves every query head. Falcon's heads of 64 become 128 around
+// their RoPE halves, and the views after the split and the merge follow; Phi-3's cuts between
+// the parts move to whole padded heads and each part's view takes the padded size: its rotation
+// over whole heads of 96 (halves of 48 in sticks: 128), Phi-4-mini's partial rotary (48 + 48 +
+// 32 of 128: 64 + 64 + 64). The empty pass-through part a whole-head rotation still cuts off
+// (`q[..., rotary_dim:]`) is dropped.
+TEST(AttentionStructure, TheShippedAdapterPadsFusedMultiQueryHeads) {
   for (const auto& [name, padded] :
-       {std::pair{"phi3-tiny", 128}, std::pair{"phi4-mini-tiny", 192}}) {
+       {std::pair{"falcon-tiny", 128}, std::pair{"falcon-h192", 128}, std::pair{"phi3-tiny", 128},
+        std::pair{"phi4-mini-tiny", 192}}) {
     SCOPED_TRACE(name);
-    const std::shared_ptr<const LoadedModel> model =
-        loadModel(testing::zooPath(std::string(name) + ".pt"));
-    const auto application = applyAdapter(
-        readAdapterFile(shippedCatalogDir() + "/pad-attention-heads.py"), model, profile);
-    ASSERT_TRUE(application.accepted()) << application.equivalence.problem();
-    GraphEdit edit(*application.after);
+    const auto padded_model = paddedByTheShippedAdapter(name);
+    ASSERT_NE(padded_model, nullptr);
+    GraphEdit edit(*padded_model);
     const auto found = findAttention(edit, nullptr);
     ASSERT_FALSE(found.empty());
     for (const FoundAttention& attention : found) {
       EXPECT_EQ(attention.head_dim, padded);
       const auto weight = edit.constantOrWeight(projectionWeight(*attention.q));
       ASSERT_TRUE(weight && weight->isTensor());
-      EXPECT_EQ(weight->toTensor().size(0), 4 * padded);
+      EXPECT_EQ(weight->toTensor().size(0), (attention.heads + 2) * padded);
     }
     // No zero-length piece (as recorded on the example inputs) is left to be joined back: the
     // device refuses zero-length tensors.
@@ -293,30 +300,6 @@ TEST(AttentionStructure, TheShippedAdapterPadsMpnetHeads) {
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].heads, 3);
   EXPECT_EQ(found[0].head_dim, 64);  // 3 x 64 fills three sticks
-}
-
-// And Falcon's multi-query heads of 64: each of the heads + 2 parts of the fused projection is
-// padded to 128 around its RoPE halves, the views after the split and the merge follow, and the
-// single key and value head still serves every query head.
-TEST(AttentionStructure, TheShippedAdapterPadsFalconMultiQueryHeads) {
-  const DeviceProfile profile = loadProfile("spyre-2026");
-  for (const char* name : {"falcon-tiny", "falcon-h192"}) {
-    SCOPED_TRACE(name);
-    const std::shared_ptr<const LoadedModel> model =
-        loadModel(testing::zooPath(std::string(name) + ".pt"));
-    const auto application = applyAdapter(
-        readAdapterFile(shippedCatalogDir() + "/pad-attention-heads.py"), model, profile);
-    ASSERT_TRUE(application.accepted()) << application.equivalence.problem();
-    GraphEdit edit(*application.after);
-    const auto found = findAttention(edit, nullptr);
-    ASSERT_FALSE(found.empty());
-    for (const FoundAttention& attention : found) {
-      EXPECT_EQ(attention.head_dim, 128);
-      const auto weight = edit.constantOrWeight(projectionWeight(*attention.q));
-      ASSERT_TRUE(weight && weight->isTensor());
-      EXPECT_EQ(weight->toTensor().size(0), (attention.heads + 2) * 128);
-    }
-  }
 }
 
 }  // namespace

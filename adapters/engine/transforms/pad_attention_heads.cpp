@@ -569,11 +569,11 @@ class HeadPadder {
   void widenHeadSplit(const std::string& module, const Node& projection, int64_t head_dim,
                       int64_t padded, bool fused) {
     const HeadSplits found = headSplits(projection, head_dim);
-    if (!found.shapes.empty() && (fused || found.cuts.empty())) {
+    if (!found.shapes.empty()) {
       for (Node* shape : found.shapes) {
         setIntInput(edit_, *shape, shape->inputs().size() - 1, padded);
       }
-      for (Node* cut : found.cuts) {
+      for (Node* cut : fused ? found.cuts : std::vector<Node*>{}) {
         for (size_t bound : {2, 3}) {
           const auto at = edit_.constantOrWeight(cut->input(bound));
           if (at && at->isInt() && at->toInt() % head_dim == 0 &&

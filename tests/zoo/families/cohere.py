@@ -7,8 +7,8 @@ embeddings whose logits are scaled by logit_scale."""
 import torch
 from torch import nn
 
-from common import StaticCacheDecoder, cache_position_ids, causal_lm_card, static_cache_mask
-from families.llama import LlamaAttentionWithCache, LlamaMLP, LlamaModel
+from common import StaticCacheDecoder, causal_lm_card
+from families.llama import LlamaAttentionWithCache, LlamaMLP, LlamaModel, LlamaRotaryEmbedding, run_decoder
 
 FAMILY = "cohere"
 
@@ -29,11 +29,8 @@ class CohereLayerNorm(nn.Module):
         return hidden_states.to(input_dtype)
 
 
-class CohereRotaryEmbedding(nn.Module):
-    def __init__(self, dim, base=10000.0):
-        super().__init__()
-        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
+class CohereRotaryEmbedding(LlamaRotaryEmbedding):
+    """Llama's frequencies; the angles interleaved instead of concatenated."""
 
     def forward(self, x, position_ids):
         inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
@@ -115,22 +112,8 @@ class CohereModel(nn.Module):
     _causal_mask = LlamaModel._causal_mask
 
     def forward(self, input_ids, attention_mask, cache_position=None, past_keys=None, past_values=None):
-        hidden_states = self.embed_tokens(input_ids)
-        if past_keys is None:
-            position_ids = torch.arange(0, input_ids.shape[1], dtype=torch.long).unsqueeze(0)
-            causal_mask = self._causal_mask(attention_mask, hidden_states.dtype)
-            for decoder_layer in self.layers:
-                hidden_states = decoder_layer(hidden_states, causal_mask, position_ids)
-            return self.norm(hidden_states)
-        position_ids = cache_position_ids(attention_mask, cache_position)
-        causal_mask = static_cache_mask(attention_mask, cache_position, hidden_states.dtype)
-        keys, values = [], []
-        for i, decoder_layer in enumerate(self.layers):
-            hidden_states, key, value = decoder_layer(hidden_states, causal_mask, position_ids, past_keys[i],
-                                                      past_values[i], cache_position)
-            keys.append(key)
-            values.append(value)
-        return self.norm(hidden_states), torch.stack(keys), torch.stack(values)
+        return run_decoder(self.layers, self.norm, self._causal_mask, input_ids, self.embed_tokens(input_ids),
+                           attention_mask, cache_position, past_keys, past_values)
 
 
 class CohereForCausalLM(StaticCacheDecoder, nn.Module):

@@ -8,8 +8,8 @@ norm's output (fc_in, fc_out with gelu_new) and an untied lm_head with a bias.""
 import torch
 from torch import nn
 
-from common import StaticCacheDecoder, cache_position_ids, causal_lm_card, static_cache_mask
-from families.llama import LlamaModel
+from common import StaticCacheDecoder, causal_lm_card
+from families.llama import LlamaModel, run_decoder
 
 FAMILY = "gptj"
 
@@ -150,22 +150,8 @@ class GPTJModel(nn.Module):
     _causal_mask = LlamaModel._causal_mask
 
     def forward(self, input_ids, attention_mask, cache_position=None, past_keys=None, past_values=None):
-        hidden_states = self.drop(self.wte(input_ids))
-        if past_keys is None:
-            position_ids = torch.arange(0, input_ids.shape[1], dtype=torch.long).unsqueeze(0)
-            causal_mask = self._causal_mask(attention_mask, hidden_states.dtype)
-            for block in self.h:
-                hidden_states = block(hidden_states, causal_mask, position_ids)
-            return self.ln_f(hidden_states)
-        position_ids = cache_position_ids(attention_mask, cache_position)
-        causal_mask = static_cache_mask(attention_mask, cache_position, hidden_states.dtype)
-        keys, values = [], []
-        for i, block in enumerate(self.h):
-            hidden_states, key, value = block(hidden_states, causal_mask, position_ids, past_keys[i], past_values[i],
-                                              cache_position)
-            keys.append(key)
-            values.append(value)
-        return self.ln_f(hidden_states), torch.stack(keys), torch.stack(values)
+        return run_decoder(self.h, self.ln_f, self._causal_mask, input_ids, self.drop(self.wte(input_ids)),
+                           attention_mask, cache_position, past_keys, past_values)
 
 
 class GPTJForCausalLM(StaticCacheDecoder, nn.Module):

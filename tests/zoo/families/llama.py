@@ -76,6 +76,29 @@ def run_rotary_decoder(layers, rotary_emb, final_norm, causal_mask_of, input_ids
     return final_norm(hidden_states), torch.stack(keys), torch.stack(values)
 
 
+def run_decoder(layers, final_norm, causal_mask_of, input_ids, hidden_states, attention_mask, cache_position=None,
+                past_keys=None, past_values=None):
+    """A decoder's layers over the embedded tokens, as Llama, GPT-J and Cohere run them: each layer
+    takes (hidden_states, mask, position_ids[, past_key, past_value, cache_position]) and computes
+    its own rotary angles. With a static cache, `attention_mask` covers the cache's slots and every
+    layer's keys and values come back stacked."""
+    if past_keys is None:
+        position_ids = torch.arange(0, input_ids.shape[1], dtype=torch.long).unsqueeze(0)
+        causal_mask = causal_mask_of(attention_mask, hidden_states.dtype)
+        for layer in layers:
+            hidden_states = layer(hidden_states, causal_mask, position_ids)
+        return final_norm(hidden_states)
+    position_ids = cache_position_ids(attention_mask, cache_position)
+    causal_mask = static_cache_mask(attention_mask, cache_position, hidden_states.dtype)
+    keys, values = [], []
+    for i, layer in enumerate(layers):
+        hidden_states, key, value = layer(hidden_states, causal_mask, position_ids, past_keys[i], past_values[i],
+                                          cache_position)
+        keys.append(key)
+        values.append(value)
+    return final_norm(hidden_states), torch.stack(keys), torch.stack(values)
+
+
 def repeat_kv(hidden_states: torch.Tensor, n_rep: int) -> torch.Tensor:
     batch, num_key_value_heads, slen, head_dim = hidden_states.shape
     if n_rep == 1:
@@ -200,23 +223,8 @@ class LlamaModel(nn.Module):
 
     def forward(self, input_ids, attention_mask, cache_position=None, past_keys=None, past_values=None):
         inputs_embeds = self.embed_tokens(input_ids) * self.embedding_multiplier
-        hidden_states = inputs_embeds
-        if past_keys is None:
-            position_ids = torch.arange(0, input_ids.shape[1], dtype=torch.long).unsqueeze(0)
-            causal_mask = self._causal_mask(attention_mask, inputs_embeds.dtype)
-            for decoder_layer in self.layers:
-                hidden_states = decoder_layer(hidden_states, causal_mask, position_ids)
-            return self.norm(hidden_states)
-        # With a static cache: `attention_mask` covers the cache's slots.
-        position_ids = cache_position_ids(attention_mask, cache_position)
-        causal_mask = static_cache_mask(attention_mask, cache_position, inputs_embeds.dtype)
-        keys, values = [], []
-        for i, decoder_layer in enumerate(self.layers):
-            hidden_states, key, value = decoder_layer(hidden_states, causal_mask, position_ids, past_keys[i],
-                                                      past_values[i], cache_position)
-            keys.append(key)
-            values.append(value)
-        return self.norm(hidden_states), torch.stack(keys), torch.stack(values)
+        return run_decoder(self.layers, self.norm, self._causal_mask, input_ids, inputs_embeds, attention_mask,
+                           cache_position, past_keys, past_values)
 
 
 class LlamaForCausalLM(StaticCacheDecoder, nn.Module):
