@@ -249,7 +249,8 @@ TEST(AdaptCli, TheFamilyTestCoversTheWholeZoo) {
 // Interleaved rotary's pairs move apart inside the adapted graphs, not in the caches they
 // return: each such decoder decodes on spyre-2026 with the head padding in its prefill and step
 // graphs, and its keys agree with the reference's cache slot by slot (a cache returned with its
-// pairs apart would not).
+// pairs apart would not). The keys are written back through a selection matmul whose outputs
+// fill sticks and are cut back to the head's size.
 TEST(AdaptCli, InterleavedRotaryDecodersKeepTheirCachesInTheModelsLayout) {
   for (const char* name : {"gptj-tiny", "gptj-rd128", "cohere-tiny"}) {
     SCOPED_TRACE(name);
@@ -262,6 +263,11 @@ TEST(AdaptCli, InterleavedRotaryDecodersKeepTheirCachesInTheModelsLayout) {
     for (const char* graph : {"prefill", "decode_step"}) {
       const auto& took = decode["adapters"][graph];
       EXPECT_NE(std::find(took.begin(), took.end(), "pad-attention-heads"), took.end()) << graph;
+      // gptj-tiny's one head is as wide as its hidden size of 80, padded too: the matrices that
+      // move the cache's keys keep the head's own size.
+      if (std::string(name) == "gptj-tiny") {
+        EXPECT_NE(std::find(took.begin(), took.end(), "pad-hidden-size"), took.end()) << graph;
+      }
     }
     ASSERT_EQ(decode["per_step"].size(), 5u);
     for (const auto& step : decode["per_step"]) {

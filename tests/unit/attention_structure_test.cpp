@@ -178,12 +178,12 @@ TEST(AttentionStructure, FindsInterleavedRotaryUnderTwoSpellings) {
   const std::string gptj = "transformer.h.1.attn";
   EXPECT_EQ(foundIn("gptj-tiny").at(1), gptj + " | " + gptj + ".q_proj " + gptj + ".k_proj " +
                                             gptj + ".v_proj -> " + gptj +
-                                            ".out_proj | 2 x 64 | rope");
+                                            ".out_proj | 1 x 80 | rope");
   const std::string cohere = "model.layers.1.self_attn";
   EXPECT_EQ(foundIn("cohere-tiny").at(1), cohere + " | " + cohere + ".q_proj " + cohere +
                                               ".k_proj " + cohere + ".v_proj -> " + cohere +
                                               ".o_proj | 2 x 64 | rope");
-  // GPT-J: a [positions, 16] table; sin and cos each repeated, for the queries and the keys.
+  // GPT-J: a [positions, 20] table; sin and cos each repeated, for the queries and the keys.
   // Cohere: inv_freq (16 frequencies for heads of 64), its angles repeated once.
   for (const auto& [name, table_dim, repeats] :
        {std::tuple{"gptj-tiny", 2, 4}, std::tuple{"cohere-tiny", 1, 1}}) {
@@ -227,7 +227,7 @@ TEST(AttentionStructure, DeinterleavingPermutesTheRotatedRowsOfEachHead) {
 
 // The shipped adapter rewrites each spelling into rotate_half's halves: no stack, no
 // repeat_interleave and no strided slice is left, and the heads are padded as rotate_half's
-// are (GPT-J's 16 rotated values of 64: halves of 8 and the 48 passed through each in a stick;
+// are (GPT-J's 20 rotated values of 80: halves of 10 and the 60 passed through each in a stick;
 // Cohere's halves of 32: each in a stick), or not at all (halves of 64 fill one).
 TEST(AttentionStructure, TheShippedAdapterRewritesInterleavedRotaryAsHalves) {
   for (const auto& [name, padded] :

@@ -176,7 +176,8 @@ void keepCachesUnpadded(
     // What is written takes the model's values out of the padded head by slicing: each run of
     // them (a head, a RoPE half, partial rotary's parts) starts on a stick, where a selection
     // matmul would have outputs (head_dim: 32, 80) that do not fill sticks. Values permuted
-    // one by one (interleaved rotary's pairs) are put back by that matmul instead.
+    // one by one (interleaved rotary's pairs) are put back by such a matmul instead, its outputs
+    // widened to whole sticks and cut back to head_dim by a slice from 0.
     std::vector<std::pair<int64_t, int64_t>> runs;  // where each run starts, and its length
     bool on_sticks = true;
     for (int64_t i = 0; i < head_dim;) {
@@ -197,8 +198,18 @@ void keepCachesUnpadded(
               graph.insert(torch::jit::aten::slice, {write->input(3), -1, from, from + length, 1}));
         }
       } else {
-        pieces.push_back(graph.insert(torch::jit::aten::matmul,
-                                      {write->input(3), graph.insertConstant(take_out)}));
+        // Its outputs widened to whole sticks with zero columns, then cut back at the start.
+        const int64_t wide = (head_dim + stick - 1) / stick * stick;
+        at::Tensor select = at::zeros({padded, wide}, options);
+        select.narrow(1, 0, head_dim).copy_(take_out);
+        Value* selected =
+            graph.insert(torch::jit::aten::matmul, {write->input(3), graph.insertConstant(select)});
+        if (wide != head_dim) {
+          selected->node()->setSourceRange(write->sourceRange());
+          edit.noteAdded(selected->node());
+          selected = graph.insert(torch::jit::aten::slice, {selected, -1, 0, head_dim, 1});
+        }
+        pieces.push_back(selected);
       }
       for (Value* piece : pieces) {
         piece->node()->setSourceRange(write->sourceRange());

@@ -53,10 +53,16 @@ std::vector<int64_t> constantInts(const Value* value) {
 // A decode graph's KV cache keeps the model's head_dim (keepCachesUnpadded), and when a head is
 // as wide as the hidden size (one head of 96) its sizes look like the hidden size. The cache is
 // the graph's input and output, which this transform does not change: what reads it back (a
-// matmul of the cache with the matrix that puts a padded head's zeros back) and the empty cache a
-// prefill builds itself are left alone.
+// matmul of the cache, or of a cast of it, with the matrix that puts a padded head's zeros back)
+// and the empty cache a prefill builds itself are left alone. (The matrix that takes the zeros
+// out for writing, when a head's values are not runs of slices, is whole sticks both ways.)
 bool readsTheCache(const Node& node) {
-  return node.kind() == aten::matmul && node.input(0)->node()->kind() == aten::index_copy;
+  if (node.kind() != aten::matmul) return false;
+  const Node* read = node.input(0)->node();
+  while (read->kind() == aten::to || read->kind() == aten::contiguous) {
+    read = read->input(0)->node();
+  }
+  return read->kind() == aten::index_copy;
 }
 
 // Whether `value` becomes a cache that index_copy writes into (through selects and slices of

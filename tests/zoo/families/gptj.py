@@ -177,9 +177,10 @@ def _config(n_embd, n_layer, n_head, vocab_size, rotary_dim, n_inner=None):
 
 
 VARIANTS = {
-    # GPT-J-6B's proportions in small: heads of 64 with a quarter rotated (CodeGen-350M's 32 of 64
-    # is half); the pairs' even values must move to one stick and their odd ones to another.
-    "gptj-tiny": _config(128, 2, 2, 1000, 16),
+    # GPT-J-6B's quarter rotated, in one head of 80 as wide as the model: the pairs' first values
+    # move to one stick and their second ones to another, the hidden size is padded too, and the
+    # decode cache's head looks like the hidden size.
+    "gptj-tiny": _config(80, 2, 1, 1000, 20),
     # One head of 256 with half of it rotated: once the pairs are apart each half fills two
     # sticks, and nothing needs padding.
     "gptj-rd128": _config(256, 2, 1, 1000, 128),
