@@ -793,10 +793,10 @@ TEST(AdapterEngine, HeadPaddingNamesNoProjections) {
   }
 }
 
-// The MLP found by what it computes, gated (Llama's gate_proj, up_proj, down_proj, SiLU) and
-// ungated (BERT's intermediate.dense, GELU, output.dense): its intermediate size is padded to
-// whole sticks, the same mathematics. Attention's output projection, the logits projection and
-// MLPs already in whole sticks are not MLPs to pad.
+// The MLP found by what it computes, gated (Llama's gate_proj, up_proj, down_proj, SiLU; Phi-3's
+// fused gate_up_proj) and ungated (BERT's intermediate.dense, GELU, output.dense): its
+// intermediate size is padded to whole sticks, the same mathematics. Attention's output
+// projection, the logits projection and MLPs already in whole sticks are not MLPs to pad.
 TEST(AdapterEngine, IntermediateSizeIsPaddedInGatedAndUngatedMlps) {
   const DeviceProfile profile = loadProfile("spyre-2026");
   const struct {
@@ -813,7 +813,9 @@ TEST(AdapterEngine, IntermediateSizeIsPaddedInGatedAndUngatedMlps) {
        "*.DenseReluDense.*"},
       // Scripted: each expert is called in its branch, its SiLU a branch per `inplace`
       // (silu or silu_). Hidden 96 (w2's output) is left to pad-hidden-size.
-      {"mixtral-h96", "model.layers.0.block_sparse_moe.experts.0.w2", 192, 2, "*.experts.*.w[13]"}};
+      {"mixtral-h96", "model.layers.0.block_sparse_moe.experts.0.w2", 192, 2, "*.experts.*.w[13]"},
+      // Phi-3's gate and up projections in one gate_up_proj, chunked in two: each half padded.
+      {"phi4-mini-tiny", "model.layers.0.mlp.down_proj", 256, 1, "*.mlp.*"}};
   for (const auto& c : cases) {
     const auto model = load(c.model);
     ASSERT_GT(blockersWithRule(*model, profile, "weight-stick-alignment"), 0) << c.model;

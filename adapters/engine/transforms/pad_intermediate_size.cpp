@@ -5,8 +5,9 @@
 // layers of that many outputs, whose outputs go nowhere else. Their weights and biases get zero
 // rows up to whole sticks and the down projection zero columns: whatever the activation makes of
 // a padded zero, the down projection multiplies it by zero, so every output is the same sum with
-// zero terms added. Gated (SwiGLU: gate_proj, up_proj, down_proj; Mixtral's w1, w3, w2) and
-// ungated (BERT's intermediate.dense and output.dense, T5's wi and wo) MLPs alike.
+// zero terms added. Gated (SwiGLU: gate_proj, up_proj, down_proj; Mixtral's w1, w3, w2; Phi-3's
+// gate_up_proj chunked in two) and ungated (BERT's intermediate.dense and output.dense, T5's wi
+// and wo) MLPs alike.
 #include <algorithm>
 #include <set>
 
@@ -52,7 +53,22 @@ struct FoundMlp {
   Node* down = nullptr;
   std::vector<Node*> up;  // the up and gate projections
   int64_t size = 0;       // the intermediate size
+  // Those that are the gate and up projections in one, chunked in two (Phi-3's gate_up_proj).
+  std::set<const Node*> fused;
 };
+
+// `chunk(2, dim=-1)` of a value: two halves along the last dimension.
+bool isChunkInTwo(const GraphEdit& edit, const Node& node) {
+  if (node.kind() != aten::chunk || node.inputs().size() != 3) return false;
+  const auto chunks = edit.constantOrWeight(node.input(1));
+  const auto dim = edit.constantOrWeight(node.input(2));
+  const auto shape = edit.describe(node.input(0));
+  if (!chunks || !chunks->isInt() || chunks->toInt() != 2 || !dim || !dim->isInt() || !shape ||
+      shape->shape.empty()) {
+    return false;
+  }
+  return dim->toInt() == -1 || dim->toInt() == static_cast<int64_t>(shape->shape.size()) - 1;
+}
 
 // The linear layers feeding `down` through elementwise operators only; none when anything else
 // feeds it (a view, a graph input, a per-channel weight).
@@ -78,6 +94,20 @@ std::optional<FoundMlp> mlpEndingIn(GraphEdit& edit, Node* down) {
       for (const torch::jit::Block* block : node->blocks()) {
         pending.push_back(block->outputs()[offset]);
       }
+      continue;
+    }
+    // A fused gate and up projection, chunked in two: each half is one of them. Padding each
+    // half (padHeadsAlong with the intermediate size) keeps the chunk's halves equal.
+    if (node->kind() == prim::ListUnpack) {
+      Node* chunk = node->input()->node();
+      if (!isChunkInTwo(edit, *chunk) || chunk->input(0)->node()->kind() != aten::linear) {
+        return std::nullopt;
+      }
+      region.insert(node);
+      region.insert(chunk);
+      Node* fused = chunk->input(0)->node();
+      if (std::find(mlp.up.begin(), mlp.up.end(), fused) == mlp.up.end()) mlp.up.push_back(fused);
+      mlp.fused.insert(fused);
       continue;
     }
     if (!isElementwise(*node)) return std::nullopt;
@@ -117,7 +147,8 @@ std::optional<FoundMlp> mlpEndingIn(GraphEdit& edit, Node* down) {
   mlp.size = shape->shape.back();
   for (const Node* up : mlp.up) {
     const auto weight = edit.constantOrWeight(up->input(1));
-    if (!weight || !weight->isTensor() || weight->toTensor().size(0) != mlp.size) {
+    const int64_t rows = mlp.fused.count(up) ? 2 * mlp.size : mlp.size;
+    if (!weight || !weight->isTensor() || weight->toTensor().size(0) != rows) {
       return std::nullopt;
     }
   }
