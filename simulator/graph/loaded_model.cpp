@@ -205,6 +205,9 @@ void runAndRecord(LoadedModel& model, ExecutionObserver* also = nullptr) {
     throw UserError(model.path +
                     ": the model does not run on its example inputs: " + firstLine(e.what()));
   }
+  if (from_shapes) {
+    for (c10::IValue& output : model.example_outputs) output = floatsOnMeta(output);
+  }
   notePhase(
       std::string(from_shapes ? "recorded from shapes: " : "ran its example inputs: ") + model.path,
       phaseClock() - start);

@@ -86,6 +86,31 @@ torch::jit::Module withWeightsOnMeta(const torch::jit::Module& module) {
   return torch::jit::Module(weightsOnMeta(c10::IValue(module._ivalue()), copied).toObject());
 }
 
+c10::IValue floatsOnMeta(const c10::IValue& value) {
+  if (value.isTuple()) {
+    std::vector<c10::IValue> elements;
+    for (const c10::IValue& element : value.toTupleRef().elements()) {
+      elements.push_back(floatsOnMeta(element));
+    }
+    return c10::ivalue::Tuple::create(std::move(elements));
+  }
+  if (value.isList()) {
+    c10::impl::GenericList list(value.toList().elementType());
+    for (const c10::IValue& element : value.toList()) list.push_back(floatsOnMeta(element));
+    return list;
+  }
+  if (value.isGenericDict()) {
+    const c10::Dict<c10::IValue, c10::IValue> dict = value.toGenericDict();
+    c10::impl::GenericDict copy(dict.keyType(), dict.valueType());
+    for (const auto& entry : dict) copy.insert(entry.key(), floatsOnMeta(entry.value()));
+    return copy;
+  }
+  return convert(value, [](const at::Tensor& tensor) {
+    return tensor.defined() && (tensor.is_floating_point() || tensor.is_complex()) ? onMeta(tensor)
+                                                                                   : tensor;
+  });
+}
+
 bool computesOnTensors(const torch::jit::Node& node) {
   if (!node.kind().is_aten()) return false;
   const c10::FunctionSchema* schema = node.maybeSchema();
@@ -114,7 +139,15 @@ bool readsShapesOnly(const std::vector<c10::IValue>& stack) {
 void runOnShapes(torch::jit::Operation& operation, std::vector<c10::IValue>& stack) {
   std::vector<c10::IValue> on_meta;
   on_meta.reserve(stack.size());
-  for (const c10::IValue& value : stack) on_meta.push_back(convert(value, onMeta));
+  for (const c10::IValue& value : stack) {
+    // A move to the CPU (Transformers' `.to(x.device)`, traced with the CPU as a constant) keeps
+    // a value of shapes where its shapes are: on the meta device, whose copy out would fail.
+    if (value.isDevice() && value.toDevice().is_cpu()) {
+      on_meta.emplace_back(c10::Device(at::kMeta));
+      continue;
+    }
+    on_meta.push_back(convert(value, onMeta));
+  }
   try {
     operation(on_meta);
     stack = std::move(on_meta);

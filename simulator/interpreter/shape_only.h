@@ -25,6 +25,12 @@ bool isStoragelessWeight(const at::Tensor& tensor);
 // never touched: an 8B model is checked in seconds.
 torch::jit::Module withWeightsOnMeta(const torch::jit::Module& module);
 
+// `value` (a model's outputs: tensors, or tuples, lists and dicts of them) with its
+// floating-point tensors on the meta device. A run on shapes computes some of them on the CPU,
+// from ones in place of weights (an operator without a meta kernel, as layer_norm and embedding
+// are in this LibTorch): those are no values of the model's, and nothing may read them as such.
+c10::IValue floatsOnMeta(const c10::IValue& value);
+
 // Whether `node` computes on tensors: an aten operator with a Tensor, Tensor? or Tensor[]
 // argument. Container operators (list and tuple construction, indexing, unpacking) are not:
 // they pass values on as they are, real or shapes.

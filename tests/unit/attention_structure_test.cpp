@@ -153,6 +153,23 @@ TEST(AttentionStructure, FindsMultiQueryAttentionWrittenAsMatmuls) {
     EXPECT_EQ(projectionResult(*first.q) != first.q->output(), biased);
   }
 }
+
+// RoPE in an encoder, its rotate_half written with `chunk` instead of slices (ESM-2): found from
+// its frequencies as Llama's is, and padded by the shipped adapter (heads of 64: halves of 32,
+// each then in a stick of its own).
+TEST(AttentionStructure, FindsRotaryAttentionWhoseHalvesAreChunks) {
+  const std::string module = "encoder.layer.1.attention";
+  EXPECT_EQ(foundIn("esm2-tiny").at(1), module + " | " + module + ".self.query " + module +
+                                            ".self.key " + module + ".self.value -> " + module +
+                                            ".output.dense | 2 x 64 | rope");
+  const auto padded_model = paddedByTheShippedAdapter("esm2-tiny");
+  ASSERT_NE(padded_model, nullptr);
+  GraphEdit edit(*padded_model);
+  for (const FoundAttention& attention : findAttention(edit, nullptr)) {
+    EXPECT_EQ(attention.head_dim, 128);
+  }
+}
+
 // Interleaved rotary (pairs of values turning together) under two spellings: GPT-J's q_proj ...
 // out_proj whose sines and cosines are one precomputed table gathered at the positions, split in
 // two and each half repeat_interleave'd, and Cohere's q_proj ... o_proj whose 1-D frequencies are

@@ -191,6 +191,41 @@ TEST(ShapesOnlyLoad, AModelThatNeedsItsWeightsValuesIsLoadedWithThem) {
   std::remove(path.c_str());
 }
 
+// Transformers moves values to its inputs' device (`.to(x.device)`, which a trace records with
+// the CPU as a constant): a value computed from weights left unread stays on the meta device,
+// with the strides a run with the weights gives it (not ones expanded on the CPU).
+TEST(ShapesOnlyLoad, AMoveToTheInputsDeviceKeepsAValueOfShapes) {
+  torch::jit::Module module("MovedToItsInputsDevice");
+  module.register_parameter("scale", at::full({4}, 2.0), false);
+  module.define(
+      "def forward(self, x):\n"
+      "    return (x * self.scale).to(x.device) + 1.0\n");
+  const std::string path = testing::uniqueTempPath("moved-to-its-inputs-device.pt");
+  module.save(path, {{"stickler/model.json",
+                      R"({"inputs": [{"name": "x", "shape": [3, 4], "dtype": "float32",
+                          "kind": "float"}]})"}});
+  expectShapesOnlyLoadRecordsTheSame(path);
+  std::remove(path.c_str());
+}
+
+// A model ending in an operator LibTorch gives no meta kernel (layer_norm: ESM-2's
+// emb_layer_norm_after) computes it on the CPU from ones in place of its weights: its outputs,
+// loaded for its shapes, are still shapes, not values made up of ones.
+TEST(ShapesOnlyLoad, OutputsComputedFromOnesAreShapes) {
+  torch::jit::Module module("EndsInALayerNorm");
+  module.register_parameter("weight", at::full({4}, 2.0), false);
+  module.register_parameter("bias", at::full({4}, 0.5), false);
+  module.define(
+      "def forward(self, x):\n"
+      "    return torch.layer_norm(x, [4], self.weight, self.bias, 1e-5)\n");
+  const std::string path = testing::uniqueTempPath("ends-in-a-layer-norm.pt");
+  module.save(path, {{"stickler/model.json",
+                      R"({"inputs": [{"name": "x", "shape": [3, 4], "dtype": "float32",
+                          "kind": "float"}]})"}});
+  expectShapesOnlyLoadRecordsTheSame(path);
+  std::remove(path.c_str());
+}
+
 TEST(ShapesOnlyLoad, RecordsWhatARunRecordsOnSixteenBitModels) {
   expectShapesOnlyLoadRecordsTheSame(zooPath("../zoo-bfloat16/llama-tiny.pt"));
   expectShapesOnlyLoadRecordsTheSame(zooPath("../zoo-float16/llama-tiny.pt"));

@@ -21,9 +21,9 @@ from common import add_outliers, init_weights_like_transformers, seed_for, set_f
 from foreign import write_foreign  # noqa: E402
 from half_on_cpu import half_kernels_in_float32  # noqa: E402
 from traps import write_traps  # noqa: E402
-from families import bamba, bert, cohere, convnext, falcon, gpt2, gpt_neox, gptj, llama, moe, mpnet, opt, phi, phi3, t5, vit, xlm_roberta  # noqa: E402
+from families import bamba, bert, cohere, convnext, esm, falcon, gpt2, gpt_neox, gptj, llama, moe, mpnet, opt, phi, phi3, t5, vit, xlm_roberta  # noqa: E402
 
-FAMILIES = [bert, xlm_roberta, mpnet, gpt2, llama, phi, phi3, opt, gpt_neox, falcon, gptj, cohere, bamba, vit, convnext, t5, moe]
+FAMILIES = [bert, xlm_roberta, mpnet, esm, gpt2, llama, phi, phi3, opt, gpt_neox, falcon, gptj, cohere, bamba, vit, convnext, t5, moe]
 
 
 def all_variants():

@@ -112,12 +112,26 @@ torch::jit::Node* viewShapeList(const torch::jit::Node& node) {
                                                                                       : nullptr;
 }
 
+std::optional<int64_t> intInput(const GraphEdit& edit, const torch::jit::Node& node, size_t index) {
+  if (node.inputs().size() <= index) return std::nullopt;
+  const auto value = edit.constantOrWeight(node.input(index));
+  if (!value || !value->isInt()) return std::nullopt;
+  return value->toInt();
+}
+
 std::optional<int64_t> lastInt(const GraphEdit& edit, const torch::jit::Node& shape,
                                size_t from_end) {
   if (shape.inputs().size() <= from_end) return std::nullopt;
-  auto value = edit.constantOrWeight(shape.input(shape.inputs().size() - 1 - from_end));
-  if (!value || !value->isInt()) return std::nullopt;
-  return value->toInt();
+  return intInput(edit, shape, shape.inputs().size() - 1 - from_end);
+}
+
+bool namesLastDim(const GraphEdit& edit, const torch::jit::Node& node, size_t index,
+                  const torch::jit::Value* tensor, int64_t extra) {
+  const auto dim = intInput(edit, node, index);
+  const auto described = edit.describe(tensor);
+  if (!dim || !described) return false;
+  const auto rank = static_cast<int64_t>(described->shape.size()) + extra;
+  return *dim == -1 || *dim == rank - 1;
 }
 
 void setIntInput(GraphEdit& edit, torch::jit::Node& node, size_t index, int64_t value) {

@@ -38,9 +38,15 @@ at::Tensor padHeadsAlong(const at::Tensor& tensor, int64_t dim, int64_t head_dim
 // The shape list a view or reshape reads when the graph builds it of separate values, as traced
 // models do ([size0, size1, heads, head_dim]); null for other nodes or shapes.
 torch::jit::Node* viewShapeList(const torch::jit::Node& node);
+// Input `index` of `node`, when it is a constant int (or an int attribute when scripted).
+std::optional<int64_t> intInput(const GraphEdit& edit, const torch::jit::Node& node, size_t index);
 // The last entry of a shape list, when it is a constant int (or an int attribute when scripted).
 std::optional<int64_t> lastInt(const GraphEdit& edit, const torch::jit::Node& shape,
                                size_t from_end = 0);
+// Whether input `index` of `node` names the last dimension of `tensor` (-1, or rank - 1;
+// `extra` counts a dimension the node adds, as stack's does).
+bool namesLastDim(const GraphEdit& edit, const torch::jit::Node& node, size_t index,
+                  const torch::jit::Value* tensor, int64_t extra = 0);
 // Makes input `index` of `node` the constant `value`.
 void setIntInput(GraphEdit& edit, torch::jit::Node& node, size_t index, int64_t value);
 // The smallest head size of at least `head_dim` whose `heads` together fill whole sticks.

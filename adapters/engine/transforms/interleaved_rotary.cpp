@@ -19,24 +19,6 @@ using torch::jit::Value;
 namespace aten = torch::jit::aten;
 namespace prim = torch::jit::prim;
 
-std::optional<int64_t> intInput(const GraphEdit& edit, const Node& node, size_t index) {
-  if (node.inputs().size() <= index) return std::nullopt;
-  const auto value = edit.constantOrWeight(node.input(index));
-  if (!value || !value->isInt()) return std::nullopt;
-  return value->toInt();
-}
-
-// Whether input `index` of `node` names the last dimension of `tensor` (-1, or rank - 1;
-// `extra` counts a dimension the node adds, as stack's does).
-bool namesLastDim(const GraphEdit& edit, const Node& node, size_t index, const Value* tensor,
-                  int64_t extra = 0) {
-  const auto dim = intInput(edit, node, index);
-  const auto described = edit.describe(tensor);
-  if (!dim || !described) return false;
-  const auto rank = static_cast<int64_t>(described->shape.size()) + extra;
-  return *dim == -1 || *dim == rank - 1;
-}
-
 // The value a chain of whole slices (the `x[:, :, :` of `x[:, :, :, ::2]`) reads.
 const Value* throughWholeSlices(const GraphEdit& edit, const Value* value) {
   while (value->node()->kind() == aten::slice) {

@@ -298,8 +298,8 @@ class HeadPadder {
       for (size_t i = list->inputs().size(); i-- > 0 && list->inputs().size() > 1;) {
         Node* piece = list->input(i)->node();
         const auto shape = edit_.describe(list->input(i));
-        if (piece->kind() != aten::slice || !cutsLastDim(*piece) || !shape ||
-            shape->shape.empty() || shape->shape.back() != 0) {
+        if (piece->kind() != aten::slice || !namesLastDim(edit_, *piece, 1, piece->input(0)) ||
+            !shape || shape->shape.empty() || shape->shape.back() != 0) {
           continue;
         }
         const char role = projectionFeeding(piece->output(), role_of, module);
@@ -532,7 +532,8 @@ class HeadPadder {
           pending.push_back(user->output());
           continue;
         }
-        if (kind == aten::slice && use.offset == 0 && cutsLastDim(*user)) {
+        if (kind == aten::slice && use.offset == 0 &&
+            namesLastDim(edit_, *user, 1, user->input(0))) {
           found.cuts.push_back(user);
           pending.push_back(user->output());
           continue;
@@ -552,13 +553,6 @@ class HeadPadder {
   Node* headSplitShape(const Node& projection, int64_t head_dim) const {
     const HeadSplits found = headSplits(projection, head_dim);
     return found.shapes.empty() ? nullptr : found.shapes.front();
-  }
-
-  bool cutsLastDim(const Node& slice) const {
-    const auto dim = edit_.constantOrWeight(slice.input(1));
-    const auto input = edit_.describe(slice.input(0));
-    if (!dim || !dim->isInt() || !input || input->shape.empty()) return false;
-    return dim->toInt() == -1 || dim->toInt() == static_cast<int64_t>(input->shape.size()) - 1;
   }
 
   // The projection's output is viewed as [batch, length, heads, head_dim]: the constant

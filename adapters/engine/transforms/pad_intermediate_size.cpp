@@ -59,15 +59,8 @@ struct FoundMlp {
 
 // `chunk(2, dim=-1)` of a value: two halves along the last dimension.
 bool isChunkInTwo(const GraphEdit& edit, const Node& node) {
-  if (node.kind() != aten::chunk || node.inputs().size() != 3) return false;
-  const auto chunks = edit.constantOrWeight(node.input(1));
-  const auto dim = edit.constantOrWeight(node.input(2));
-  const auto shape = edit.describe(node.input(0));
-  if (!chunks || !chunks->isInt() || chunks->toInt() != 2 || !dim || !dim->isInt() || !shape ||
-      shape->shape.empty()) {
-    return false;
-  }
-  return dim->toInt() == -1 || dim->toInt() == static_cast<int64_t>(shape->shape.size()) - 1;
+  return node.kind() == aten::chunk && node.inputs().size() == 3 && intInput(edit, node, 1) == 2 &&
+         namesLastDim(edit, node, 2, node.input(0));
 }
 
 // The linear layers feeding `down` through elementwise operators only; none when anything else
