@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
@@ -162,18 +165,27 @@ TEST(ShapesOnlyLoad, EveryExpertOfAMixtureIsRecorded) {
   EXPECT_GT(experts, 0u);
 }
 
+// A scripted module of `source` with float32 parameters `weights`, saved with a card whose one
+// input is a float32 `x` of `shape`; returns the archive's path.
+std::string savedScriptedModel(const std::string& name,
+                               const std::vector<std::pair<std::string, at::Tensor>>& weights,
+                               const std::string& source, const std::string& shape) {
+  torch::jit::Module module(name);
+  for (const auto& [weight, value] : weights) module.register_parameter(weight, value, false);
+  module.define(source);
+  std::string path = testing::uniqueTempPath(name + ".pt");
+  module.save(path, {{"stickler/model.json", R"({"inputs": [{"name": "x", "shape": )" + shape +
+                                                 R"(, "dtype": "float32", "kind": "float"}]})"}});
+  return path;
+}
+
 // A model whose shapes follow its weights' values, which shapes alone cannot give: loaded for
 // its shapes only, its weights are read after all, and it records what a run records.
 TEST(ShapesOnlyLoad, AModelThatNeedsItsWeightsValuesIsLoadedWithThem) {
-  torch::jit::Module module("SizedByItsWeight");
-  module.register_parameter("sizes", at::full({4}, 4.0), false);
-  module.define(
-      "def forward(self, x):\n"
-      "    return x.view(int(self.sizes.sum().item()))\n");
-  const std::string path = testing::uniqueTempPath("sized-by-its-weight.pt");
-  module.save(path, {{"stickler/model.json",
-                      R"({"inputs": [{"name": "x", "shape": [4, 4], "dtype": "float32",
-                          "kind": "float"}]})"}});
+  const std::string path = savedScriptedModel("SizedByItsWeight", {{"sizes", at::full({4}, 4.0)}},
+                                              "def forward(self, x):\n"
+                                              "    return x.view(int(self.sizes.sum().item()))\n",
+                                              "[4, 4]");
   LoadOptions options;
   options.shapes_only = true;
   const auto model = loadModel(path, options);
@@ -195,15 +207,11 @@ TEST(ShapesOnlyLoad, AModelThatNeedsItsWeightsValuesIsLoadedWithThem) {
 // the CPU as a constant): a value computed from weights left unread stays on the meta device,
 // with the strides a run with the weights gives it (not ones expanded on the CPU).
 TEST(ShapesOnlyLoad, AMoveToTheInputsDeviceKeepsAValueOfShapes) {
-  torch::jit::Module module("MovedToItsInputsDevice");
-  module.register_parameter("scale", at::full({4}, 2.0), false);
-  module.define(
-      "def forward(self, x):\n"
-      "    return (x * self.scale).to(x.device) + 1.0\n");
-  const std::string path = testing::uniqueTempPath("moved-to-its-inputs-device.pt");
-  module.save(path, {{"stickler/model.json",
-                      R"({"inputs": [{"name": "x", "shape": [3, 4], "dtype": "float32",
-                          "kind": "float"}]})"}});
+  const std::string path =
+      savedScriptedModel("MovedToItsInputsDevice", {{"scale", at::full({4}, 2.0)}},
+                         "def forward(self, x):\n"
+                         "    return (x * self.scale).to(x.device) + 1.0\n",
+                         "[3, 4]");
   expectShapesOnlyLoadRecordsTheSame(path);
   std::remove(path.c_str());
 }
@@ -212,16 +220,11 @@ TEST(ShapesOnlyLoad, AMoveToTheInputsDeviceKeepsAValueOfShapes) {
 // emb_layer_norm_after) computes it on the CPU from ones in place of its weights: its outputs,
 // loaded for its shapes, are still shapes, not values made up of ones.
 TEST(ShapesOnlyLoad, OutputsComputedFromOnesAreShapes) {
-  torch::jit::Module module("EndsInALayerNorm");
-  module.register_parameter("weight", at::full({4}, 2.0), false);
-  module.register_parameter("bias", at::full({4}, 0.5), false);
-  module.define(
+  const std::string path = savedScriptedModel(
+      "EndsInALayerNorm", {{"weight", at::full({4}, 2.0)}, {"bias", at::full({4}, 0.5)}},
       "def forward(self, x):\n"
-      "    return torch.layer_norm(x, [4], self.weight, self.bias, 1e-5)\n");
-  const std::string path = testing::uniqueTempPath("ends-in-a-layer-norm.pt");
-  module.save(path, {{"stickler/model.json",
-                      R"({"inputs": [{"name": "x", "shape": [3, 4], "dtype": "float32",
-                          "kind": "float"}]})"}});
+      "    return torch.layer_norm(x, [4], self.weight, self.bias, 1e-5)\n",
+      "[3, 4]");
   expectShapesOnlyLoadRecordsTheSame(path);
   std::remove(path.c_str());
 }
