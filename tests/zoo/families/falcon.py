@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from common import StaticCacheDecoder, causal_lm_card
-from families.llama import LlamaModel, LlamaRotaryEmbedding, apply_rotary_pos_emb, run_rotary_decoder
+from families.llama import LlamaModel, LlamaRotaryEmbedding, apply_rotary_pos_emb, run_decoder
 
 FAMILY = "falcon"
 
@@ -124,8 +124,8 @@ class FalconModel(nn.Module):
 
     def forward(self, input_ids, attention_mask, cache_position=None, past_keys=None, past_values=None):
         hidden_states = self.word_embeddings(input_ids)
-        return run_rotary_decoder(self.h, self.rotary_emb, self.ln_f, self._causal_mask, input_ids, hidden_states,
-                                  attention_mask, cache_position, past_keys, past_values)
+        return run_decoder(self.h, self.ln_f, self._causal_mask, input_ids, hidden_states, attention_mask, cache_position,
+                           past_keys, past_values, rotary_emb=self.rotary_emb)
 
 
 class FalconForCausalLM(StaticCacheDecoder, nn.Module):

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from common import StaticCacheDecoder, causal_lm_card
-from families.llama import LlamaModel, LlamaRotaryEmbedding, rotate_half, run_rotary_decoder
+from families.llama import LlamaModel, LlamaRotaryEmbedding, rotate_half, run_decoder
 
 FAMILY = "gpt_neox"
 
@@ -108,8 +108,8 @@ class GPTNeoXModel(nn.Module):
 
     def forward(self, input_ids, attention_mask, cache_position=None, past_keys=None, past_values=None):
         hidden_states = self.emb_dropout(self.embed_in(input_ids))
-        return run_rotary_decoder(self.layers, self.rotary_emb, self.final_layer_norm, self._causal_mask, input_ids,
-                                  hidden_states, attention_mask, cache_position, past_keys, past_values)
+        return run_decoder(self.layers, self.final_layer_norm, self._causal_mask, input_ids, hidden_states, attention_mask, cache_position,
+                           past_keys, past_values, rotary_emb=self.rotary_emb)
 
 
 class GPTNeoXForCausalLM(StaticCacheDecoder, nn.Module):

@@ -51,49 +51,31 @@ def apply_rotary_pos_emb(q, k, cos, sin):
     return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
 
 
-def run_rotary_decoder(layers, rotary_emb, final_norm, causal_mask_of, input_ids, hidden_states, attention_mask,
-                       cache_position=None, past_keys=None, past_values=None):
-    """A rotary decoder's layers over the embedded tokens, as Phi and GPT-NeoX run them: each layer
-    takes (hidden_states, position_embeddings, mask[, past_key, past_value, cache_position]). With
-    a static cache, `attention_mask` covers the cache's slots and every layer's keys and values
-    come back stacked."""
-    if past_keys is None:
-        position_ids = torch.arange(0, input_ids.shape[1], dtype=torch.long).unsqueeze(0)
-        causal_mask = causal_mask_of(attention_mask, hidden_states.dtype)
-        position_embeddings = rotary_emb(hidden_states, position_ids)
-        for layer in layers:
-            hidden_states = layer(hidden_states, position_embeddings, causal_mask)
-        return final_norm(hidden_states)
-    position_ids = cache_position_ids(attention_mask, cache_position)
-    causal_mask = static_cache_mask(attention_mask, cache_position, hidden_states.dtype)
-    position_embeddings = rotary_emb(hidden_states, position_ids)
-    keys, values = [], []
-    for i, layer in enumerate(layers):
-        hidden_states, key, value = layer(hidden_states, position_embeddings, causal_mask, past_keys[i],
-                                          past_values[i], cache_position)
-        keys.append(key)
-        values.append(value)
-    return final_norm(hidden_states), torch.stack(keys), torch.stack(values)
-
-
 def run_decoder(layers, final_norm, causal_mask_of, input_ids, hidden_states, attention_mask, cache_position=None,
-                past_keys=None, past_values=None):
-    """A decoder's layers over the embedded tokens, as Llama, GPT-J and Cohere run them: each layer
-    takes (hidden_states, mask, position_ids[, past_key, past_value, cache_position]) and computes
-    its own rotary angles. With a static cache, `attention_mask` covers the cache's slots and every
+                past_keys=None, past_values=None, rotary_emb=None):
+    """A decoder's layers over the embedded tokens. Without `rotary_emb` each layer computes its own
+    rotary angles and takes (hidden_states, mask, position_ids[, past_key, past_value,
+    cache_position]), as Llama's, GPT-J's and Cohere's do; with it the model computes them once and
+    each layer takes (hidden_states, position_embeddings, mask[, ...]), as Phi's, GPT-NeoX's, Phi-3's
+    and Falcon's do. With a static cache, `attention_mask` covers the cache's slots and every
     layer's keys and values come back stacked."""
     if past_keys is None:
         position_ids = torch.arange(0, input_ids.shape[1], dtype=torch.long).unsqueeze(0)
         causal_mask = causal_mask_of(attention_mask, hidden_states.dtype)
+    else:
+        position_ids = cache_position_ids(attention_mask, cache_position)
+        causal_mask = static_cache_mask(attention_mask, cache_position, hidden_states.dtype)
+    if rotary_emb is None:
+        positional = (causal_mask, position_ids)
+    else:
+        positional = (rotary_emb(hidden_states, position_ids), causal_mask)
+    if past_keys is None:
         for layer in layers:
-            hidden_states = layer(hidden_states, causal_mask, position_ids)
+            hidden_states = layer(hidden_states, *positional)
         return final_norm(hidden_states)
-    position_ids = cache_position_ids(attention_mask, cache_position)
-    causal_mask = static_cache_mask(attention_mask, cache_position, hidden_states.dtype)
     keys, values = [], []
     for i, layer in enumerate(layers):
-        hidden_states, key, value = layer(hidden_states, causal_mask, position_ids, past_keys[i], past_values[i],
-                                          cache_position)
+        hidden_states, key, value = layer(hidden_states, *positional, past_keys[i], past_values[i], cache_position)
         keys.append(key)
         values.append(value)
     return final_norm(hidden_states), torch.stack(keys), torch.stack(values)

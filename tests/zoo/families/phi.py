@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from common import NewGELUActivation, StaticCacheDecoder, causal_lm_card
-from families.llama import LlamaModel, LlamaRotaryEmbedding, apply_rotary_pos_emb, run_rotary_decoder
+from families.llama import LlamaModel, LlamaRotaryEmbedding, apply_rotary_pos_emb, run_decoder
 
 FAMILY = "phi"
 
@@ -110,8 +110,8 @@ class PhiModel(nn.Module):
 
     def forward(self, input_ids, attention_mask, cache_position=None, past_keys=None, past_values=None):
         hidden_states = self.embed_dropout(self.embed_tokens(input_ids))
-        return run_rotary_decoder(self.layers, self.rotary_emb, self.final_layernorm, self._causal_mask, input_ids,
-                                  hidden_states, attention_mask, cache_position, past_keys, past_values)
+        return run_decoder(self.layers, self.final_layernorm, self._causal_mask, input_ids, hidden_states, attention_mask, cache_position,
+                           past_keys, past_values, rotary_emb=self.rotary_emb)
 
 
 class PhiForCausalLM(StaticCacheDecoder, nn.Module):

@@ -9,7 +9,7 @@ from torch import nn
 
 from common import StaticCacheDecoder, causal_lm_card
 from families.gpt_neox import apply_rotary_pos_emb
-from families.llama import LlamaModel, LlamaRMSNorm, LlamaRotaryEmbedding, repeat_kv, run_rotary_decoder
+from families.llama import LlamaModel, LlamaRMSNorm, LlamaRotaryEmbedding, repeat_kv, run_decoder
 
 FAMILY = "phi3"
 
@@ -119,8 +119,8 @@ class Phi3Model(nn.Module):
 
     def forward(self, input_ids, attention_mask, cache_position=None, past_keys=None, past_values=None):
         hidden_states = self.embed_tokens(input_ids)
-        return run_rotary_decoder(self.layers, self.rotary_emb, self.norm, self._causal_mask, input_ids, hidden_states,
-                                  attention_mask, cache_position, past_keys, past_values)
+        return run_decoder(self.layers, self.norm, self._causal_mask, input_ids, hidden_states, attention_mask, cache_position,
+                           past_keys, past_values, rotary_emb=self.rotary_emb)
 
 
 class Phi3ForCausalLM(StaticCacheDecoder, nn.Module):
