@@ -25,18 +25,22 @@ std::string shippedCatalogDir() {
 namespace {
 
 struct ParsedText {
-  std::optional<AdapterFile> file;
+  std::shared_ptr<const AdapterFile> file;
   std::string error;
 };
 
 // Parsing a file (tree-sitter, then its checks) costs far more than reading it, and every tool
 // call that stacks adapters reads the whole catalog: a text's parse is kept while the process
-// lives, keyed by path and text, so an edited file is parsed again.
-ParsedText parsedOnce(const std::string& text, const std::string& path) {
+// lives, keyed by path, text and whether people reviewed it, so an edited file is parsed again.
+// Entries share the parse: a catalog is read on every such call, and copying each file's parse
+// cost more than reading the directory.
+ParsedText parsedOnce(const std::string& text, const std::string& path, bool reviewed) {
   constexpr size_t kParsesKept = 512;
   static std::mutex mutex;
   static std::unordered_map<std::string, ParsedText> parsed;
   std::string key = path;
+  key += '\0';
+  key += reviewed ? "reviewed" : "unreviewed";
   key += '\0';
   key += text;
   {
@@ -46,7 +50,9 @@ ParsedText parsedOnce(const std::string& text, const std::string& path) {
   }
   ParsedText result;
   try {
-    result.file = parseAdapterFile(text, path);
+    auto file = std::make_shared<AdapterFile>(parseAdapterFile(text, path));
+    file->reviewed = reviewed;
+    result.file = std::move(file);
   } catch (const UserError& e) {
     result.error = e.what();
   }
@@ -60,11 +66,10 @@ ParsedText parsedOnce(const std::string& text, const std::string& path) {
 
 CatalogEntry catalogEntryFromText(const std::string& name, const std::string& text,
                                   const std::string& path, const std::string& origin) {
-  CatalogEntry entry{name, origin, path, text, std::nullopt, ""};
-  ParsedText parsed = parsedOnce(text, path);
+  CatalogEntry entry{name, origin, path, text, nullptr, ""};
+  ParsedText parsed = parsedOnce(text, path, origin == "shipped" || origin == "workspace");
   entry.file = std::move(parsed.file);
   entry.error = std::move(parsed.error);
-  if (entry.file) entry.file->reviewed = origin == "shipped" || origin == "workspace";
   return entry;
 }
 
@@ -91,7 +96,7 @@ std::vector<CatalogEntry> catalogFromJson(const nlohmann::json& json) {
                                    item.at("origin"));
     } else {
       entry = {item.at("name"), item.at("origin"), item.at("path"),
-               item.at("text"), std::nullopt,      item.at("error")};
+               item.at("text"), nullptr,           item.at("error")};
     }
     entry.status = item.at("status").get<std::string>();
     entry.branch = item.at("branch").get<std::string>();
@@ -147,7 +152,7 @@ CatalogEntry readCatalogFile(const std::string& name, const std::string& path,
     }
   }
   const auto text = readTextFileIfPresent(path);
-  if (!text) return {name, origin, path, "", std::nullopt, path + ": cannot read it"};
+  if (!text) return {name, origin, path, "", nullptr, path + ": cannot read it"};
   CatalogEntry entry = catalogEntryFromText(name, *text, path, origin);
   // Kept only when the file did not change while it was read: its stamp before and after agree.
   if (stamp && stillLongEnough(*stamp) && stampOf(path) == stamp) {

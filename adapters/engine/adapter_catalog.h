@@ -2,6 +2,7 @@
 // catalog, which may override a shipped adapter of the same name.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,7 +18,8 @@ struct CatalogEntry {
   std::string origin;  // "shipped", "workspace" (its main), "workspace draft" (not reviewed)
   std::string path;    // where it was read from (for a draft: the branch and file name)
   std::string text;
-  std::optional<AdapterFile> file;  // parsed; empty when `error` says why not
+  // Parsed (shared by every entry of the same text); null when `error` says why not.
+  std::shared_ptr<const AdapterFile> file;
   std::string error;
   // What a person should call it: "shipped" (as it ships, in the workspace or not), "accepted"
   // (main's version came in through a review), "workspace" (main's, changed otherwise), "draft"

@@ -108,8 +108,7 @@ class EmulatedBackend : public Backend {
 class SpyreSimBackend : public Backend {
  public:
   explicit SpyreSimBackend(BackendSpec spec)
-      : spec_(std::move(spec)),
-        profile_(std::make_shared<const DeviceProfile>(loadProfile(spec_.profile))) {}
+      : spec_(std::move(spec)), profile_(sharedProfile(spec_.profile)) {}
   const BackendSpec& spec() const override { return spec_; }
   NumberFormat format() const override { return profile_->format; }
   const DeviceProfile* profile() const override { return profile_.get(); }

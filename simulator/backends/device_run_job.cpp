@@ -1,12 +1,11 @@
 #include "simulator/backends/device_run_job.h"
 
-#include <torch/csrc/jit/serialization/pickle.h>
-
 #include <chrono>
 #include <list>
 #include <mutex>
 
 #include "simulator/backends/model_host_client.h"
+#include "simulator/backends/value_wire.h"
 #include "simulator/graph/graph_fingerprint.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
@@ -20,17 +19,6 @@ namespace stickler {
 namespace {
 
 using nlohmann::json;
-
-std::string pickled(const std::vector<c10::IValue>& values) {
-  const auto bytes = torch::jit::pickle_save(c10::ivalue::Tuple::create(values));
-  return std::string(bytes.begin(), bytes.end());
-}
-
-std::vector<c10::IValue> unpickled(const std::string& bytes) {
-  const c10::IValue tuple = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  const auto& elements = tuple.toTupleRef().elements();
-  return std::vector<c10::IValue>(elements.begin(), elements.end());
-}
 
 json placementToJson(const Placement& placement) {
   return {{"device_modules", placement.device_modules},
@@ -143,8 +131,8 @@ WireMessage deviceRun(const WireMessage& job, JobContext& context) {
   RunOptions options;
   options.host_progress = &context.progress;
   options.lockstep = job.header.value("lockstep", false);
-  const BackendRun run = compiled.run(unpickled(job.blobs[0]), options);
-  WireMessage reply{{{"seconds", run.seconds}}, {pickled(run.outputs)}};
+  const BackendRun run = compiled.run(decodeValues(job.blobs[0]), options);
+  WireMessage reply{{{"seconds", run.seconds}}, {encodeValues(run.outputs)}};
   if (run.lockstep) reply.blobs.push_back(encodeLockstepRecord(*run.lockstep));
   return reply;
 }
@@ -196,7 +184,8 @@ uint64_t weightBytes(const LoadedModel& model) {
 }
 
 const HostFacts& hostFactsOf(const LoadedModel& model) {
-  std::call_once(model.host_facts_once, [&model] {
+  // Kept with the model, which keeps it as long as the reference lives.
+  return *model.memo.get<HostFacts>("model host facts", [&model] {
     auto facts = std::make_shared<HostFacts>();
     facts->recipe = model.recipe.toJson();
     facts->key = model.recipe.key();
@@ -204,9 +193,8 @@ const HostFacts& hostFactsOf(const LoadedModel& model) {
     facts->records = recordsFingerprint(model);
     facts->weight_bytes = weightBytes(model);
     facts->nodes = allNodes(*model.graph);
-    model.host_facts = std::move(facts);
+    return facts;
   });
-  return *model.host_facts;
 }
 
 BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
@@ -252,7 +240,13 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
                 {"pass_limit", spec.pass_limit},
                 {"lockstep", options.lockstep},
                 {"seconds", options.timeout_seconds}};
-  job.blobs.push_back(pickled(inputs));
+  // The example inputs, which localization sends with every hybrid run, encoded once.
+  job.blobs.push_back(&inputs != &model.example_inputs
+                          ? encodeValues(inputs)
+                          : *model.memo.get<std::string>("encoded example inputs", [&model] {
+                              return std::make_shared<std::string>(
+                                  encodeValues(model.example_inputs));
+                            }));
   const JobOutcome outcome = lease.worker().run(job, options.timeout_seconds, options.cancelled);
 
   BackendRun run;
@@ -280,7 +274,7 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
         run.status = BackendRun::Status::kFailed;
         run.message = "the model host answered without outputs";
       } else {
-        run.outputs = unpickled(outcome.result.blobs[0]);
+        run.outputs = decodeValues(outcome.result.blobs[0]);
         if (options.lockstep) {
           run.lockstep = outcome.result.blobs.size() > 1
                              ? decodeLockstepRecord(outcome.result.blobs[1])

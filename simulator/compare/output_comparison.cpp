@@ -62,49 +62,64 @@ OutputMetrics metricsAgainst(const R* ref, const at::Tensor& d) {
                                          : metricsOf(ref, d.data_ptr<float>(), d.numel());
 }
 
-OutputMetrics commonMetrics(const at::Tensor& reference, const at::Tensor& device) {
-  const at::Tensor r = flatForReading(reference);
-  const at::Tensor d = flatForReading(device);
+OutputMetrics commonMetrics(const at::Tensor& r, const at::Tensor& d) {
   return r.scalar_type() == c10::kDouble ? metricsAgainst(r.data_ptr<double>(), d)
                                          : metricsAgainst(r.data_ptr<float>(), d);
 }
 
-LogitAgreement logitMetrics(const at::Tensor& reference, const at::Tensor& device, double tolerance,
-                            bool* pass) {
-  // Whole-tensor operations, then one pass over the rows in C++: a row at a time in ATen costs
-  // several small operators per position, which dominated a localization trial's comparison.
-  // Ranking, maxima and gathering are exact in the outputs' own precision; only the few
-  // gathered values are subtracted, in float64.
-  const int64_t vocab = reference.size(-1);
-  const c10::ScalarType type =
-      reference.scalar_type() == c10::kDouble || device.scalar_type() == c10::kDouble ? c10::kDouble
-                                                                                      : c10::kFloat;
-  const at::Tensor r = reference.to(type).reshape({-1, vocab});
-  const at::Tensor d = device.to(type).reshape({-1, vocab});
-  auto [top_reference, top_indices] = r.topk(std::min<int64_t>(5, vocab), -1);
-  const at::Tensor top_values = top_reference.to(c10::kDouble).contiguous();
-  top_indices = top_indices.contiguous();
-  const at::Tensor worst =
-      (d.gather(1, top_indices).to(c10::kDouble) - top_values).abs().amax(-1).contiguous();
-  const at::Tensor scale = r.abs().amax(-1).to(c10::kDouble).clamp_min(1e-30).contiguous();
-  const at::Tensor dev_top1 = d.argmax(-1).contiguous();
-  const auto values = top_values.accessor<double, 2>();
-  const auto indices = top_indices.accessor<int64_t, 2>();
-  const auto worst_of = worst.accessor<double, 1>();
-  const auto scale_of = scale.accessor<double, 1>();
-  const auto dev_top1_of = dev_top1.accessor<int64_t, 1>();
+// The larger, NaN when either is (as ATen's amax).
+double maxOrNan(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b);
+}
+
+// The reference's top-k per row and largest magnitude, ranked in its own precision (exact).
+void prepareLogits(ReferenceOutputs::Output& output) {
+  output.vocab = output.tensor.dim() >= 1 ? output.tensor.size(-1) : 0;
+  if (output.vocab == 0) return;
+  const at::Tensor rows = output.flat.reshape({-1, output.vocab});
+  output.top_k = std::min<int64_t>(5, output.vocab);
+  auto [values, indices] = rows.topk(output.top_k, -1);
+  const at::Tensor top = values.to(c10::kDouble).contiguous();
+  const at::Tensor where = indices.contiguous();
+  output.top_values.assign(top.data_ptr<double>(), top.data_ptr<double>() + top.numel());
+  output.top_indices.assign(where.data_ptr<int64_t>(), where.data_ptr<int64_t>() + where.numel());
+  const at::Tensor scales = rows.abs().amax(-1).to(c10::kDouble).contiguous();
+  output.scales.assign(scales.data_ptr<double>(), scales.data_ptr<double>() + scales.numel());
+  for (double& scale : output.scales) {
+    if (!std::isnan(scale)) scale = std::max(scale, 1e-30);
+  }
+}
+
+// One pass over the device's rows in C++: its top-1 (the first largest, NaN largest of all, as
+// ATen's argmax) and its values at the reference's top-5, subtracted in float64.
+template <typename D>
+LogitAgreement logitMetrics(const ReferenceOutputs::Output& reference, const D* device,
+                            double tolerance, bool* pass) {
+  const int64_t vocab = reference.vocab;
+  const int64_t k = reference.top_k;
   LogitAgreement agreement;
-  agreement.positions = r.size(0);
+  agreement.positions = static_cast<int64_t>(reference.scales.size());
   agreement.tolerance = tolerance;
   double worst_top5 = 0.0;
-  for (int64_t row = 0; row < r.size(0); ++row) {
-    const double row_scale = scale_of[row];
-    worst_top5 = std::max(worst_top5, worst_of[row] / row_scale);
-    if (dev_top1_of[row] == indices[row][0]) {
+  for (int64_t row = 0; row < agreement.positions; ++row) {
+    const D* values = device + row * vocab;
+    int64_t top1 = 0;
+    for (int64_t i = 1; i < vocab && !std::isnan(values[top1]); ++i) {
+      if (std::isnan(values[i]) || values[i] > values[top1]) top1 = i;
+    }
+    const double* top = reference.top_values.data() + row * k;
+    const int64_t* top_index = reference.top_indices.data() + row * k;
+    double worst = 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+      worst = maxOrNan(worst, std::fabs(static_cast<double>(values[top_index[j]]) - top[j]));
+    }
+    const double row_scale = reference.scales[row];
+    worst_top5 = std::max(worst_top5, worst / row_scale);
+    if (top1 == top_index[0]) {
       ++agreement.top1_agree;
       continue;
     }
-    const double margin = vocab > 1 ? values[row][0] - values[row][1] : 0.0;
+    const double margin = vocab > 1 ? top[0] - top[1] : 0.0;
     (margin <= tolerance * row_scale ? agreement.top1_ambiguous : agreement.top1_disagree)++;
   }
   if (!std::isfinite(worst_top5)) worst_top5 = std::numeric_limits<double>::infinity();
@@ -119,37 +134,65 @@ double logitTolerance(NumberFormat format, const VerdictSettings& settings) {
   return std::max(settings.logit_roundoffs * unitRoundoff(format), settings.min_logit_tolerance);
 }
 
+ReferenceOutputs::ReferenceOutputs(const std::vector<at::Tensor>& reference,
+                                   const ModelCard& card) {
+  outputs_.reserve(reference.size());
+  for (size_t i = 0; i < reference.size(); ++i) {
+    const bool named = i < card.outputs.size();
+    Output output;
+    output.tensor = reference[i];
+    output.kind = named ? card.outputs[i].kind : OutputKind::kOther;
+    output.name = named ? card.outputs[i].name : "output." + std::to_string(i);
+    if (named) output.relative_l2_tolerance = card.outputs[i].relative_l2_tolerance;
+    if (reference[i].is_floating_point()) {
+      output.flat = flatForReading(reference[i]);
+      if (output.kind == OutputKind::kLogits) prepareLogits(output);
+    }
+    outputs_.push_back(std::move(output));
+  }
+}
+
 OutputComparison compareOutputs(const std::vector<at::Tensor>& reference,
                                 const std::vector<at::Tensor>& device, const ModelCard& card,
                                 NumberFormat format, const VerdictSettings& settings) {
+  return compareOutputs(ReferenceOutputs(reference, card), device, format, settings);
+}
+
+OutputComparison compareOutputs(const ReferenceOutputs& reference,
+                                const std::vector<at::Tensor>& device, NumberFormat format,
+                                const VerdictSettings& settings) {
   OutputComparison comparison;
-  bool all_pass = reference.size() == device.size();
-  const size_t count = std::min(reference.size(), device.size());
+  const std::vector<ReferenceOutputs::Output>& outputs = reference.outputs();
+  bool all_pass = outputs.size() == device.size();
+  const size_t count = std::min(outputs.size(), device.size());
   for (size_t i = 0; i < count; ++i) {
-    const bool named = i < card.outputs.size();
+    const ReferenceOutputs::Output& expected = outputs[i];
     OutputReport entry;
-    entry.kind = named ? card.outputs[i].kind : OutputKind::kOther;
-    entry.name = named ? card.outputs[i].name : "output." + std::to_string(i);
-    entry.shape = reference[i].sizes().vec();
-    if (reference[i].sizes() != device[i].sizes()) {
+    entry.kind = expected.kind;
+    entry.name = expected.name;
+    entry.shape = expected.tensor.sizes().vec();
+    if (expected.tensor.sizes() != device[i].sizes()) {
       entry.verdict = OutputVerdict::kFail;
       entry.reason = "the device output has shape " + shapeString(device[i].sizes().vec());
       all_pass = false;
       comparison.outputs.push_back(std::move(entry));
       continue;
     }
-    if (!reference[i].is_floating_point()) {
-      entry.equal = at::equal(reference[i], device[i].to(reference[i].scalar_type()));
+    if (!expected.tensor.is_floating_point()) {
+      entry.equal = at::equal(expected.tensor, device[i].to(expected.tensor.scalar_type()));
       comparison.outputs.push_back(std::move(entry));
       continue;
     }
-    const OutputMetrics metrics = commonMetrics(reference[i], device[i]);
+    const at::Tensor flat = flatForReading(device[i]);
+    const OutputMetrics metrics = commonMetrics(expected.flat, flat);
     entry.metrics = metrics;
     bool pass = true;
-    if (entry.kind == OutputKind::kLogits && reference[i].dim() >= 1) {
+    if (entry.kind == OutputKind::kLogits && expected.vocab > 0) {
       bool logits_pass = true;
-      entry.logits =
-          logitMetrics(reference[i], device[i], logitTolerance(format, settings), &logits_pass);
+      const double tolerance = logitTolerance(format, settings);
+      entry.logits = flat.scalar_type() == c10::kDouble
+                         ? logitMetrics(expected, flat.data_ptr<double>(), tolerance, &logits_pass)
+                         : logitMetrics(expected, flat.data_ptr<float>(), tolerance, &logits_pass);
       pass = logits_pass && metrics.non_finite == 0;
       if (!pass) {
         entry.reason = entry.logits->top1_disagree > 0
@@ -162,7 +205,7 @@ OutputComparison compareOutputs(const std::vector<at::Tensor>& reference,
         entry.reason = "cosine similarity below " + std::to_string(settings.embedding_cosine);
       }
     } else if (entry.kind == OutputKind::kActivation) {
-      const double tolerance = card.outputs[i].relative_l2_tolerance;
+      const double tolerance = expected.relative_l2_tolerance;
       entry.relative_l2_tolerance = tolerance;
       pass = metrics.relative_l2.has_value() && *metrics.relative_l2 <= tolerance &&
              metrics.non_finite == 0;

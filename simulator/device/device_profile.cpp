@@ -1,5 +1,7 @@
 #include "simulator/device/device_profile.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -260,29 +262,35 @@ static DeviceProfile parseTrackingFiles(const json& raw, const std::string& orig
 
 namespace {
 
-// What a profile file looked like when it was parsed; an edit changes the time or the size.
+// What a profile file looked like when it was parsed; an edit changes a time or the size.
 struct FileStamp {
   std::string path;
-  fs::file_time_type modified;
-  uintmax_t size = 0;
+  int64_t modified_ns = 0;
+  int64_t changed_ns = 0;
+  int64_t size = 0;
+  uint64_t inode = 0;
   bool operator==(const FileStamp&) const = default;
 };
 
+int64_t nanoseconds(const timespec& time) {
+  return static_cast<int64_t>(time.tv_sec) * 1000000000 + time.tv_nsec;
+}
+
+// One stat(2): a server stamps every file of a profile's chain on every call.
 std::optional<FileStamp> stampOf(const std::string& path) {
-  std::error_code ec;
-  FileStamp stamp{path, fs::last_write_time(path, ec), 0};
-  if (ec) return std::nullopt;
-  stamp.size = fs::file_size(path, ec);
-  if (ec) return std::nullopt;
-  return stamp;
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+  return FileStamp{path, nanoseconds(info.st_mtim), nanoseconds(info.st_ctim),
+                   static_cast<int64_t>(info.st_size), static_cast<uint64_t>(info.st_ino)};
 }
 
 // Parsed profiles by path. A server loads the same few profiles on every call; parsing them
-// again costs most of a cheap tool call. An entry is used only while every file of its
-// "extends" chain is unchanged, so an edited profile is read again.
+// again costs most of a cheap tool call, and copying one more than stamping its files. An entry
+// is used only while every file of its "extends" chain is unchanged, so an edited profile is
+// read again.
 struct CachedProfile {
   std::vector<FileStamp> stamps;
-  DeviceProfile profile;
+  std::shared_ptr<const DeviceProfile> profile;
 };
 
 bool stillCurrent(const CachedProfile& cached) {
@@ -298,7 +306,7 @@ DeviceProfile parseProfile(const json& raw, const std::string& origin) {
   return parseTrackingFiles(raw, origin, nullptr);
 }
 
-DeviceProfile loadProfile(const std::string& name_or_path) {
+std::shared_ptr<const DeviceProfile> sharedProfile(const std::string& name_or_path) {
   static std::mutex mutex;
   static std::map<std::string, CachedProfile> cache;
   const std::string path = resolvePath(name_or_path);
@@ -310,7 +318,8 @@ DeviceProfile loadProfile(const std::string& name_or_path) {
   // Stamped before reading, so an edit made while parsing is caught by the next call.
   std::vector<std::string> files = {path};
   const auto own_stamp = stampOf(path);
-  DeviceProfile profile = parseTrackingFiles(readJson(path), path, &files);
+  auto profile =
+      std::make_shared<const DeviceProfile>(parseTrackingFiles(readJson(path), path, &files));
   CachedProfile entry{{}, profile};
   for (const auto& file : files) {
     auto stamp = file == path ? own_stamp : stampOf(file);
@@ -320,6 +329,10 @@ DeviceProfile loadProfile(const std::string& name_or_path) {
   std::lock_guard lock(mutex);
   cache[path] = std::move(entry);
   return profile;
+}
+
+DeviceProfile loadProfile(const std::string& name_or_path) {
+  return *sharedProfile(name_or_path);
 }
 
 json profileSummary(const DeviceProfile& profile) {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -69,8 +70,8 @@ struct DeviceProfile {
   // snapshot a result was computed on, without telling where the snapshot's bugs strike.
   std::string content_sha256;
   // SHA-256 of what lowers and adapts a model: the resolved document without its name,
-  // description, sources, parent (extends) and fault rules. Profiles that differ only in where the device
-  // computes wrongly (a lab build's fault) adapt a model alike.
+  // description, sources, parent (extends) and fault rules. Profiles that differ only in where the
+  // device computes wrongly (a lab build's fault) adapt a model alike.
   std::string rules_sha256;
 
   const OpEntry& entryFor(const std::string& op) const;
@@ -90,6 +91,9 @@ std::vector<std::string> listProfiles();
 // A profile by name (a file in profileDirectory()) or by path (anything with a '/' or ending in
 // .json). "extends" chains are resolved. Throws UserError naming the file and the problem.
 DeviceProfile loadProfile(const std::string& name_or_path);
+// The same, shared with every caller while its files are unchanged: for callers that keep it
+// (a backend) or read it on every call, without a copy.
+std::shared_ptr<const DeviceProfile> sharedProfile(const std::string& name_or_path);
 DeviceProfile parseProfile(const nlohmann::json& document, const std::string& origin);
 
 // The stack's facts for results: name, lineage, content hash, number format, fusion, hardware

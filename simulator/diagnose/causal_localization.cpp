@@ -69,6 +69,12 @@ int64_t singleCauseTarget(int64_t units) {
   return static_cast<int64_t>(std::ceil(std::log2(std::max<int64_t>(units, 1)))) + 4;
 }
 
+// The whole model lowered for a device and, when it compiles, its units.
+struct WholeModel {
+  std::unique_ptr<CompiledModel> compiled;
+  LocalizationUnits units;
+};
+
 class Localizer {
  public:
   Localizer(const LoadedModel& model, const LocalizeOptions& options)
@@ -81,19 +87,22 @@ class Localizer {
           options.backend.text);
     }
     requireWeights(model, "localized (localization compares values)");
-    reference_ = flattenTensors(model.example_outputs);
+    // Every call on the model compares with the same reference: prepared once, kept with it.
+    reference_ = model.memo.get<ReferenceOutputs>("reference outputs for comparison", [&model] {
+      return std::make_shared<ReferenceOutputs>(flattenTensors(model.example_outputs), model.card);
+    });
     result_.model = model.identity();
     result_.backend = options.backend.text;
   }
 
   LocalizationResult run() {
     double start = phaseClock();
-    const auto whole = compileWhole();
-    notePhase("lowered the whole model", phaseClock() - start);
-    if (!whole->ok()) return blocked(*whole);
-    units_ = LocalizationUnits(*model_.graph, whole->lowering());
-    result_.units = static_cast<int64_t>(units_.size());
-    const size_t applications = whole->lowering().pass_applications.size();
+    whole_ = wholeModel();
+    notePhase("lowered the whole model (or found it lowered)", phaseClock() - start);
+    const CompiledModel& whole = *whole_->compiled;
+    if (!whole.ok()) return blocked(whole);
+    result_.units = static_cast<int64_t>(modelUnits().size());
+    const size_t applications = whole.lowering().pass_applications.size();
     result_.device_run_target = options_.passes ? passTarget(applications) : target();
     result_.all_causes = options_.all_causes;
     if (!options_.passes) {
@@ -108,12 +117,12 @@ class Localizer {
     deviation_ = std::make_unique<ModuleDeviation>(model_, backend_->format(), options_.thresholds);
     notePhase("module thresholds", phaseClock() - start);
     const Trial first =
-        trial(units_.paths(), "whole model (determinism check, 1 of 2)", /*whole=*/true,
+        trial(modelUnits().paths(), "whole model (determinism check, 1 of 2)", /*whole=*/true,
               /*lockstep=*/true);
     deviation_->take(first.lockstep);
     result_.numerics = deviation_->report();
     const Trial second =
-        trial(units_.paths(), "whole model (determinism check, 2 of 2)", /*whole=*/true);
+        trial(modelUnits().paths(), "whole model (determinism check, 2 of 2)", /*whole=*/true);
     const bool deterministic =
         first.verdict == second.verdict &&
         (first.verdict == RunVerdict::kPass || first.verdict == RunVerdict::kFail
@@ -130,10 +139,10 @@ class Localizer {
       return finish(LocalizeStatus::kPasses);
     }
 
-    if (options_.passes) return bisectPasses(whole->lowering());
+    if (options_.passes) return bisectPasses(whole.lowering());
 
     std::vector<std::string> names;
-    for (const std::string& unit : units_.paths()) names.push_back(displayPath(unit));
+    for (const std::string& unit : modelUnits().paths()) names.push_back(displayPath(unit));
     CausalSearchOptions search;
     search.all_causes = options_.all_causes;
     const int64_t left = result_.budget->max_runs - static_cast<int64_t>(result_.runs.size());
@@ -144,7 +153,7 @@ class Localizer {
         [&](const std::vector<size_t>& indices, const std::string& label) {
           std::vector<std::string> units;
           units.reserve(indices.size());
-          for (size_t index : indices) units.push_back(units_.paths()[index]);
+          for (size_t index : indices) units.push_back(modelUnits().paths()[index]);
           return trial(units, label).verdict;
         },
         search);
@@ -156,13 +165,13 @@ class Localizer {
   // passes, clues when it fails).
   LocalizationResult numerics() {
     result_.numerics_mode = true;
-    const auto whole = compileWhole();
-    if (!whole->ok()) return blocked(*whole);
-    units_ = LocalizationUnits(*model_.graph, whole->lowering());
-    result_.units = static_cast<int64_t>(units_.size());
+    whole_ = wholeModel();
+    if (!whole_->compiled->ok()) return blocked(*whole_->compiled);
+    result_.units = static_cast<int64_t>(modelUnits().size());
     deviation_ = std::make_unique<ModuleDeviation>(model_, backend_->format(), options_.thresholds);
-    const Trial first = trial(units_.paths(), "whole model, compared in lockstep", /*whole=*/true,
-                              /*lockstep=*/true);
+    const Trial first =
+        trial(modelUnits().paths(), "whole model, compared in lockstep", /*whole=*/true,
+              /*lockstep=*/true);
     deviation_->take(first.lockstep);
     result_.numerics = deviation_->report();
     result_.whole_model_verdict = first.verdict;
@@ -188,8 +197,8 @@ class Localizer {
     // deviates among them (and is no cause's) is absorbed downstream.
     result_.absorbed = deviation_->absorbed([&](const std::string& path) {
       bool holds_a_unit = false;
-      for (size_t i = 0; i < units_.size(); ++i) {
-        if (!isWithin(units_.paths()[i], path)) continue;
+      for (size_t i = 0; i < modelUnits().size(); ++i) {
+        if (!isWithin(modelUnits().paths()[i], path)) continue;
         if (i >= found.clean_prefix || blamed.count(i)) return false;
         holds_a_unit = true;
       }
@@ -201,7 +210,7 @@ class Localizer {
       static_cast<CauseConfirmation&>(entry) = confirmationOf(cause, runs_before);
       for (size_t unit : cause.units) {
         entry.units.push_back(unitAt(unit));
-        entry.units.back().deviation = deviation_->errorsOf(units_.paths()[unit]);
+        entry.units.back().deviation = deviation_->errorsOf(modelUnits().paths()[unit]);
       }
       causes.push_back(std::move(entry));
     }
@@ -211,13 +220,13 @@ class Localizer {
     if (found.budget_exhausted) {
       budget.undecided = found.undecided;
       for (size_t unit : found.undecided_units) {
-        budget.undecided_modules.push_back(displayPath(units_.paths()[unit]));
+        budget.undecided_modules.push_back(displayPath(modelUnits().paths()[unit]));
       }
     }
     if (!found.causes.empty()) {
       const FoundCause& first = found.causes.front();
       result_.culprit = unitAt(first.completing);
-      result_.culprit->deviation = deviation_->errorsOf(units_.paths()[first.completing]);
+      result_.culprit->deviation = deviation_->errorsOf(modelUnits().paths()[first.completing]);
       result_.alone_verdict = first.completing_alone_verdict;
       result_.rest_verdict = first.rest_verdict.value_or(RunVerdict::kFail);
       if (first.isSet()) result_.together = result_.causes->front().units;
@@ -250,8 +259,8 @@ class Localizer {
   // them on the device (with the modules riding along), the rest of the model on the CPU
   // reference. A culprit of one operator needs no run: the module's confirmation is its.
   void localizeOperators(size_t culprit_index, const LocalizedCause& module) {
-    const std::string& culprit = units_.paths()[culprit_index];
-    const std::vector<int64_t>& nodes = units_.nodesOf(culprit);
+    const std::string& culprit = modelUnits().paths()[culprit_index];
+    const std::vector<int64_t>& nodes = modelUnits().nodesOf(culprit);
     OperatorCause found;
     found.candidates = static_cast<int64_t>(nodes.size());
     if (nodes.size() == 1) {
@@ -265,7 +274,7 @@ class Localizer {
     std::vector<std::string> names;
     names.reserve(nodes.size());
     for (int64_t node : nodes) {
-      names.push_back(operatorLabel(units_.nodeAt(node)->kind().toQualString(), node));
+      names.push_back(operatorLabel(modelUnits().nodeAt(node)->kind().toQualString(), node));
     }
     RunBudget& budget = *result_.budget;
     const std::string of = " of " + displayPath(culprit);
@@ -303,14 +312,14 @@ class Localizer {
     const std::vector<DeviationOnset> onsets =
         deviation_->absorbed([](const std::string&) { return true; });
     if (onsets.empty()) return;
-    const std::string& culprit = units_.paths()[culprit_index];
+    const std::string& culprit = modelUnits().paths()[culprit_index];
     OnsetAgreement agreement;
     agreement.onset = onsets.front();
     agreement.culprit = displayPath(culprit);
     const std::string onset =
         agreement.onset.module == displayPath("") ? "" : agreement.onset.module;
     std::vector<std::string> within;
-    for (const std::string& unit : units_.paths()) {
+    for (const std::string& unit : modelUnits().paths()) {
       if (isWithin(unit, onset)) within.push_back(unit);
     }
     agreement.own_operators = !within.empty();
@@ -333,8 +342,8 @@ class Localizer {
   // Whether a value the unit's own operators compute reaches an operator within `path`.
   bool feeds(const std::string& unit, const std::string& path) const {
     std::vector<const torch::jit::Node*> work;
-    for (int64_t position : units_.nodesOf(unit)) {
-      work.push_back(units_.nodeAt(position));
+    for (int64_t position : modelUnits().nodesOf(unit)) {
+      work.push_back(modelUnits().nodeAt(position));
     }
     std::set<const torch::jit::Node*> seen;
     while (!work.empty()) {
@@ -355,7 +364,7 @@ class Localizer {
   }
 
   LocalizedOperator operatorAt(int64_t position) const {
-    const torch::jit::Node* node = units_.nodeAt(position);
+    const torch::jit::Node* node = modelUnits().nodeAt(position);
     LocalizedOperator op;
     op.op = node->kind().toQualString();
     op.node = position;
@@ -364,7 +373,7 @@ class Localizer {
       op.inputs = record->second.inputs;
       op.outputs = record->second.outputs;
     }
-    op.cpu_fallback = units_.isCpuFallback(position);
+    op.cpu_fallback = modelUnits().isCpuFallback(position);
     return op;
   }
 
@@ -372,26 +381,39 @@ class Localizer {
                       const std::string& what) {
     announce(what);
     Placement placement;
-    placement.device_modules = units_.ridersOf(culprit);
+    placement.device_modules = modelUnits().ridersOf(culprit);
     placement.device_nodes = nodes;
     placement.own_nodes_only = true;
     placement.host_modules = model_.host_modules;
     return judged(deviceRun(placement, false, -1), 1, what);
   }
 
-  // The whole model, but what adapters keep on the host.
-  std::unique_ptr<CompiledModel> compileWhole() {
-    Placement everything;
-    everything.host_modules = model_.host_modules;
-    return backend_->compile(model_, everything);
+  // The whole model, but what adapters keep on the host, lowered for the device: the same on
+  // every call for the model and device (an agent localizes one model again and again), so
+  // kept with the model.
+  std::shared_ptr<const WholeModel> wholeModel() const {
+    const std::string key = "localization: the whole model on " + backend_->spec().text + " " +
+                            backend_->profile()->content_sha256;
+    return model_.memo.get<WholeModel>(key, [this] {
+      auto whole = std::make_shared<WholeModel>();
+      Placement everything;
+      everything.host_modules = model_.host_modules;
+      whole->compiled = backend_->compile(model_, everything);
+      if (whole->compiled->ok()) {
+        whole->units = LocalizationUnits(*model_.graph, whole->compiled->lowering());
+      }
+      return whole;
+    });
   }
+
+  const LocalizationUnits& modelUnits() const { return whole_->units; }
 
   LocalizationResult blocked(const CompiledModel& whole) {
     result_.blockers = static_cast<int64_t>(whole.lowering().blockers.size());
     return finish(LocalizeStatus::kBlocked);
   }
 
-  int64_t target() const { return singleCauseTarget(static_cast<int64_t>(units_.size())); }
+  int64_t target() const { return singleCauseTarget(static_cast<int64_t>(modelUnits().size())); }
 
   // ceil(log2 A) bisection runs over A pass applications, two for determinism, one without
   // any pass.
@@ -406,7 +428,7 @@ class Localizer {
     result_.pass_applications = static_cast<int64_t>(count);
     if (count == 0) return finish(LocalizeStatus::kNoPassApplications);
     const std::string of = " of " + std::to_string(count) + " pass applications";
-    if (trial(units_.paths(), "whole model, none" + of, true, false, 0).verdict !=
+    if (trial(modelUnits().paths(), "whole model, none" + of, true, false, 0).verdict !=
         RunVerdict::kPass) {
       return finish(LocalizeStatus::kFailsWithoutPasses);
     }
@@ -414,7 +436,7 @@ class Localizer {
     while (fail - pass > 1) {
       const size_t middle = pass + (fail - pass) / 2;
       const Trial probe =
-          trial(units_.paths(), "whole model, the first " + std::to_string(middle) + of, true,
+          trial(modelUnits().paths(), "whole model, the first " + std::to_string(middle) + of, true,
                 false, static_cast<int64_t>(middle));
       (probe.verdict == RunVerdict::kPass ? pass : fail) = middle;
     }
@@ -431,7 +453,7 @@ class Localizer {
               bool lockstep = false, int64_t pass_limit = -1) {
     announce(what);
     return judged(deviceRun(placementOf(units, whole), lockstep, pass_limit),
-                  static_cast<int64_t>(whole ? units_.size() : units.size()), what);
+                  static_cast<int64_t>(whole ? modelUnits().size() : units.size()), what);
   }
 
   void announce(const std::string& what) {
@@ -447,7 +469,7 @@ class Localizer {
   Placement placementOf(const std::vector<std::string>& units, bool whole) const {
     Placement placement;
     if (!whole) {
-      placement.device_modules = units_.placed(units);
+      placement.device_modules = modelUnits().placed(units);
       placement.own_nodes_only = true;
     }
     placement.host_modules = model_.host_modules;
@@ -487,7 +509,7 @@ class Localizer {
         result.outputs = flattenTensors(run->outputs);
         if (run->lockstep) result.lockstep = std::move(*run->lockstep);
         const bool passed =
-            compareOutputs(reference_, result.outputs, model_.card, backend_->format(), {}).passed;
+            compareOutputs(*reference_, result.outputs, backend_->format(), {}).passed;
         result.verdict = passed ? RunVerdict::kPass : RunVerdict::kFail;
       } else {
         result.verdict = incompleteRunVerdict(run->status);
@@ -500,13 +522,13 @@ class Localizer {
   }
 
   LocalizationUnit unitAt(size_t index) const {
-    const std::string& path = units_.paths()[index];
+    const std::string& path = modelUnits().paths()[index];
     LocalizationUnit unit;
     unit.module = displayPath(path);
     unit.module_class = model_.modules.classOf(path);
     unit.position = static_cast<int64_t>(index + 1);
-    unit.ops = units_.opsOf(path);
-    unit.cpu_fallback_ops = units_.cpuFallbackOpsOf(path);
+    unit.ops = modelUnits().opsOf(path);
+    unit.cpu_fallback_ops = modelUnits().cpuFallbackOpsOf(path);
     return unit;
   }
 
@@ -518,8 +540,8 @@ class Localizer {
   const LoadedModel& model_;
   LocalizeOptions options_;
   std::unique_ptr<Backend> backend_;
-  std::vector<at::Tensor> reference_;
-  LocalizationUnits units_;
+  std::shared_ptr<const ReferenceOutputs> reference_;  // every trial is compared with it
+  std::shared_ptr<const WholeModel> whole_;            // set first by run() and numerics()
   std::unique_ptr<ModuleDeviation> deviation_;
   LocalizationResult result_;
 };

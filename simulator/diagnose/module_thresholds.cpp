@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -87,8 +88,10 @@ std::string goldenCacheDir() {
   return cacheDir("golden");
 }
 
-ModuleThresholds moduleThresholds(const LoadedModel& model, NumberFormat format,
-                                  const ThresholdSettings& settings) {
+namespace {
+
+ModuleThresholds cachedOrDerived(const LoadedModel& model, NumberFormat format,
+                                 const ThresholdSettings& settings) {
   const std::string key = cacheKey(model, format, settings);
   const fs::path file = fs::path(goldenCacheDir()) / (key + ".json");
   const size_t calls = model.interpreter->moduleCalls().size();
@@ -126,6 +129,24 @@ ModuleThresholds moduleThresholds(const LoadedModel& model, NumberFormat format,
     out << json{{"emulated", thresholds.emulated}, {"threshold", thresholds.threshold}}.dump();
   }
   fs::rename(partial, file, ignored);  // readers see a whole entry or none
+  return thresholds;
+}
+
+}  // namespace
+
+ModuleThresholds moduleThresholds(const LoadedModel& model, NumberFormat format,
+                                  const ThresholdSettings& settings) {
+  // Kept with the model too: a session localizes one model again and again, and reading the
+  // cache file took as long as a small model's device run.
+  bool made = false;
+  char key[160];
+  std::snprintf(key, sizeof key, "module thresholds %s %d %.17g %.17g", formatName(format).c_str(),
+                settings.inputs, settings.percentile, settings.margin);
+  ModuleThresholds thresholds = *model.memo.get<ModuleThresholds>(key, [&] {
+    made = true;
+    return std::make_shared<ModuleThresholds>(cachedOrDerived(model, format, settings));
+  });
+  if (!made) thresholds.from_cache = true;  // derived before, if not read from the file
   return thresholds;
 }
 

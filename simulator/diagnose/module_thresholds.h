@@ -29,7 +29,7 @@ struct ModuleThresholds {
 
 // The thresholds for `model` on a device of `format`, from the golden cache under
 // goldenCacheDir() when present, else derived (inputs x one CPU run and one emulated run) and
-// stored there.
+// stored there; kept with the model for its later calls (`from_cache` then true).
 ModuleThresholds moduleThresholds(const LoadedModel& model, NumberFormat format,
                                   const ThresholdSettings& settings);
 

@@ -13,6 +13,7 @@
 #include "simulator/graph/graph_nodes.h"
 #include "simulator/graph/model_card.h"
 #include "simulator/graph/model_identity.h"
+#include "simulator/graph/model_memo.h"
 #include "simulator/graph/model_recipe.h"
 #include "simulator/graph/module_table.h"
 #include "simulator/graph/record_from.h"
@@ -20,8 +21,6 @@
 #include "simulator/interpreter/interpreter.h"
 
 namespace stickler {
-
-struct HostFacts;
 
 // What one node consumed and produced when the model ran on its example inputs.
 struct NodeRecord {
@@ -60,10 +59,9 @@ struct LoadedModel {
   // How another process makes this model again (a model host): the archive, the example
   // inputs' seed and specs, and the adapters above, each with its source.
   ModelRecipe recipe;
-  // What a model host is told of the model (the recipe as JSON, its key, the graph's
-  // fingerprint), worked out on its first device run and kept (model_host_client.h).
-  mutable std::once_flag host_facts_once;
-  mutable std::shared_ptr<const HostFacts> host_facts;
+  // What is worked out from the model once and kept with it: what a model host is told of it
+  // (model_host_client.h), the whole model's lowering per device (causal_localization.cpp).
+  ModelMemo memo;
   torch::jit::Module module;
   ModelGraph graph_kind = ModelGraph::kForward;  // which of the archive's graphs `graph` is
   std::shared_ptr<torch::jit::Graph> graph;

@@ -28,7 +28,7 @@ double phaseClock() {
 void notePhase(const std::string& what, double seconds) {
   if (!phaseTimesWanted()) return;
   if (seconds >= 0) {
-    std::fprintf(stderr, "stickler phase %9.3f s (+%.3f s) %s\n", phaseClock(), seconds,
+    std::fprintf(stderr, "stickler phase %9.4f s (+%.5f s) %s\n", phaseClock(), seconds,
                  what.c_str());
   } else {
     std::fprintf(stderr, "stickler phase %9.3f s %s\n", phaseClock(), what.c_str());

@@ -1397,7 +1397,7 @@ TEST(AdapterEngine, AnOutOfRangeNumberIsTheCatalogEntrysError) {
       "name = \"x\"\ngap = \"g\"\nwhy = \"w\"\nmodels = [\"*\"]\nprofiles = [\"spyre-2026\"]\n"
       "remove_when = \"r\"\nmax_ulps = 1e999\ntransform = pad_to_sticks(module=\"lm_head\")\n";
   const CatalogEntry entry = catalogEntryFromText("x", text, "x.py", "workspace");
-  EXPECT_FALSE(entry.file.has_value());
+  EXPECT_FALSE((entry.file != nullptr));
   EXPECT_EQ(entry.error, "x.py:7:12: '1e999' is not a finite number Stickler can read");
 }
 
@@ -1410,7 +1410,7 @@ TEST(AdapterEngine, ACatalogFileEditedInPlaceIsParsedAgain) {
            std::to_string(max_ulps) + "\ntransform = pad_to_sticks(module=\"lm_head\")\n";
   };
   const CatalogEntry first = catalogEntryFromText("x", text(4), "x.py", "workspace");
-  ASSERT_TRUE(first.file.has_value()) << first.error;
+  ASSERT_TRUE((first.file != nullptr)) << first.error;
   EXPECT_EQ(first.file->metadata.max_ulps, 4);
   EXPECT_TRUE(first.file->reviewed);
   const CatalogEntry edited = catalogEntryFromText("x", text(8), "x.py", "workspace");
@@ -1419,7 +1419,7 @@ TEST(AdapterEngine, ACatalogFileEditedInPlaceIsParsedAgain) {
   EXPECT_EQ(draft.file->metadata.max_ulps, 4);
   EXPECT_FALSE(draft.file->reviewed);
   const CatalogEntry broken = catalogEntryFromText("x", text(4) + "(", "x.py", "workspace");
-  EXPECT_FALSE(broken.file.has_value());
+  EXPECT_FALSE((broken.file != nullptr));
   EXPECT_FALSE(broken.error.empty());
 }
 

@@ -247,7 +247,7 @@ TEST(AdapterCodeSandbox, AnUnreviewedReplacementFirstRunsInAWorker) {
   EXPECT_LT(peakResidentKb() - peak_before, 1L << 20);  // less than 1 GiB more, in KiB
   // Shipped adapters are reviewed: they are applied without the worker.
   for (const auto& entry : readCatalogDir(shippedCatalogDir(), "shipped")) {
-    ASSERT_TRUE(entry.file.has_value()) << entry.error;
+    ASSERT_TRUE((entry.file != nullptr)) << entry.error;
     EXPECT_TRUE(entry.file->reviewed) << entry.name;
   }
 }

@@ -110,5 +110,39 @@ TEST(OutputComparison, LogitsAreJudgedByTopOneAndTheReferencesOwnMargin) {
   EXPECT_EQ(passes.verdict, OutputVerdict::kPass);
 }
 
+// Localization prepares the reference once and compares every trial with it: each comparison
+// is the trial's own, whatever was compared before, and reads the device's logits in their own
+// precision.
+TEST(OutputComparison, AReferencePreparedOnceJudgesEachRunOnItsOwn) {
+  const at::Tensor reference = torch::tensor({{5.0F, 1.0F, 0.0F, -1.0F}, {0.0F, 4.0F, 1.0F, 2.0F}});
+  const ReferenceOutputs prepared({reference}, cardWith(OutputKind::kLogits));
+  auto judged = [&](const at::Tensor& device) {
+    return compareOutputs(prepared, {device}, NumberFormat::kFloat16, VerdictSettings{})
+        .outputs.at(0);
+  };
+  const OutputReport same = judged(reference.clone());
+  EXPECT_EQ(same.verdict, OutputVerdict::kPass);
+  EXPECT_EQ(same.logits->top1_agree, 2);
+  EXPECT_EQ(*same.logits->top5_relative_error, 0.0);
+
+  // Row 1's top-1 moves to the last word: 4 -> 1 there, 2 -> 5.
+  const at::Tensor swapped = torch::tensor({{5.0F, 1.0F, 0.0F, -1.0F}, {0.0F, 1.0F, 1.0F, 5.0F}});
+  const OutputReport lost = judged(swapped);
+  EXPECT_EQ(lost.verdict, OutputVerdict::kFail);
+  EXPECT_EQ(lost.logits->top1_disagree, 1);
+  EXPECT_NEAR(*lost.logits->top5_relative_error, 3.0 / 4.0, 1e-12);
+
+  // bf16 logits (exact in bf16 here) compare as the same values.
+  EXPECT_EQ(judged(reference.to(torch::kBFloat16)).verdict, OutputVerdict::kPass);
+  // A NaN is the device's top-1 (as argmax has it): a clear top-1 lost, and non-finite.
+  const at::Tensor nan = torch::tensor(
+      {{5.0F, std::numeric_limits<float>::quiet_NaN(), 0.0F, -1.0F}, {0.0F, 4.0F, 1.0F, 2.0F}});
+  const OutputReport broken = judged(nan);
+  EXPECT_EQ(broken.logits->top1_disagree, 1);
+  EXPECT_EQ(broken.metrics->non_finite, 1);
+  EXPECT_EQ(broken.verdict, OutputVerdict::kFail);
+  EXPECT_EQ(judged(reference.clone()).verdict, OutputVerdict::kPass);
+}
+
 }  // namespace
 }  // namespace stickler

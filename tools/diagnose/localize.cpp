@@ -26,7 +26,8 @@ using nlohmann::json;
 json run(const json& input, OperationContext& context) {
   const std::string model_path = context.resolvePath(requireString(input, "model"));
   const std::string profile_name = resolveProfile(requireString(input, "profile"), context);
-  const DeviceProfile profile = loadProfile(profile_name);
+  const std::shared_ptr<const DeviceProfile> shared_profile = sharedProfile(profile_name);
+  const DeviceProfile& profile = *shared_profile;
   const std::vector<std::string> input_flags = optionalStrings(input, "inputs");
   const bool adapt = input.value("adapt", false);
   checkReportOutputs(input, context);
