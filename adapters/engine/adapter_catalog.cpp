@@ -1,8 +1,5 @@
 #include "adapters/engine/adapter_catalog.h"
 
-#include <sys/stat.h>
-#include <time.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +9,7 @@
 
 #include "simulator/faults/fault_rule.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/file_stamp.h"
 #include "simulator/support/resource_dirs.h"
 #include "simulator/support/text_files.h"
 
@@ -108,35 +106,7 @@ std::vector<CatalogEntry> catalogFromJson(const nlohmann::json& json) {
 namespace {
 
 // A catalog file as last read: every tool call that stacks adapters reads the whole catalog,
-// and a file whose size, inode and change times are unchanged is not read again.
-struct FileStamp {
-  int64_t mtime_ns = 0;
-  int64_t ctime_ns = 0;
-  int64_t size = 0;
-  uint64_t inode = 0;
-  bool operator==(const FileStamp&) const = default;
-};
-
-int64_t nanoseconds(const timespec& time) {
-  return static_cast<int64_t>(time.tv_sec) * 1000000000 + time.tv_nsec;
-}
-
-std::optional<FileStamp> stampOf(const std::string& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return std::nullopt;
-  return FileStamp{nanoseconds(info.st_mtim), nanoseconds(info.st_ctim),
-                   static_cast<int64_t>(info.st_size), static_cast<uint64_t>(info.st_ino)};
-}
-
-// A file changed within the last two seconds may change again without its times moving (they
-// advance by the kernel's clock tick, not by the nanosecond): it is read every time until it has
-// been still for longer, as git treats a "racily clean" file.
-bool stillLongEnough(const FileStamp& stamp) {
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  return nanoseconds(now) - std::max(stamp.mtime_ns, stamp.ctime_ns) > 2'000'000'000;
-}
-
+// and a file whose stamp is unchanged is not read again.
 CatalogEntry readCatalogFile(const std::string& name, const std::string& path,
                              const std::string& origin) {
   constexpr size_t kFilesKept = 1024;
@@ -155,7 +125,7 @@ CatalogEntry readCatalogFile(const std::string& name, const std::string& path,
   if (!text) return {name, origin, path, "", nullptr, path + ": cannot read it"};
   CatalogEntry entry = catalogEntryFromText(name, *text, path, origin);
   // Kept only when the file did not change while it was read: its stamp before and after agree.
-  if (stamp && stillLongEnough(*stamp) && stampOf(path) == stamp) {
+  if (stamp && settled(*stamp) && stampOf(path) == stamp) {
     const std::lock_guard<std::mutex> lock(mutex);
     if (kept.size() >= kFilesKept) kept.clear();
     kept.insert_or_assign(key, std::make_pair(*stamp, entry));

@@ -1,7 +1,5 @@
 #include "simulator/device/device_profile.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +7,7 @@
 #include <optional>
 
 #include "simulator/support/errors.h"
+#include "simulator/support/file_stamp.h"
 #include "simulator/support/resource_dirs.h"
 #include "simulator/support/sha256.h"
 #include "simulator/support/text_files.h"
@@ -262,40 +261,18 @@ static DeviceProfile parseTrackingFiles(const json& raw, const std::string& orig
 
 namespace {
 
-// What a profile file looked like when it was parsed; an edit changes a time or the size.
-struct FileStamp {
-  std::string path;
-  int64_t modified_ns = 0;
-  int64_t changed_ns = 0;
-  int64_t size = 0;
-  uint64_t inode = 0;
-  bool operator==(const FileStamp&) const = default;
-};
-
-int64_t nanoseconds(const timespec& time) {
-  return static_cast<int64_t>(time.tv_sec) * 1000000000 + time.tv_nsec;
-}
-
-// One stat(2): a server stamps every file of a profile's chain on every call.
-std::optional<FileStamp> stampOf(const std::string& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
-  return FileStamp{path, nanoseconds(info.st_mtim), nanoseconds(info.st_ctim),
-                   static_cast<int64_t>(info.st_size), static_cast<uint64_t>(info.st_ino)};
-}
-
 // Parsed profiles by path. A server loads the same few profiles on every call; parsing them
 // again costs most of a cheap tool call, and copying one more than stamping its files. An entry
 // is used only while every file of its "extends" chain is unchanged, so an edited profile is
 // read again.
 struct CachedProfile {
-  std::vector<FileStamp> stamps;
+  std::vector<std::pair<std::string, FileStamp>> stamps;
   std::shared_ptr<const DeviceProfile> profile;
 };
 
 bool stillCurrent(const CachedProfile& cached) {
-  for (const auto& stamp : cached.stamps) {
-    if (stampOf(stamp.path) != stamp) return false;
+  for (const auto& [path, stamp] : cached.stamps) {
+    if (stampOf(path) != stamp) return false;
   }
   return true;
 }
@@ -323,8 +300,9 @@ std::shared_ptr<const DeviceProfile> sharedProfile(const std::string& name_or_pa
   CachedProfile entry{{}, profile};
   for (const auto& file : files) {
     auto stamp = file == path ? own_stamp : stampOf(file);
-    if (!stamp) return profile;  // vanished meanwhile: serve it, cache nothing
-    entry.stamps.push_back(*stamp);
+    // Vanished meanwhile, or written so lately that it may change unseen: served, not kept.
+    if (!stamp || !settled(*stamp)) return profile;
+    entry.stamps.emplace_back(file, *stamp);
   }
   std::lock_guard lock(mutex);
   cache[path] = std::move(entry);

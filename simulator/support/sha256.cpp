@@ -1,8 +1,6 @@
 #include "simulator/support/sha256.h"
 
 #include <openssl/evp.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include <memory>
 
 #include "simulator/support/errors.h"
+#include "simulator/support/file_stamp.h"
 #include "simulator/support/resource_dirs.h"
 
 namespace stickler {
@@ -67,18 +66,10 @@ std::string sha256File(const std::string& path) {
 
 namespace {
 
-constexpr off_t kRememberedBytes = off_t{64} << 20;
-// Written at least this long before it is hashed (git's "racy" entries, the other way round).
-constexpr int64_t kSettledNanoseconds = int64_t{2} * 1000 * 1000 * 1000;
+constexpr int64_t kRememberedBytes = int64_t{64} << 20;
 
-int64_t nanoseconds(const struct timespec& time) {
-  return static_cast<int64_t>(time.tv_sec) * 1000 * 1000 * 1000 + time.tv_nsec;
-}
-
-std::string statKey(const std::string& real_path, const struct stat& info) {
-  return real_path + "\n" + std::to_string(info.st_dev) + ":" + std::to_string(info.st_ino) + ":" +
-         std::to_string(info.st_size) + ":" + std::to_string(nanoseconds(info.st_mtim)) + ":" +
-         std::to_string(nanoseconds(info.st_ctim));
+std::string statKey(const std::string& real_path, const FileStamp& stamp) {
+  return real_path + "\n" + stamp.text();
 }
 
 bool isHexDigest(const std::string& text) {
@@ -92,8 +83,8 @@ bool isHexDigest(const std::string& text) {
 namespace {
 
 // Where the hash of the file `path` (real) with `info` is remembered.
-fs::path entryFor(const std::string& real_path, const struct stat& info) {
-  return fs::path(cacheDir("sha256")) / sha256Bytes(statKey(real_path, info));
+fs::path entryFor(const std::string& real_path, const FileStamp& stamp) {
+  return fs::path(cacheDir("sha256")) / sha256Bytes(statKey(real_path, stamp));
 }
 
 void writeEntry(const fs::path& entry, const std::string& digest) {
@@ -115,42 +106,29 @@ void writeEntry(const fs::path& entry, const std::string& digest) {
 }  // namespace
 
 std::string sha256FileRemembered(const std::string& path) {
-  struct stat before {};
-  if (::stat(path.c_str(), &before) != 0 || !S_ISREG(before.st_mode) ||
-      before.st_size < kRememberedBytes) {
-    return sha256File(path);
-  }
+  const std::optional<FileStamp> before = stampOf(path);
+  if (!before || before->size < kRememberedBytes) return sha256File(path);
   std::error_code error;
   const fs::path real = fs::canonical(path, error);
   if (error) return sha256File(path);
-  const std::string key = statKey(real.string(), before);
-  const fs::path entry = entryFor(real.string(), before);
+  const fs::path entry = entryFor(real.string(), *before);
   {
     std::ifstream in(entry);
     std::string digest;
     if (in >> digest && isHexDigest(digest)) return digest;
   }
-  struct timespec started {};
-  ::clock_gettime(CLOCK_REALTIME, &started);
   std::string digest = sha256File(path);
-  struct stat after {};
-  if (::stat(path.c_str(), &after) != 0 || statKey(real.string(), after) != key ||
-      nanoseconds(before.st_mtim) > nanoseconds(started) - kSettledNanoseconds) {
-    return digest;
-  }
-  writeEntry(entry, digest);
+  // Remembered only when written seconds before and unchanged while it was read.
+  if (settled(*before) && stampOf(path) == before) writeEntry(entry, digest);
   return digest;
 }
 
 void rememberWrittenSha256(const std::string& path, const std::string& digest) {
-  struct stat info {};
-  if (!isHexDigest(digest) || ::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) ||
-      info.st_size < kRememberedBytes) {
-    return;
-  }
+  const std::optional<FileStamp> stamp = stampOf(path);
+  if (!isHexDigest(digest) || !stamp || stamp->size < kRememberedBytes) return;
   std::error_code error;
   const fs::path real = fs::canonical(path, error);
-  if (!error) writeEntry(entryFor(real.string(), info), digest);
+  if (!error) writeEntry(entryFor(real.string(), *stamp), digest);
 }
 
 }  // namespace stickler
