@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -91,8 +90,7 @@ std::string goldenCacheDir() {
 namespace {
 
 ModuleThresholds cachedOrDerived(const LoadedModel& model, NumberFormat format,
-                                 const ThresholdSettings& settings) {
-  const std::string key = cacheKey(model, format, settings);
+                                 const ThresholdSettings& settings, const std::string& key) {
   const fs::path file = fs::path(goldenCacheDir()) / (key + ".json");
   const size_t calls = model.interpreter->moduleCalls().size();
   std::ifstream in(file);
@@ -139,12 +137,10 @@ ModuleThresholds moduleThresholds(const LoadedModel& model, NumberFormat format,
   // Kept with the model too: a session localizes one model again and again, and reading the
   // cache file took as long as a small model's device run.
   bool made = false;
-  char key[160];
-  std::snprintf(key, sizeof key, "module thresholds %s %d %.17g %.17g", formatName(format).c_str(),
-                settings.inputs, settings.percentile, settings.margin);
-  ModuleThresholds thresholds = *model.memo.get<ModuleThresholds>(key, [&] {
+  const std::string key = cacheKey(model, format, settings);
+  ModuleThresholds thresholds = *model.memo.get<ModuleThresholds>("module thresholds " + key, [&] {
     made = true;
-    return std::make_shared<ModuleThresholds>(cachedOrDerived(model, format, settings));
+    return std::make_shared<ModuleThresholds>(cachedOrDerived(model, format, settings, key));
   });
   if (!made) thresholds.from_cache = true;  // derived before, if not read from the file
   return thresholds;
