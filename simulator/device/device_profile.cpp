@@ -56,13 +56,26 @@ OpEntry parseOpEntry(const json& entry, const std::string& where) {
   return op;
 }
 
-json readJson(const std::string& path) {
-  const std::optional<std::string> text = readTextFileIfPresent(path);
+// A profile file as read: its stamp, taken before its bytes were, and the bytes parsed.
+struct ProfileFile {
+  std::string path;
+  std::optional<FileStamp> stamp;
+  std::string text;
+};
+
+ProfileFile readProfileFile(const std::string& path) {
+  ProfileFile file{path, stampOf(path), {}};
+  std::optional<std::string> text = readTextFileIfPresent(path);
   if (!text) throw UserError(path + ": no such profile file");
+  file.text = std::move(*text);
+  return file;
+}
+
+json parseProfileText(const ProfileFile& file) {
   try {
-    return parseUntrustedJson(*text);
+    return parseUntrustedJson(file.text);
   } catch (const JsonInputError& e) {
-    throw UserError(path + ": not valid JSON: " + e.what());
+    throw UserError(file.path + ": not valid JSON: " + e.what());
   }
 }
 
@@ -94,17 +107,18 @@ json mergeOver(const json& parent, const json& child) {
   return merged;
 }
 
-// `files_read`, when given, collects every parent file the chain reads.
+// `files_read`, when given, collects every parent file the chain reads, as it was read.
 // `ancestors` collects the names of the profiles the chain extends, nearest first.
 json resolveExtends(const json& document, const std::string& origin, int depth,
-                    std::vector<std::string>* files_read, std::vector<std::string>* ancestors) {
+                    std::vector<ProfileFile>* files_read, std::vector<std::string>* ancestors) {
   if (!document.is_object()) throw UserError(origin + ": a profile must be a JSON object");
   if (!document.contains("extends")) return document;
   if (depth >= kMaxExtendsDepth) throw UserError(origin + ": \"extends\" chain too long");
   const std::string parent_name = document.value("extends", "");
   const std::string parent_path = resolvePath(parent_name);
-  if (files_read) files_read->push_back(parent_path);
-  const json parent_document = readJson(parent_path);
+  ProfileFile parent_file = readProfileFile(parent_path);
+  const json parent_document = parseProfileText(parent_file);
+  if (files_read) files_read->push_back(std::move(parent_file));
   if (parent_document.is_object() && parent_document.contains("name") &&
       parent_document["name"].is_string()) {
     ancestors->push_back(parent_document["name"]);
@@ -172,7 +186,7 @@ std::vector<std::string> listProfiles() {
 
 // parseProfile, also collecting the parent files an "extends" chain reads.
 static DeviceProfile parseTrackingFiles(const json& raw, const std::string& origin,
-                                        std::vector<std::string>* files_read) {
+                                        std::vector<ProfileFile>* files_read) {
   std::vector<std::string> ancestors;
   const json document = resolveExtends(raw, origin, 0, files_read, &ancestors);
   const int version = document.value("version", kProfileVersion);
@@ -266,13 +280,18 @@ namespace {
 // is used only while every file of its "extends" chain is unchanged, so an edited profile is
 // read again.
 struct CachedProfile {
-  std::vector<std::pair<std::string, FileStamp>> stamps;
+  std::vector<ProfileFile> files;
   std::shared_ptr<const DeviceProfile> profile;
 };
 
+// A file whose stamp is unchanged and settled cannot have changed. One written in the last two
+// seconds may have, within its clock tick: its bytes are compared, which costs a read, not a
+// parse (a user writes a fault profile and localizes at once, again and again).
 bool stillCurrent(const CachedProfile& cached) {
-  for (const auto& [path, stamp] : cached.stamps) {
-    if (stampOf(path) != stamp) return false;
+  for (const ProfileFile& file : cached.files) {
+    const std::optional<FileStamp> now = stampOf(file.path);
+    if (!now || now != file.stamp) return false;
+    if (!settled(*file.stamp) && readTextFileIfPresent(file.path) != file.text) return false;
   }
   return true;
 }
@@ -292,18 +311,14 @@ std::shared_ptr<const DeviceProfile> sharedProfile(const std::string& name_or_pa
     auto it = cache.find(path);
     if (it != cache.end() && stillCurrent(it->second)) return it->second.profile;
   }
-  // Stamped before reading, so an edit made while parsing is caught by the next call.
-  std::vector<std::string> files = {path};
-  const auto own_stamp = stampOf(path);
-  auto profile =
-      std::make_shared<const DeviceProfile>(parseTrackingFiles(readJson(path), path, &files));
-  CachedProfile entry{{}, profile};
-  for (const auto& file : files) {
-    auto stamp = file == path ? own_stamp : stampOf(file);
-    // Vanished meanwhile, or written so lately that it may change unseen: served, not kept.
-    if (!stamp || !settled(*stamp)) return profile;
-    entry.stamps.emplace_back(file, *stamp);
+  // Each file stamped before it is read, so an edit made while parsing is caught by the next call.
+  std::vector<ProfileFile> files = {readProfileFile(path)};
+  const json document = parseProfileText(files.front());
+  auto profile = std::make_shared<const DeviceProfile>(parseTrackingFiles(document, path, &files));
+  for (const ProfileFile& file : files) {
+    if (!file.stamp) return profile;  // not a regular file: served, not kept
   }
+  CachedProfile entry{std::move(files), profile};
   std::lock_guard lock(mutex);
   cache[path] = std::move(entry);
   return profile;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 
@@ -143,6 +145,22 @@ TEST(Profiles, EditsToAProfileOrItsParentAreSeenByTheNextLoad) {
   std::remove(parent.c_str());
   EXPECT_THROW(loadProfile(child), UserError);
   std::remove(child.c_str());
+}
+
+// A profile rewritten at once with as many bytes keeps its inode, and on kernels before 6.13
+// (Debian 12's 6.1) its times too: they move by the clock tick. (Later kernels give a file whose
+// times were read a finer time at its next write.) The cache must serve the new one.
+TEST(Profiles, AProfileRewrittenWithinOneClockTickIsSeen) {
+  const std::string path = ::testing::TempDir() + "/racy-" + std::to_string(::getpid()) + ".json";
+  for (int i = 0; i < 20; ++i) {
+    const std::string first = "first-" + std::to_string(i % 10);
+    const std::string second = "other-" + std::to_string(i % 10);
+    std::ofstream(path) << R"({"name": ")" + first + R"("})";
+    EXPECT_EQ(loadProfile(path).name, first);
+    std::ofstream(path) << R"({"name": ")" + second + R"("})";
+    EXPECT_EQ(loadProfile(path).name, second);
+  }
+  std::remove(path.c_str());
 }
 
 TEST(CoreSpan, TheLmHeadVocabularyExample) {

@@ -1,18 +1,14 @@
 #include "tools/reports/report_store.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 
 #include "simulator/support/errors.h"
+#include "simulator/support/new_file.h"
 #include "simulator/support/text_files.h"
 #include "simulator/support/untrusted_json.h"
 
@@ -97,37 +93,14 @@ std::string ReportStore::save(const json& report) const {
     name = report["profile"];
   }
   const std::string base = sanitized(name) + "-" + reportKind(report) + "-" + utcStamp();
-  // Written once to a temporary file, then linked into place under the first free id: link()
-  // fails when the id is taken, so reports made in the same millisecond keep theirs. The
-  // temporary's name is unique per process (pid) and per save within it (a counter): two threads
-  // saving the same model's report in the same millisecond must not share one.
-  static std::atomic<unsigned long> saves{0};
-  const fs::path temporary =
-      fs::path(directory()) / ("." + base + "." + std::to_string(::getpid()) + "." +
-                               std::to_string(saves.fetch_add(1)) + ".tmp");
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out << report.dump(1) << "\n";
-    if (!out.flush()) {
-      fs::remove(temporary, ec);
-      throw UserError("cannot write the report to " + temporary.string());
-    }
-  }
-  for (int attempt = 1; attempt < 1000; ++attempt) {
-    std::string id = attempt == 1 ? base : base + "-" + std::to_string(attempt);
-    const fs::path path = fs::path(directory()) / (id + ".json");
-    if (::link(temporary.c_str(), path.c_str()) == 0) {
-      fs::remove(temporary, ec);
-      return id;
-    }
-    if (errno != EEXIST) {
-      const std::string reason = std::strerror(errno);
-      fs::remove(temporary, ec);
-      throw UserError("cannot save the report as " + path.string() + ": " + reason);
-    }
-  }
-  fs::remove(temporary, ec);
-  throw UserError("cannot find a free report id for " + base);
+  // Under the first free id: reports made in the same millisecond keep theirs.
+  const std::string file = writeNewFile(
+      directory(), report.dump(1) + "\n",
+      [&](int attempt) {
+        return (attempt == 1 ? base : base + "-" + std::to_string(attempt)) + ".json";
+      },
+      999);
+  return file.substr(0, file.size() - std::string(".json").size());
 }
 
 std::optional<std::string> ReportStore::pathOf(const std::string& id) const {
