@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "simulator/support/phase_times.h"
 #include "simulator/workers/fork_server.h"
 
 extern char** environ;
@@ -209,13 +210,32 @@ int WorkerProcess::reap(bool wait) {
   }
 }
 
+// A worker's phases, printed by the command that started it: where a gate check or a model
+// host spends its time is most of a command's. Lines are whole when a worker prints them (one
+// write each), so those that begin in the new text are passed on, tagged with the worker.
+void WorkerProcess::forwardPhases(const std::string& text, size_t from) const {
+  static const std::string kPrefix = "stickler phase";
+  size_t start = text.rfind('\n', from == 0 ? 0 : from - 1);
+  start = start == std::string::npos || from == 0 ? 0 : start + 1;
+  while (start < text.size()) {
+    const size_t end = text.find('\n', start);
+    if (end == std::string::npos) return;
+    if (end >= from && text.compare(start, kPrefix.size(), kPrefix) == 0) {
+      std::fprintf(stderr, "%s [%s]\n", text.substr(start, end - start).c_str(), label_.c_str());
+    }
+    start = end + 1;
+  }
+}
+
 void WorkerProcess::readStderr() {
   if (stderr_ < 0 || stderr_ended_) return;
   char buffer[1 << 16];
   while (true) {
     const ssize_t got = ::read(stderr_, buffer, sizeof buffer);
     if (got > 0) {
+      const size_t before = stderr_text_.size();
       stderr_text_.append(buffer, static_cast<size_t>(got));
+      if (phaseTimesWanted()) forwardPhases(stderr_text_, before);
       keepTail(stderr_text_);
       continue;
     }

@@ -61,6 +61,8 @@ class WorkerProcess {
   void kill();
   int reap(bool wait);  // the wait status, once the process is gone; -1 while it runs
   void readStderr();    // what is in the pipe now, without waiting
+  // Prints the phase lines `text` completes from `from` on, with STICKLER_PHASE_TIMES.
+  void forwardPhases(const std::string& text, size_t from) const;
 
   std::string label_;
   pid_t pid_ = -1;

@@ -100,8 +100,9 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{"xlm-roberta-tiny", "encoder.layer.1.output.dense"}),
     [](const auto& info) { return testing::testName(info.param.model); });
 
-// STICKLER_PHASE_TIMES=1 prints where a command's time goes, one line per phase on stderr; the
-// JSON on stdout is the same, and without the variable nothing of it is printed.
+// STICKLER_PHASE_TIMES=1 prints where a command's time goes, one line per phase on stderr (its
+// model host's too); the JSON on stdout is the same, and without the variable nothing of it is
+// printed.
 TEST(LocalizeCli, PhaseTimesSayWhereTheTimeWent) {
   // Without the reproducer, whose checks run the region on the device too.
   const std::vector<std::string> args = {
@@ -125,6 +126,11 @@ TEST(LocalizeCli, PhaseTimesSayWhereTheTimeWent) {
   }
   EXPECT_EQ(runs, report["device_runs"].get<size_t>()) << timed.err;
   EXPECT_NE(timed.err.find("stickler phase "), std::string::npos);
+  // The model host's own phases come through, named by the host.
+  const size_t hosts = timed.err.find(" [host vit-tiny]\n");
+  ASSERT_NE(hosts, std::string::npos) << timed.err;
+  EXPECT_EQ(timed.err.rfind("stickler phase ", hosts), timed.err.rfind('\n', hosts) + 1)
+      << timed.err;
 
   const Result plain = stickler(args);
   ASSERT_EQ(plain.status, 0) << plain.err;

@@ -81,15 +81,18 @@ BringUpResult bringUp(const BringUpRequest& request, const TaskControl& control)
                       : std::vector<const CatalogEntry*>{};
   const StackingChecks checks =
       result.weightless ? StackingChecks::kUnchecked : StackingChecks::kChecked;
-  if (request.run_beside_check) {
-    result.stacking = stackAdapters(stack, meant, result.profile, checks, run);
-    if (result.stacking.beside_outdated) run();
-    if (request.compile_reports) result.with = compileLoaded(*stack.current(), result.profile);
-  } else {
-    result.stacking = stackAdapters(stack, meant, result.profile, checks);
+  // The compile report with the adapters comes before the run, which may depend on it.
+  const auto compileAndRun = [&] {
     if (request.compile_reports) result.with = compileLoaded(*stack.current(), result.profile);
     control.checkCancelled();
     run();
+  };
+  if (request.run_beside_check) {
+    result.stacking = stackAdapters(stack, meant, result.profile, checks, compileAndRun);
+    if (result.stacking.beside_outdated) compileAndRun();
+  } else {
+    result.stacking = stackAdapters(stack, meant, result.profile, checks);
+    compileAndRun();
   }
   if (request.decode_steps > 0 && (!request.decode_if || request.decode_if(result))) {
     std::vector<const CatalogEntry*> catalog;

@@ -74,6 +74,8 @@ json gateOneModel(const std::string& model, const std::string& profile_name,
   request.catalog = &catalog;
   request.profile = profile_name;
   request.run_seconds = seconds;
+  // The run waits on a model host while the whole stack's check computes here.
+  request.run_beside_check = true;
   if (cardOf(*request.original).decode) request.decode_steps = decode_steps;
   request.decode_if = forwardPassed;
   const BringUpResult brought = bringUp(request);

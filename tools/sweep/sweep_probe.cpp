@@ -108,6 +108,8 @@ json probeHere(const std::string& path, const std::vector<CatalogEntry>& catalog
   request.compile_reports = true;
   request.run_seconds = options.run_seconds;
   request.localize = options.localize;
+  // The run waits on a model host while the whole stack's check computes here.
+  request.run_beside_check = true;
   // A model runs when it compiles, fits the card, and has weights.
   request.run_if = [](const BringUpResult& so_far) {
     return so_far.with->status == CompileStatus::kOk && !so_far.weightless &&
