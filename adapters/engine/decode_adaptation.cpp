@@ -18,6 +18,10 @@ std::shared_ptr<const LoadedModel> adaptGraph(const std::string& path, uint64_t 
   LoadOptions options;
   options.graph = graph;
   options.seed = seed;
+  // A checked adapter's adapted graph records from values (its check captures what the changed
+  // region reads), so the graph as loaded need not: its own example run would be read by
+  // nothing but a prefill no adapter changed, which is loaded again below for its outputs.
+  options.records_from_shapes = checked;
   std::shared_ptr<const LoadedModel> model = loadModel(path, options);
   const std::string name = modelGraphName(graph);
   for (const CatalogEntry* entry : entries) {
@@ -55,6 +59,11 @@ std::shared_ptr<const LoadedModel> adaptGraph(const std::string& path, uint64_t 
     }
     applied.push_back(entry->name);
     model = application.after;
+  }
+  // The prefill's example outputs are the decode's reference.
+  if (graph == ModelGraph::kPrefill && model->records_from_shapes) {
+    options.records_from_shapes = false;
+    model = loadModel(path, options);
   }
   return model;
 }
