@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "adapters/catalog_repo/workspace_catalog.h"
@@ -47,6 +48,25 @@ std::string mainStatus(const WorkspaceCatalog& catalog, const CatalogEntry& entr
     return "workspace";
   }
   return "workspace";
+}
+
+// The SHA-256 of the text an adapter was parsed from, kept with its parse (shared by every
+// catalog entry of that text): a session's adapted model is looked up by it on every call.
+// The parse is held, so its address is never another's.
+std::string sourceSha256(const CatalogEntry& entry) {
+  if (!entry.file) return sha256Bytes(entry.text);
+  constexpr size_t kKept = 1024;
+  static std::mutex mutex;
+  static std::map<std::shared_ptr<const AdapterFile>, std::string> kept;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (auto found = kept.find(entry.file); found != kept.end()) return found->second;
+  }
+  std::string digest = sha256Bytes(entry.file->source);
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (kept.size() >= kKept) kept.clear();
+  kept.emplace(entry.file, digest);
+  return digest;
 }
 
 }  // namespace
@@ -169,8 +189,8 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
   // session's adapters), the profile's content and each adapter's text and origin.
   std::string key = recipeKeyOf(*model) + "\n" + adapt_for->content_sha256;
   for (const CatalogEntry* entry : meant) {
-    key += "\n" + entry->name + " " + entry->origin + " " + entry->path + " " +
-           sha256Bytes(entry->text);
+    key +=
+        "\n" + entry->name + " " + entry->origin + " " + entry->path + " " + sourceSha256(*entry);
   }
   AdapterStacks* session = context.adapterStacks();
   if (session != nullptr) {
