@@ -28,6 +28,7 @@
 #include "bench/bench_paths.h"
 #include "bench/bench_timing.h"
 #include "simulator/support/blas_threads.h"
+#include "simulator/interpreter/tensor_memory.h"
 #include "simulator/workers/worker_main.h"
 #include "tools/framework/operation_table.h"
 #include "tools/framework/worker_jobs.h"
@@ -194,6 +195,7 @@ int runBenchmark(int argc, char** argv) {
 int main(int argc, char** argv) {
   // As the stickler binary: OpenBLAS on one thread, and device runs in model hosts (this binary
   // again, in worker mode).
+  stickler::setUpTensorMemory();
   stickler::limitBlasThreads();
   stickler::registerWorkerJobs();
   if (const auto status = stickler::runWorkerIfAsked(argc, argv)) return *status;

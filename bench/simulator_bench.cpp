@@ -22,6 +22,7 @@
 
 #include "simulator/backends/backend.h"
 #include "simulator/support/blas_threads.h"
+#include "simulator/interpreter/tensor_memory.h"
 #include "simulator/workers/worker_main.h"
 #include "simulator/workers/worker_process.h"
 #include "tools/framework/worker_jobs.h"
@@ -107,6 +108,7 @@ int runBenchmarks(int argc, char** argv) {
 int main(int argc, char** argv) {
   // As the stickler binary: OpenBLAS on one thread, and device runs in model hosts (this binary
   // again, in worker mode).
+  stickler::setUpTensorMemory();
   stickler::limitBlasThreads();
   stickler::registerWorkerJobs();
   if (const auto status = stickler::runWorkerIfAsked(argc, argv)) return *status;

@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "simulator/support/blas_threads.h"
+#include "simulator/interpreter/tensor_memory.h"
 #include "simulator/workers/worker_main.h"
 #include "tools/framework/worker_jobs.h"
 
 int main(int argc, char** argv) {
-  stickler::limitBlasThreads();  // as the stickler binary does, in the tests and their workers
+  // As the stickler binary does, in the tests and their workers.
+  stickler::setUpTensorMemory();
+  stickler::limitBlasThreads();
   stickler::registerWorkerJobs();
   if (const auto status = stickler::runWorkerIfAsked(argc, argv)) return *status;
   ::testing::InitGoogleTest(&argc, argv);

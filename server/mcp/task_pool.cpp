@@ -1,5 +1,7 @@
 #include "server/mcp/task_pool.h"
 
+#include "simulator/support/freed_memory.h"
+
 namespace stickler {
 
 TaskPool::~TaskPool() {
@@ -39,6 +41,12 @@ void TaskPool::work() {
     lock.lock();
     --running_;
     idle_.notify_all();
+    if (running_ == 0 && tasks_.empty()) {
+      // No call runs: what the calls freed and kept for reuse goes back (freed_memory.h).
+      lock.unlock();
+      releaseFreedMemory();
+      lock.lock();
+    }
   }
 }
 

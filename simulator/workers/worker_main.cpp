@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "simulator/support/freed_memory.h"
 #include "simulator/workers/fork_server.h"
 #include "simulator/workers/job_registry.h"
 #include "simulator/workers/worker_process.h"
@@ -82,6 +83,9 @@ int serveAsWorker(const std::string& label) {
       const double took =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       spin_seconds = took < kShortJobSeconds ? kShortJobSeconds : 0;
+      // A pooled worker waits for its next job holding nothing it freed (freed_memory.h); the
+      // short jobs of a bisection keep theirs for the next one, due within a millisecond.
+      if (took >= kShortJobSeconds) releaseFreedMemory();
     }
   } catch (const WireError& e) {
     std::fprintf(stderr, "stickler worker: %s\n", e.what());

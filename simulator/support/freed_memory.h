@@ -1,0 +1,18 @@
+#pragma once
+
+namespace stickler {
+
+// Keeps the memory a process frees for its next allocations instead of giving it back to the
+// kernel at once. glibc returns every freed block of more than 32 MiB (and any free space above
+// a small threshold at the top of a heap) to the kernel, and the next such block comes back as
+// fresh pages, each faulted in and zeroed on first touch: model runs allocate and free blocks of
+// the same sizes operator after operator, and at 480M parameters the gate spent a fifth of its
+// CPU time in those faults (docs/benchmarks.md). Call once, first thing in main.
+void keepFreedMemory();
+
+// Gives back to the kernel what the process has freed (malloc_trim): for a process that lives on
+// after its work (a pooled worker between jobs, the server once no call runs), so that memory
+// kept for reuse within a job is not held while idle, nor counted beside the next process's.
+void releaseFreedMemory();
+
+}  // namespace stickler
