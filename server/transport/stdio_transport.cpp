@@ -30,6 +30,8 @@ class StdoutChannel : public ClientChannel {
   std::mutex mutex_;
 };
 
+constexpr size_t kReservedWholeFrom = size_t{64} * 1024;
+
 // Reads one line; false at the end of input. A line longer than `limit` is consumed to its end
 // and reported through `too_long` with its length, keeping only `limit` bytes in memory.
 bool readLine(std::FILE* in, size_t limit, std::string& line, bool& too_long, size_t& length) {
@@ -43,6 +45,12 @@ bool readLine(std::FILE* in, size_t limit, std::string& line, bool& too_long, si
     if (c == '\n') return true;
     ++length;
     if (line.size() < limit) {
+      // A long line's buffer is reserved whole (only the pages written are ever touched):
+      // grown by doubling it was copied at each step, and the copies' memory is kept for reuse
+      // (freed_memory.h), so a line at the limit held about three times the limit.
+      if (line.size() == line.capacity() && line.size() >= kReservedWholeFrom) {
+        line.reserve(limit);
+      }
       line.push_back(static_cast<char>(c));
     } else {
       too_long = true;
