@@ -21,8 +21,8 @@
 #include "bench/bench_timing.h"
 
 #include "simulator/backends/backend.h"
-#include "simulator/support/blas_threads.h"
 #include "simulator/interpreter/tensor_memory.h"
+#include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
 #include "simulator/workers/worker_process.h"
 #include "tools/framework/worker_jobs.h"

@@ -2,8 +2,8 @@
 // in worker mode, so these binaries serve Stickler's jobs (and the tests' own) too.
 #include <gtest/gtest.h>
 
-#include "simulator/support/blas_threads.h"
 #include "simulator/interpreter/tensor_memory.h"
+#include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
 #include "tools/framework/worker_jobs.h"
 

@@ -2,8 +2,8 @@
 #include <vector>
 
 #include "server/cli/command_line.h"
-#include "simulator/support/blas_threads.h"
 #include "simulator/interpreter/tensor_memory.h"
+#include "simulator/support/blas_threads.h"
 #include "simulator/workers/worker_main.h"
 #include "tools/framework/worker_jobs.h"
 

@@ -3,9 +3,9 @@
 #include <sys/mman.h>
 
 #include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
 
 #include <cstdlib>
-#include <new>
 
 #include "simulator/support/freed_memory.h"
 
@@ -27,9 +27,10 @@ class TensorAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t bytes) const override {
     const bool large = bytes >= kOnHugePagesFrom;
     void* data = nullptr;
-    if (bytes > 0 && ::posix_memalign(&data, large ? kHugePage : kAlignment, bytes) != 0) {
-      throw std::bad_alloc();
-    }
+    // As LibTorch's own allocator says it (a c10::Error naming the size), which is what a
+    // sandboxed adapter that asks for too much is told.
+    TORCH_CHECK(bytes == 0 || ::posix_memalign(&data, large ? kHugePage : kAlignment, bytes) == 0,
+                "not enough memory: you tried to allocate ", bytes, " bytes for a tensor");
     // The whole huge pages the block spans; its last part, shorter than one, stays on small
     // pages. Advice only: where it is refused the block is as good on small pages.
     if (large) ::madvise(data, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);

@@ -7,7 +7,9 @@ namespace stickler {
 // a small threshold at the top of a heap) to the kernel, and the next such block comes back as
 // fresh pages, each faulted in and zeroed on first touch: model runs allocate and free blocks of
 // the same sizes operator after operator, and at 480M parameters the gate spent a fifth of its
-// CPU time in those faults (docs/benchmarks.md). Call once, first thing in main.
+// CPU time in those faults (docs/benchmarks.md). A block of more than 64 MiB asked for by a
+// thread other than the main one still gets a mapping of its own (glibc's thread heaps are no
+// larger). Called by setUpTensorMemory (simulator/interpreter/tensor_memory.h).
 void keepFreedMemory();
 
 // Gives back to the kernel what the process has freed (malloc_trim): for a process that lives on
