@@ -4,6 +4,8 @@
 
 #include <climits>
 
+#include "simulator/support/large_blocks.h"
+
 namespace stickler {
 
 void keepFreedMemory() {
@@ -14,6 +16,7 @@ void keepFreedMemory() {
 }
 
 void releaseFreedMemory() {
+  releaseLargeBlocks();
   ::malloc_trim(0);
 }
 

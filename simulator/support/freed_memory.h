@@ -12,9 +12,10 @@ namespace stickler {
 // larger). Called by setUpTensorMemory (simulator/interpreter/tensor_memory.h).
 void keepFreedMemory();
 
-// Gives back to the kernel what the process has freed (malloc_trim): for a process that lives on
-// after its work (a pooled worker between jobs, the server once no call runs), so that memory
-// kept for reuse within a job is not held while idle, nor counted beside the next process's.
+// Gives back to the kernel what the process has freed (malloc_trim, and the large blocks kept by
+// large_blocks.h): for a process that lives on after its work (a pooled worker between jobs,
+// the server once no call runs), so that memory kept for reuse within a job is not held while
+// idle, nor counted beside the next process's.
 void releaseFreedMemory();
 
 }  // namespace stickler

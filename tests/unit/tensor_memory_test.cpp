@@ -1,6 +1,7 @@
 // How the test binaries, as the stickler binary, allocate tensors (test_main.cpp calls
-// setUpTensorMemory): large tensors on huge-page boundaries with the advice to use them, and
-// freed memory kept for reuse until the process gives it back.
+// setUpTensorMemory): large tensors on mappings of their own, on huge-page boundaries with the
+// advice to use them, and freed memory kept for reuse (within a bound for large blocks) until
+// the process gives it back.
 #include "simulator/interpreter/tensor_memory.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <torch/script.h>
 
 #include "simulator/support/freed_memory.h"
+#include "simulator/support/large_blocks.h"
 
 namespace stickler {
 namespace {
@@ -25,10 +27,17 @@ uintptr_t addressOf(const at::Tensor& tensor) {
   return reinterpret_cast<uintptr_t>(tensor.data_ptr());
 }
 
-// The VmFlags line of the mapping in /proc/self/smaps that holds `address`.
-std::string mappingFlags(uintptr_t address) {
+struct Mapping {
+  uintptr_t start = 0;
+  std::string name;   // "[heap]", a file's path, or empty for an anonymous mapping
+  std::string flags;  // its VmFlags line
+};
+
+// The mapping in /proc/self/smaps that holds `address` (start 0 when none does).
+Mapping mappingOf(uintptr_t address) {
   std::ifstream smaps("/proc/self/smaps");
   std::string line;
+  Mapping found;
   bool inside = false;
   while (std::getline(smaps, line)) {
     uintptr_t start = 0;
@@ -36,12 +45,19 @@ std::string mappingFlags(uintptr_t address) {
     char dash = 0;
     std::istringstream range(line);
     if (range >> std::hex >> start >> dash >> end && dash == '-') {
+      if (inside) break;
       inside = start <= address && address < end;
+      if (inside) {
+        std::string permissions, offset, device, inode;
+        range >> permissions >> offset >> device >> inode;
+        found.start = start;
+        std::getline(range >> std::ws, found.name);
+      }
     } else if (inside && line.rfind("VmFlags:", 0) == 0) {
-      return line;
+      found.flags = line;
     }
   }
-  return "";
+  return found;
 }
 
 int64_t residentBytes() {
@@ -64,9 +80,62 @@ TEST(TensorMemory, LargeTensorsAreAdvisedForHugePages) {
     GTEST_SKIP() << "this kernel has no transparent huge pages";
   }
   const at::Tensor large = at::zeros({int64_t{8} << 20}, at::kByte);
-  const std::string flags = mappingFlags(addressOf(large));
-  ASSERT_FALSE(flags.empty()) << "no mapping in /proc/self/smaps holds the tensor";
-  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  const Mapping mapping = mappingOf(addressOf(large));
+  ASSERT_FALSE(mapping.flags.empty()) << "no mapping in /proc/self/smaps holds the tensor";
+  EXPECT_NE(mapping.flags.find(" hg"), std::string::npos) << mapping.flags;
+}
+
+// Not in malloc's heap, where small blocks would share its huge pages and keep them resident.
+TEST(TensorMemory, LargeTensorsHaveMappingsOfTheirOwn) {
+  const at::Tensor small = at::zeros({1000}, at::kFloat);
+  const at::Tensor large = at::zeros({int64_t{8} << 20}, at::kByte);
+  const at::Tensor other = at::zeros({int64_t{5} << 20}, at::kByte);
+  const Mapping mapping = mappingOf(addressOf(large));
+  EXPECT_NE(mapping.name, "[heap]");
+  EXPECT_NE(mappingOf(addressOf(small)).start, mapping.start);
+  EXPECT_NE(mappingOf(addressOf(other)).start, mapping.start);
+}
+
+TEST(TensorMemory, AFreedLargeTensorsMemoryServesTheNextOfItsSize) {
+  releaseFreedMemory();
+  uintptr_t first = 0;
+  {
+    const at::Tensor freed = at::ones({int64_t{24} << 20}, at::kByte);
+    first = addressOf(freed);
+  }
+  EXPECT_EQ(largeBlocksKept(), size_t{24} << 20);
+  const at::Tensor next = at::empty({int64_t{6} << 20}, at::kFloat);  // the same 24 MiB
+  EXPECT_EQ(addressOf(next), first);
+  EXPECT_EQ(largeBlocksKept(), 0u);
+  // Much smaller: a block of its own rather than most of a kept one wasted.
+  uintptr_t kept = 0;
+  {
+    const at::Tensor freed = at::empty({int64_t{48} << 20}, at::kByte);
+    kept = addressOf(freed);
+  }
+  const at::Tensor smaller = at::empty({int64_t{8} << 20}, at::kByte);
+  EXPECT_NE(addressOf(smaller), kept);
+  EXPECT_EQ(largeBlocksKept(), size_t{48} << 20);
+  releaseFreedMemory();
+  EXPECT_EQ(largeBlocksKept(), 0u);
+}
+
+TEST(TensorMemory, WhatIsKeptOfFreedLargeTensorsIsBounded) {
+  releaseFreedMemory();
+  // Untouched, these cost address space only.
+  for (int64_t mebibytes = 40; mebibytes < 400; mebibytes += 40) {
+    at::empty({mebibytes << 20}, at::kByte);
+  }
+  EXPECT_LE(largeBlocksKept(), kLargeBlocksKeptAtMost);
+  EXPECT_GE(largeBlocksKept(), kLargeBlocksKeptAtMost / 2);
+  // The most recently freed are the ones kept.
+  const size_t before = largeBlocksKept();
+  const at::Tensor last = at::empty({int64_t{360} << 20}, at::kByte);
+  EXPECT_EQ(largeBlocksKept(), before - (size_t{360} << 20));
+  // A block larger than the bound is given back as it is freed, and takes nothing kept with it.
+  at::empty({static_cast<int64_t>(kLargeBlocksKeptAtMost) + (int64_t{2} << 20)}, at::kByte);
+  EXPECT_EQ(largeBlocksKept(), before - (size_t{360} << 20));
+  releaseFreedMemory();
 }
 
 TEST(TensorMemory, FreedMemoryIsKeptForReuseUntilGivenBack) {

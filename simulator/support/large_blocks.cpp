@@ -1,0 +1,141 @@
+#include "simulator/support/large_blocks.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace stickler {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+struct Block {
+  void* data;
+  size_t length;
+};
+
+struct LargeBlocks {
+  std::mutex mutex;
+  std::unordered_map<void*, size_t> live;  // data -> length of its mapping
+  std::list<Block> kept;                   // most recently freed first
+  size_t kept_bytes = 0;
+};
+
+LargeBlocks& largeBlocks() {
+  static auto* blocks = new LargeBlocks;  // never destroyed: tensors may outlive static teardown
+  return *blocks;
+}
+
+size_t pageRounded(size_t bytes) {
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+// A mapping of `length` bytes starting on a huge-page boundary: map a huge page more than asked
+// and give back the parts before and after the boundary.
+void* mapAligned(size_t length) {
+  void* raw = ::mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) ::munmap(raw, aligned - start);
+  const uintptr_t end = start + length + kHugePage;
+  if (end > aligned + length)
+    ::munmap(reinterpret_cast<void*>(aligned + length), end - aligned - length);
+  void* data = reinterpret_cast<void*>(aligned);
+  // Advice only: where refused, the block is as good on small pages. The last part of the
+  // mapping, shorter than a huge page, stays on small ones.
+  ::madvise(data, length, MADV_HUGEPAGE);
+  return data;
+}
+
+void unmapAll(const std::vector<Block>& blocks) {
+  for (const Block& block : blocks) ::munmap(block.data, block.length);
+}
+
+}  // namespace
+
+void* allocateLargeBlock(size_t bytes) {
+  const size_t length = pageRounded(bytes);
+  LargeBlocks& blocks = largeBlocks();
+  {
+    // The smallest kept block that holds it, if it wastes no more than an eighth.
+    std::lock_guard<std::mutex> lock(blocks.mutex);
+    auto best = blocks.kept.end();
+    for (auto it = blocks.kept.begin(); it != blocks.kept.end(); ++it) {
+      if (it->length >= length && it->length <= length + length / 8 &&
+          (best == blocks.kept.end() || it->length < best->length)) {
+        best = it;
+      }
+    }
+    if (best != blocks.kept.end()) {
+      const Block reused = *best;
+      blocks.kept.erase(best);
+      blocks.kept_bytes -= reused.length;
+      blocks.live.emplace(reused.data, reused.length);
+      return reused.data;
+    }
+  }
+  void* data = mapAligned(length);
+  if (data == nullptr) {
+    // What is kept may be what the kernel is short of.
+    releaseLargeBlocks();
+    data = mapAligned(length);
+    if (data == nullptr) return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(blocks.mutex);
+  blocks.live.emplace(data, length);
+  return data;
+}
+
+bool freeLargeBlock(void* data) {
+  LargeBlocks& blocks = largeBlocks();
+  std::vector<Block> given_back;
+  {
+    std::lock_guard<std::mutex> lock(blocks.mutex);
+    const auto live = blocks.live.find(data);
+    if (live == blocks.live.end()) return false;
+    const Block freed{data, live->second};
+    blocks.live.erase(live);
+    if (freed.length > kLargeBlocksKeptAtMost) {
+      given_back.push_back(freed);
+    } else {
+      blocks.kept.push_front(freed);
+      blocks.kept_bytes += freed.length;
+      while (blocks.kept_bytes > kLargeBlocksKeptAtMost) {
+        given_back.push_back(blocks.kept.back());
+        blocks.kept_bytes -= blocks.kept.back().length;
+        blocks.kept.pop_back();
+      }
+    }
+  }
+  unmapAll(given_back);  // outside the lock: unmapping a large block takes a while
+  return true;
+}
+
+size_t largeBlocksKept() {
+  LargeBlocks& blocks = largeBlocks();
+  std::lock_guard<std::mutex> lock(blocks.mutex);
+  return blocks.kept_bytes;
+}
+
+void releaseLargeBlocks() {
+  LargeBlocks& blocks = largeBlocks();
+  std::vector<Block> given_back;
+  {
+    std::lock_guard<std::mutex> lock(blocks.mutex);
+    given_back.assign(blocks.kept.begin(), blocks.kept.end());
+    blocks.kept.clear();
+    blocks.kept_bytes = 0;
+  }
+  unmapAll(given_back);
+}
+
+}  // namespace stickler
