@@ -22,6 +22,7 @@
 #include "simulator/graph/node_info.h"
 #include "simulator/lowering/lowering.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/phase_times.h"
 
 namespace stickler {
 namespace {
@@ -32,6 +33,10 @@ using torch::jit::Value;
 namespace prim = torch::jit::prim;
 
 // What the region read from outside on the model's example inputs (their first execution).
+// Thrown by BoundaryCapture once it holds every value: the rest of the model's run would
+// compute nothing it keeps (at 8B parameters, a whole CPU run for a region in the first layer).
+struct BoundaryCaptured {};
+
 class BoundaryCapture : public ExecutionObserver {
  public:
   BoundaryCapture(const std::unordered_set<const Node*>& within,
@@ -49,11 +54,11 @@ class BoundaryCapture : public ExecutionObserver {
       if (slot == slots_.end() || captured_[slot->second]) continue;
       values_[slot->second] = detached(inputs[i]);
       captured_[slot->second] = true;
+      ++captured_count_;
     }
+    if (captured_count_ == values_.size()) throw BoundaryCaptured{};
   }
-  bool complete() const {
-    return std::all_of(captured_.begin(), captured_.end(), [](bool c) { return c; });
-  }
+  bool complete() const { return captured_count_ == values_.size(); }
   const std::vector<c10::IValue>& values() const { return values_; }
 
  private:
@@ -65,6 +70,7 @@ class BoundaryCapture : public ExecutionObserver {
   std::unordered_map<const Value*, size_t> slots_;
   std::vector<c10::IValue> values_;
   std::vector<bool> captured_;
+  size_t captured_count_ = 0;
 };
 
 // What a repro must show to count: the same blocker, or the same run-time failure in the same
@@ -271,8 +277,15 @@ ReproBundle writeCandidate(const LoadedModel& model, const Region& region, bool 
                            const std::string& directory, double timeout_seconds) {
   const std::unordered_set<const Node*> within = nodesWithin(region);
   const std::vector<const Value*> boundary = boundaryInputs(region, within);
+  const double start = phaseClock();
   BoundaryCapture capture(within, boundary);
-  model.interpreter->run(model.example_inputs, &capture);
+  try {
+    model.interpreter->run(model.example_inputs, &capture);
+  } catch (const BoundaryCaptured&) {
+    // Stopped where the region's last input was read.
+  }
+  notePhase("captured the inputs of the " + region.scope + " " + displayPath(region.module_path),
+            phaseClock() - start);
   if (!capture.complete()) {
     throw UserError("the " + region.scope + " did not read all its inputs on the example inputs");
   }
@@ -320,8 +333,10 @@ ReproBundle writeCandidate(const LoadedModel& model, const Region& region, bool 
     // The card's verdict needs the region's own outputs, so the archive is written twice.
     bundle.numerics.emplace();
     card.config["expect"] = "fails on " + profile_spec + ", passes without its fault rules";
+    const double judging = phaseClock();
     files[ModelCard::kReferenceOutputsPath] =
         judgeAsActivations(bundle.archive, profile, expected.margin, card, *bundle.numerics);
+    notePhase("judged the reproducer's outputs", phaseClock() - judging);
     files[ModelCard::kArchivePath] = modelCardToJson(card).dump(2);
     repro.module.save(bundle.archive, files);
     bundle.reproduces = checkNumerics(bundle.archive, profile_spec, profile, directory, bundle);
