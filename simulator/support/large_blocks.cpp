@@ -43,13 +43,13 @@ void* mapAligned(size_t length) {
   void* raw = ::mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
-  const auto start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
-  if (aligned > start) ::munmap(raw, aligned - start);
-  const uintptr_t end = start + length + kHugePage;
-  if (end > aligned + length)
-    ::munmap(reinterpret_cast<void*>(aligned + length), end - aligned - length);
-  void* data = reinterpret_cast<void*>(aligned);
+  // Pointer arithmetic rather than casts back from integers, so the compiler keeps track of it.
+  auto* start = static_cast<char*>(raw);
+  const size_t before = (kHugePage - reinterpret_cast<uintptr_t>(start) % kHugePage) % kHugePage;
+  char* data = start + before;
+  if (before > 0) ::munmap(start, before);
+  const size_t after = kHugePage - before;  // the mapping's end is data + length + after
+  if (after > 0) ::munmap(data + length, after);
   // Advice only: where refused, the block is as good on small pages. The last part of the
   // mapping, shorter than a huge page, stays on small ones.
   ::madvise(data, length, MADV_HUGEPAGE);
