@@ -8,14 +8,17 @@
 #include <malloc.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "simulator/graph/model_archive.h"
 #include "simulator/graph/zip_directory.h"
 #include "simulator/support/available_memory.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/freed_memory.h"
 #include "simulator/support/sha256.h"
 #include "tests/unit/zoo.h"
 
@@ -164,6 +167,33 @@ TEST(MappedArchive, LargeCodeConstantsOfEqualShapeAreEachMapped) {
   EXPECT_TRUE(actual.to(at::kDouble).allclose(truth, 1e-4, 1e-3));
   std::remove(path.c_str());
   ASSERT_EQ(::mallopt(M_MMAP_THRESHOLD, 128 * 1024), 1);  // glibc's default
+}
+
+int64_t residentAnonymousBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) return std::stoll(line.substr(8)) * 1024;
+  }
+  return 0;
+}
+
+// LibTorch allocates a buffer for every record and the loader writes one page of it (a marker)
+// before pointing the tensor at the file. A buffer of 4 MiB or more is on huge pages
+// (tensor_memory.h), where that page would be 2 MiB resident for as long as the model lives.
+TEST(MappedArchive, TheBuffersLargeRecordsReplaceHoldNoMemory) {
+  at::manual_seed(5);
+  std::vector<at::Tensor> constants;
+  for (int i = 0; i < 8; ++i) constants.push_back(at::randn({1024, 2048}));  // 8 MiB each
+  const std::string path = saveArchiveWithConstants(constants);
+  loadArchiveMapped(path);  // what a first load sets up once, and kept blocks to give back
+  releaseFreedMemory();
+  const int64_t before = residentAnonymousBytes();
+  const MappedLoad load = loadArchiveMapped(path);
+  const int64_t grown = residentAnonymousBytes() - before;
+  EXPECT_EQ(load.mapped_records, constants.size());
+  EXPECT_LT(grown, int64_t{4} << 20) << "8 records of 8 MiB";
+  std::remove(path.c_str());
 }
 
 // Before anything of an archive is read, what it would take is compared with the memory left:
