@@ -17,6 +17,7 @@
 
 #include "simulator/graph/zip_directory.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/large_blocks.h"
 
 namespace stickler {
 namespace {
@@ -47,19 +48,19 @@ class FileMapping {
   }
   uint64_t offsetOf(const void* data) const { return static_cast<const char*>(data) - base_; }
   int fd() const { return fd_; }
-  // The buffers LibTorch allocated for the records, never written past their marker's page (so
-  // resident one page each), kept as long as the mapping. A precaution: those malloc served from
-  // its heap would, freed, become free space there that a run's temporaries fill page by page, each
+  // The buffers LibTorch allocated for the records, never written past their marker's page, and
+  // read by nothing once the load is done. A large one (a record of 4 MiB or more) is a mapping
+  // of its own (large_blocks.h), unmapped here: it was on huge pages, where the marker's write
+  // made 2 MiB resident (580 MB per process at 8B when they were kept). The others are kept, so
+  // resident one page each, as long as the mapping. A precaution: those malloc served from its
+  // heap would, freed, become free space there that a run's temporaries fill page by page, each
   // page resident from then on (a 480M model's CPU run grew by 650 MB on some runs while its
-  // temporaries were fragmenting the heap). Kept, they cost address space and a page each.
-  // A buffer that starts a page of its own gives its pages back first: its marker's page is the
-  // only one written, but a large tensor's buffer is on huge pages (tensor_memory.h), where that
-  // write made 2 MiB resident, per record of 4 MiB or more (580 MB per process at 8B). Nothing
-  // reads the marker once the load is done.
-  void keep(c10::DataPtr untouched, size_t bytes) {
-    const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-    if (reinterpret_cast<uintptr_t>(untouched.get()) % page == 0 && bytes >= page) {
-      ::madvise(untouched.get(), bytes / page * page, MADV_DONTNEED);
+  // temporaries were fragmenting the heap).
+  void keep(c10::DataPtr untouched) {
+    if (discardLargeBlock(untouched.get())) {
+      // Unmapped: its deleter (tensor_memory.h's, the only allocator of large blocks) must not run.
+      static_cast<void>(untouched.release_context());
+      return;
     }
     untouched_.push_back(std::move(untouched));
   }
@@ -243,8 +244,7 @@ MappedLoad loadArchiveMapped(const std::string& path) {
     if (storage->nbytes() != reader->recordSize(found->second)) return;
     mapping->keep(storage->set_data_ptr(c10::DataPtr(mapping->at(found->second),
                                                      new std::shared_ptr<FileMapping>(mapping),
-                                                     releaseMapping, c10::Device(c10::kCPU))),
-                  storage->nbytes());
+                                                     releaseMapping, c10::Device(c10::kCPU))));
     repointed.insert(data);
   });
   if (repointed.size() == skipped.size()) {

@@ -23,7 +23,8 @@ struct Block {
 struct LargeBlocks {
   std::mutex mutex;
   std::unordered_map<void*, size_t> live;  // data -> length of its mapping
-  std::list<Block> kept;                   // most recently freed first
+  size_t live_bytes = 0;
+  std::list<Block> kept;  // most recently freed first
   size_t kept_bytes = 0;
 };
 
@@ -80,6 +81,7 @@ void* allocateLargeBlock(size_t bytes) {
       blocks.kept.erase(best);
       blocks.kept_bytes -= reused.length;
       blocks.live.emplace(reused.data, reused.length);
+      blocks.live_bytes += reused.length;
       return reused.data;
     }
   }
@@ -92,6 +94,7 @@ void* allocateLargeBlock(size_t bytes) {
   }
   std::lock_guard<std::mutex> lock(blocks.mutex);
   blocks.live.emplace(data, length);
+  blocks.live_bytes += length;
   return data;
 }
 
@@ -104,6 +107,7 @@ bool freeLargeBlock(void* data) {
     if (live == blocks.live.end()) return false;
     const Block freed{data, live->second};
     blocks.live.erase(live);
+    blocks.live_bytes -= freed.length;
     if (freed.length > kLargeBlocksKeptAtMost) {
       given_back.push_back(freed);
     } else {
@@ -120,10 +124,31 @@ bool freeLargeBlock(void* data) {
   return true;
 }
 
+bool discardLargeBlock(void* data) {
+  LargeBlocks& blocks = largeBlocks();
+  size_t length = 0;
+  {
+    std::lock_guard<std::mutex> lock(blocks.mutex);
+    const auto live = blocks.live.find(data);
+    if (live == blocks.live.end()) return false;
+    length = live->second;
+    blocks.live.erase(live);
+    blocks.live_bytes -= length;
+  }
+  ::munmap(data, length);
+  return true;
+}
+
 size_t largeBlocksKept() {
   LargeBlocks& blocks = largeBlocks();
   std::lock_guard<std::mutex> lock(blocks.mutex);
   return blocks.kept_bytes;
+}
+
+size_t largeBlocksLive() {
+  LargeBlocks& blocks = largeBlocks();
+  std::lock_guard<std::mutex> lock(blocks.mutex);
+  return blocks.live_bytes;
 }
 
 void releaseLargeBlocks() {

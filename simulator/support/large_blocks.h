@@ -24,8 +24,16 @@ void* allocateLargeBlock(size_t bytes);
 // Frees a block of allocateLargeBlock; false (and nothing done) when `data` is not one.
 bool freeLargeBlock(void* data);
 
+// Unmaps a block of allocateLargeBlock at once, not kept for reuse: for a block whose owner lets
+// go of it without freeing it (which it must then never do). False, and nothing done, when
+// `data` is not a live block.
+bool discardLargeBlock(void* data);
+
 // The bytes of freed blocks kept for reuse.
 size_t largeBlocksKept();
+
+// The bytes of blocks in use (tensors of 4 MiB and more that are alive).
+size_t largeBlocksLive();
 
 // Gives every kept block back to the kernel.
 void releaseLargeBlocks();

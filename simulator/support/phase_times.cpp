@@ -4,12 +4,52 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
+
+#include "simulator/support/large_blocks.h"
 
 namespace stickler {
 namespace {
 
 // Static initialization is as near to the process's start as the library can see.
 const auto kStarted = std::chrono::steady_clock::now();
+
+// "RssAnon" and "VmHWM" of /proc/self/status, in kB; -1 when unreadable.
+struct ProcessMemory {
+  long long own_kb = -1;
+  long long peak_kb = -1;
+};
+
+ProcessMemory readProcessMemory() {
+  ProcessMemory memory;
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) memory.own_kb = std::atoll(line.c_str() + 8);
+    if (line.rfind("VmHWM:", 0) == 0) memory.peak_kb = std::atoll(line.c_str() + 6);
+  }
+  return memory;
+}
+
+// The next phase's peak is its own: "5" resets the peak resident set size to the current one
+// (proc(5), clear_refs). In a sandboxed worker the write is refused, and the peak stays the
+// process's.
+void resetPeak() {
+  std::ofstream clear("/proc/self/clear_refs");
+  if (clear) clear << "5";
+}
+
+std::string memoryText() {
+  const ProcessMemory memory = readProcessMemory();
+  if (memory.own_kb < 0 || memory.peak_kb < 0) return "";
+  resetPeak();
+  char text[128];
+  std::snprintf(text, sizeof text, "[own %.2f GB (large tensors %.2f, kept %.2f), peak %.2f GB] ",
+                memory.own_kb / 1e6, largeBlocksLive() / 1e9, largeBlocksKept() / 1e9,
+                memory.peak_kb / 1e6);
+  return text;
+}
 
 }  // namespace
 
@@ -27,11 +67,13 @@ double phaseClock() {
 
 void notePhase(const std::string& what, double seconds) {
   if (!phaseTimesWanted()) return;
+  const std::string memory = memoryText();
   if (seconds >= 0) {
-    std::fprintf(stderr, "stickler phase %9.4f s (+%.5f s) %s\n", phaseClock(), seconds,
-                 what.c_str());
+    std::fprintf(stderr, "stickler phase %9.4f s (+%.5f s) %s%s\n", phaseClock(), seconds,
+                 memory.c_str(), what.c_str());
   } else {
-    std::fprintf(stderr, "stickler phase %9.3f s %s\n", phaseClock(), what.c_str());
+    std::fprintf(stderr, "stickler phase %9.3f s %s%s\n", phaseClock(), memory.c_str(),
+                 what.c_str());
   }
 }
 

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -131,6 +133,27 @@ TEST(LocalizeCli, PhaseTimesSayWhereTheTimeWent) {
   ASSERT_NE(hosts, std::string::npos) << timed.err;
   EXPECT_EQ(timed.err.rfind("stickler phase ", hosts), timed.err.rfind('\n', hosts) + 1)
       << timed.err;
+  // Each line says what the process holds: its own (anonymous) memory, the part of it in large
+  // tensors and kept for them, and its peak resident set during the phase, which holds the own
+  // memory at least (and the mapped weights).
+  const std::regex memory(
+      R"(^stickler phase +[0-9.]+ s (?:\(\+[0-9.]+ s\) )?)"
+      R"(\[own ([0-9.]+) GB \(large tensors ([0-9.]+), kept ([0-9.]+)\), peak ([0-9.]+) GB\] )");
+  size_t lines = 0;
+  std::istringstream err(timed.err);
+  for (std::string line; std::getline(err, line);) {
+    if (line.rfind("stickler phase ", 0) != 0) continue;
+    ++lines;
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(line, match, memory)) << line;
+    const double own = std::stod(match[1]);
+    const double peak = std::stod(match[4]);
+    EXPECT_GT(own, 0.0) << line;           // a LibTorch process holds megabytes of its own
+    EXPECT_GE(peak + 0.005, own) << line;  // each rounded to 10 MB
+    // Large tensors are part of the process's own memory (a zoo model has few or none).
+    EXPECT_LE(std::stod(match[2]), own + 0.005) << line;
+  }
+  EXPECT_GE(lines, phases.size());
 
   const Result plain = stickler(args);
   ASSERT_EQ(plain.status, 0) << plain.err;

@@ -19,6 +19,7 @@
 #include "simulator/support/available_memory.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/freed_memory.h"
+#include "simulator/support/large_blocks.h"
 #include "simulator/support/sha256.h"
 #include "tests/unit/zoo.h"
 
@@ -180,7 +181,8 @@ int64_t residentAnonymousBytes() {
 
 // LibTorch allocates a buffer for every record and the loader writes one page of it (a marker)
 // before pointing the tensor at the file. A buffer of 4 MiB or more is on huge pages
-// (tensor_memory.h), where that page would be 2 MiB resident for as long as the model lives.
+// (tensor_memory.h), where that page would be 2 MiB resident for as long as the model lives: the
+// loader unmaps those buffers once the tensors point at the file.
 TEST(MappedArchive, TheBuffersLargeRecordsReplaceHoldNoMemory) {
   at::manual_seed(5);
   std::vector<at::Tensor> constants;
@@ -189,10 +191,12 @@ TEST(MappedArchive, TheBuffersLargeRecordsReplaceHoldNoMemory) {
   loadArchiveMapped(path);  // what a first load sets up once, and kept blocks to give back
   releaseFreedMemory();
   const int64_t before = residentAnonymousBytes();
+  const size_t live_before = largeBlocksLive();
   const MappedLoad load = loadArchiveMapped(path);
   const int64_t grown = residentAnonymousBytes() - before;
   EXPECT_EQ(load.mapped_records, constants.size());
   EXPECT_LT(grown, int64_t{4} << 20) << "8 records of 8 MiB";
+  EXPECT_LT(largeBlocksLive(), live_before + (size_t{8} << 20)) << "the buffers are not held";
   std::remove(path.c_str());
 }
 
