@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <list>
 #include <mutex>
@@ -24,6 +25,7 @@ struct LargeBlocks {
   std::mutex mutex;
   std::unordered_map<void*, size_t> live;  // data -> length of its mapping
   size_t live_bytes = 0;
+  size_t live_peak = 0;
   std::list<Block> kept;  // most recently freed first
   size_t kept_bytes = 0;
 };
@@ -82,6 +84,7 @@ void* allocateLargeBlock(size_t bytes) {
       blocks.kept_bytes -= reused.length;
       blocks.live.emplace(reused.data, reused.length);
       blocks.live_bytes += reused.length;
+      blocks.live_peak = std::max(blocks.live_peak, blocks.live_bytes);
       return reused.data;
     }
   }
@@ -95,6 +98,7 @@ void* allocateLargeBlock(size_t bytes) {
   std::lock_guard<std::mutex> lock(blocks.mutex);
   blocks.live.emplace(data, length);
   blocks.live_bytes += length;
+  blocks.live_peak = std::max(blocks.live_peak, blocks.live_bytes);
   return data;
 }
 
@@ -149,6 +153,18 @@ size_t largeBlocksLive() {
   LargeBlocks& blocks = largeBlocks();
   std::lock_guard<std::mutex> lock(blocks.mutex);
   return blocks.live_bytes;
+}
+
+size_t largeBlocksLivePeak() {
+  LargeBlocks& blocks = largeBlocks();
+  std::lock_guard<std::mutex> lock(blocks.mutex);
+  return blocks.live_peak;
+}
+
+void resetLargeBlocksLivePeak() {
+  LargeBlocks& blocks = largeBlocks();
+  std::lock_guard<std::mutex> lock(blocks.mutex);
+  blocks.live_peak = blocks.live_bytes;
 }
 
 void releaseLargeBlocks() {

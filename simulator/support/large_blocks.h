@@ -32,8 +32,13 @@ bool discardLargeBlock(void* data);
 // The bytes of freed blocks kept for reuse.
 size_t largeBlocksKept();
 
-// The bytes of blocks in use (tensors of 4 MiB and more that are alive).
+// The bytes of blocks in use (tensors of 1 MiB and more that are alive).
 size_t largeBlocksLive();
+
+// The most bytes in use at once since the process started or the last reset: what a piece of
+// work held at its peak, measured without sampling.
+size_t largeBlocksLivePeak();
+void resetLargeBlocksLivePeak();
 
 // Gives every kept block back to the kernel.
 void releaseLargeBlocks();

@@ -32,6 +32,7 @@
 #include "simulator/interpreter/sixteen_bit.h"
 #include "simulator/support/blas_library.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/large_blocks.h"
 #include "tests/unit/adapter_test_support.h"
 #include "tests/unit/scoped_cache_dir.h"
 #include "tests/unit/zoo.h"
@@ -119,6 +120,38 @@ TEST(Equivalence, Float64TruthHoldsASliceOfALargeWeightNotTheWeight) {
   EXPECT_LE(buffers.bytes(),
             static_cast<size_t>(kLinearSliceElements) * sizeof(double) + (size_t{1} << 20));
   EXPECT_LT(buffers.bytes(), weight_in_float64 / 3);
+  std::remove(path.c_str());
+}
+
+// A check runs its draws one after another, each compared and dropped before the next runs: what
+// it holds at once is one draw's results in both precisions, whatever the number of draws.
+TEST(Equivalence, ACheckHoldsOneDrawsResultsAtATime) {
+  at::manual_seed(12);
+  const int64_t rows = 1024, columns = 2048;  // each result 8 MiB in float32, 16 in float64
+  torch::jit::Module module("LargeResults");
+  module.register_parameter("w", at::randn({1, columns}), false);
+  module.define(
+      "def forward(self, x):\n"
+      "    return torch.matmul(x, self.w)\n");
+  const std::string path = testing::uniqueTempPath("large-results.pt");
+  module.save(path, {{"stickler/model.json",
+                      R"({"inputs": [{"name": "x", "shape": [1024, 1], "dtype": "float32",
+                          "kind": "float"}]})"}});
+  const auto model = loadModel(path);
+  const size_t result32 = static_cast<size_t>(rows * columns) * sizeof(float);
+  // The first draw's float32 result is the model's own example output, held before and after.
+  const int draws = 4;
+  resetLargeBlocksLivePeak();
+  const size_t before = largeBlocksLive();
+  const EquivalenceResult result = checkWholeModel(*model, *model, draws);
+  EXPECT_TRUE(result.accepted()) << result.problem();
+  EXPECT_EQ(result.inputs_checked, draws);
+  const size_t held = largeBlocksLivePeak() - before;
+  // One draw: two float64 results and two float32 ones (the inputs and widened weight are small),
+  // and the comparison's temporaries; every draw's at once would be over 3.5 draws' results.
+  const size_t one_draw = 2 * (2 * result32) + 2 * result32;
+  EXPECT_GE(held, result32) << "the check's results are large blocks";
+  EXPECT_LT(held, 2 * one_draw) << "the results of more than one draw at once";
   std::remove(path.c_str());
 }
 
