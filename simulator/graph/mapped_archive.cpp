@@ -49,7 +49,7 @@ class FileMapping {
   uint64_t offsetOf(const void* data) const { return static_cast<const char*>(data) - base_; }
   int fd() const { return fd_; }
   // The buffers LibTorch allocated for the records, never written past their marker's page, and
-  // read by nothing once the load is done. A large one (a record of 4 MiB or more) is a mapping
+  // read by nothing once the load is done. A large one (a record of 1 MiB or more) is a mapping
   // of its own (large_blocks.h), unmapped here: it was on huge pages, where the marker's write
   // made 2 MiB resident (580 MB per process at 8B when they were kept). The others are kept, so
   // resident one page each, as long as the mapping. A precaution: those malloc served from its

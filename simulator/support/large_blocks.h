@@ -4,7 +4,7 @@
 
 namespace stickler {
 
-// Memory for a process's large blocks (tensors of 4 MiB and more, tensor_memory.h), each on a
+// Memory for a process's large blocks (tensors of 1 MiB and more, tensor_memory.h), each on a
 // mapping of its own that starts on a 2 MiB boundary and is advised for transparent huge pages,
 // apart from malloc's heap. Inside the heap, small blocks shared the advised ranges, and a huge
 // page stays resident whole while any of it is live: at Llama-3-8B's geometry that held 1.5 GB

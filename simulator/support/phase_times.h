@@ -15,7 +15,7 @@ bool phaseTimesWanted();
 // Prints "stickler phase <since start> s (+<seconds> s) [own <GB> (large tensors <GB>, kept
 // <GB>), peak <GB>] <what>" when wanted: the process's anonymous resident memory as the phase
 // ends (what it holds of its own, not the archive's mapped weights), the part of it in tensors
-// of 4 MiB and more and in freed ones kept for reuse (large_blocks.h), and its peak resident set
+// of 1 MiB and more and in freed ones kept for reuse (large_blocks.h), and its peak resident set
 // size during the phase (mapped weights included; since the previous phase line, or since the
 // process started where the kernel refuses the reset, as in a sandboxed worker). `seconds` < 0
 // leaves the phase's own time out.

@@ -180,7 +180,7 @@ int64_t residentAnonymousBytes() {
 }
 
 // LibTorch allocates a buffer for every record and the loader writes one page of it (a marker)
-// before pointing the tensor at the file. A buffer of 4 MiB or more is on huge pages
+// before pointing the tensor at the file. A buffer of 1 MiB or more is on huge pages
 // (tensor_memory.h), where that page would be 2 MiB resident for as long as the model lives: the
 // loader unmaps those buffers once the tensors point at the file.
 TEST(MappedArchive, TheBuffersLargeRecordsReplaceHoldNoMemory) {

@@ -70,8 +70,13 @@ int64_t residentBytes() {
 
 TEST(TensorMemory, LargeTensorsStartOnAHugePageAndSmallOnesWhereLibTorchPutsThem) {
   const at::Tensor large = at::empty({int64_t{6} << 20}, at::kByte);
+  // Llama-3-8B's hidden state for 128 tokens: 2 MiB, out of the never-trimmed heap.
+  const at::Tensor hidden = at::empty({128, 4096}, at::kFloat);
+  const at::Tensor one_mebibyte = at::empty({int64_t{1} << 20}, at::kByte);
   const at::Tensor small = at::empty({1000}, at::kFloat);
   EXPECT_EQ(addressOf(large) % kHugePage, 0u);
+  EXPECT_EQ(addressOf(hidden) % kHugePage, 0u);
+  EXPECT_EQ(addressOf(one_mebibyte) % kHugePage, 0u);
   EXPECT_EQ(addressOf(small) % 64, 0u);
 }
 
