@@ -35,6 +35,12 @@ LargeBlocks& largeBlocks() {
   return *blocks;
 }
 
+size_t lockedRead(size_t LargeBlocks::*field) {
+  LargeBlocks& blocks = largeBlocks();
+  std::lock_guard<std::mutex> lock(blocks.mutex);
+  return blocks.*field;
+}
+
 size_t pageRounded(size_t bytes) {
   const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   return (bytes + page - 1) / page * page;
@@ -143,23 +149,11 @@ bool discardLargeBlock(void* data) {
   return true;
 }
 
-size_t largeBlocksKept() {
-  LargeBlocks& blocks = largeBlocks();
-  std::lock_guard<std::mutex> lock(blocks.mutex);
-  return blocks.kept_bytes;
-}
+size_t largeBlocksKept() { return lockedRead(&LargeBlocks::kept_bytes); }
 
-size_t largeBlocksLive() {
-  LargeBlocks& blocks = largeBlocks();
-  std::lock_guard<std::mutex> lock(blocks.mutex);
-  return blocks.live_bytes;
-}
+size_t largeBlocksLive() { return lockedRead(&LargeBlocks::live_bytes); }
 
-size_t largeBlocksLivePeak() {
-  LargeBlocks& blocks = largeBlocks();
-  std::lock_guard<std::mutex> lock(blocks.mutex);
-  return blocks.live_peak;
-}
+size_t largeBlocksLivePeak() { return lockedRead(&LargeBlocks::live_peak); }
 
 void resetLargeBlocksLivePeak() {
   LargeBlocks& blocks = largeBlocks();
