@@ -12,7 +12,6 @@
 namespace stickler {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
 // From 1 MiB: malloc's heap is never trimmed (freed_memory.h), so it stays as large as everything
 // below this size ever held at once; at 4 MiB, Llama-3-8B's 2 MiB hidden states and their
 // captured copies made the review gate's worker's heap 1.3 GB (0.2 GB from 1 MiB).
@@ -23,7 +22,7 @@ constexpr size_t kAlignment = 64;  // LibTorch's own (c10::alloc_cpu), for vecto
 // starts on a huge-page boundary as a rule; a small one that does by chance is looked up and
 // not found.
 void freeTensorMemory(void* data) {
-  if (reinterpret_cast<uintptr_t>(data) % kHugePage == 0 && freeLargeBlock(data)) return;
+  if (reinterpret_cast<uintptr_t>(data) % kLargeBlockAlignment == 0 && freeLargeBlock(data)) return;
   std::free(data);
 }
 

@@ -14,8 +14,6 @@
 namespace stickler {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
-
 struct Block {
   void* data;
   size_t length;
@@ -35,6 +33,24 @@ LargeBlocks& largeBlocks() {
   return *blocks;
 }
 
+// Notes a block as in use, under the lock.
+void* markLive(LargeBlocks& blocks, void* data, size_t length) {
+  blocks.live.emplace(data, length);
+  blocks.live_bytes += length;
+  blocks.live_peak = std::max(blocks.live_peak, blocks.live_bytes);
+  return data;
+}
+
+// The length of live block `data`, no longer in use; 0 when `data` is not one. Under the lock.
+size_t takeLive(LargeBlocks& blocks, void* data) {
+  const auto live = blocks.live.find(data);
+  if (live == blocks.live.end()) return 0;
+  const size_t length = live->second;
+  blocks.live.erase(live);
+  blocks.live_bytes -= length;
+  return length;
+}
+
 size_t lockedRead(size_t LargeBlocks::*field) {
   LargeBlocks& blocks = largeBlocks();
   std::lock_guard<std::mutex> lock(blocks.mutex);
@@ -49,15 +65,17 @@ size_t pageRounded(size_t bytes) {
 // A mapping of `length` bytes starting on a huge-page boundary: map a huge page more than asked
 // and give back the parts before and after the boundary.
 void* mapAligned(size_t length) {
-  void* raw = ::mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE,
+  void* raw = ::mmap(nullptr, length + kLargeBlockAlignment, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   // Pointer arithmetic rather than casts back from integers, so the compiler keeps track of it.
   auto* start = static_cast<char*>(raw);
-  const size_t before = (kHugePage - reinterpret_cast<uintptr_t>(start) % kHugePage) % kHugePage;
+  const size_t before =
+      (kLargeBlockAlignment - reinterpret_cast<uintptr_t>(start) % kLargeBlockAlignment) %
+      kLargeBlockAlignment;
   char* data = start + before;
   if (before > 0) ::munmap(start, before);
-  const size_t after = kHugePage - before;  // the mapping's end is data + length + after
+  const size_t after = kLargeBlockAlignment - before;  // the mapping's end is data + length + after
   if (after > 0) ::munmap(data + length, after);
   // Advice only: where refused, the block is as good on small pages. The last part of the
   // mapping, shorter than a huge page, stays on small ones.
@@ -88,10 +106,7 @@ void* allocateLargeBlock(size_t bytes) {
       const Block reused = *best;
       blocks.kept.erase(best);
       blocks.kept_bytes -= reused.length;
-      blocks.live.emplace(reused.data, reused.length);
-      blocks.live_bytes += reused.length;
-      blocks.live_peak = std::max(blocks.live_peak, blocks.live_bytes);
-      return reused.data;
+      return markLive(blocks, reused.data, reused.length);
     }
   }
   void* data = mapAligned(length);
@@ -102,10 +117,7 @@ void* allocateLargeBlock(size_t bytes) {
     if (data == nullptr) return nullptr;
   }
   std::lock_guard<std::mutex> lock(blocks.mutex);
-  blocks.live.emplace(data, length);
-  blocks.live_bytes += length;
-  blocks.live_peak = std::max(blocks.live_peak, blocks.live_bytes);
-  return data;
+  return markLive(blocks, data, length);
 }
 
 bool freeLargeBlock(void* data) {
@@ -113,11 +125,8 @@ bool freeLargeBlock(void* data) {
   std::vector<Block> given_back;
   {
     std::lock_guard<std::mutex> lock(blocks.mutex);
-    const auto live = blocks.live.find(data);
-    if (live == blocks.live.end()) return false;
-    const Block freed{data, live->second};
-    blocks.live.erase(live);
-    blocks.live_bytes -= freed.length;
+    const Block freed{data, takeLive(blocks, data)};
+    if (freed.length == 0) return false;
     if (freed.length > kLargeBlocksKeptAtMost) {
       given_back.push_back(freed);
     } else {
@@ -139,21 +148,24 @@ bool discardLargeBlock(void* data) {
   size_t length = 0;
   {
     std::lock_guard<std::mutex> lock(blocks.mutex);
-    const auto live = blocks.live.find(data);
-    if (live == blocks.live.end()) return false;
-    length = live->second;
-    blocks.live.erase(live);
-    blocks.live_bytes -= length;
+    length = takeLive(blocks, data);
   }
+  if (length == 0) return false;
   ::munmap(data, length);
   return true;
 }
 
-size_t largeBlocksKept() { return lockedRead(&LargeBlocks::kept_bytes); }
+size_t largeBlocksKept() {
+  return lockedRead(&LargeBlocks::kept_bytes);
+}
 
-size_t largeBlocksLive() { return lockedRead(&LargeBlocks::live_bytes); }
+size_t largeBlocksLive() {
+  return lockedRead(&LargeBlocks::live_bytes);
+}
 
-size_t largeBlocksLivePeak() { return lockedRead(&LargeBlocks::live_peak); }
+size_t largeBlocksLivePeak() {
+  return lockedRead(&LargeBlocks::live_peak);
+}
 
 void resetLargeBlocksLivePeak() {
   LargeBlocks& blocks = largeBlocks();

@@ -13,6 +13,9 @@ namespace stickler {
 // fault and a zeroing per page; what is kept is bounded (kLargeBlocksKeptAtMost) and given back
 // by releaseFreedMemory (freed_memory.h).
 
+// Every block starts on a boundary of this many bytes (a transparent huge page's size).
+constexpr size_t kLargeBlockAlignment = size_t{2} << 20;
+
 // At most this many bytes of freed blocks are kept; a block freed beyond it gives back the ones
 // freed longest ago. The largest run's working set of distinct large sizes (a layer of an 8B
 // model widened to float32 for one operator at a time: 224, 64 and 16 MiB) fits in it.
