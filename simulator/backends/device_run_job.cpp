@@ -10,6 +10,7 @@
 #include "simulator/graph/loaded_model.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
+#include "simulator/support/large_blocks.h"
 #include "simulator/support/phase_times.h"
 #include "simulator/support/task_control.h"
 #include "simulator/workers/job_registry.h"
@@ -247,6 +248,9 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
                               return std::make_shared<std::string>(
                                   encodeValues(model.example_inputs));
                             }));
+  // The caller waits while its model host runs: the freed blocks it keeps for its own next
+  // allocations would be held beside the host's for the whole run.
+  releaseLargeBlocks();
   const JobOutcome outcome = lease.worker().run(job, options.timeout_seconds, options.cancelled);
 
   BackendRun run;

@@ -123,22 +123,28 @@ TEST(Equivalence, Float64TruthHoldsASliceOfALargeWeightNotTheWeight) {
   std::remove(path.c_str());
 }
 
-// A check runs its draws one after another, each compared and dropped before the next runs: what
-// it holds at once is one draw's results in both precisions, whatever the number of draws.
-TEST(Equivalence, ACheckHoldsOneDrawsResultsAtATime) {
+constexpr int64_t kResultRows = 1024, kResultColumns = 2048;  // 8 MiB in float32, 16 in float64
+
+// A model whose one output is a large tensor (kResultRows x kResultColumns), at `path`.
+std::shared_ptr<const LoadedModel> largeResultsModel(const std::string& path) {
   at::manual_seed(12);
-  const int64_t rows = 1024, columns = 2048;  // each result 8 MiB in float32, 16 in float64
   torch::jit::Module module("LargeResults");
-  module.register_parameter("w", at::randn({1, columns}), false);
+  module.register_parameter("w", at::randn({1, kResultColumns}), false);
   module.define(
       "def forward(self, x):\n"
       "    return torch.matmul(x, self.w)\n");
-  const std::string path = testing::uniqueTempPath("large-results.pt");
   module.save(path, {{"stickler/model.json",
                       R"({"inputs": [{"name": "x", "shape": [1024, 1], "dtype": "float32",
                           "kind": "float"}]})"}});
-  const auto model = loadModel(path);
-  const size_t result32 = static_cast<size_t>(rows * columns) * sizeof(float);
+  return loadModel(path);
+}
+
+// A check runs its draws one after another, each compared and dropped before the next runs: what
+// it holds at once is one draw's results in both precisions, whatever the number of draws.
+TEST(Equivalence, ACheckHoldsOneDrawsResultsAtATime) {
+  const std::string path = testing::uniqueTempPath("large-results.pt");
+  const auto model = largeResultsModel(path);
+  const size_t result32 = static_cast<size_t>(kResultRows * kResultColumns) * sizeof(float);
   // The first draw's float32 result is the model's own example output, held before and after.
   const int draws = 4;
   resetLargeBlocksLivePeak();
@@ -152,6 +158,25 @@ TEST(Equivalence, ACheckHoldsOneDrawsResultsAtATime) {
   const size_t one_draw = 2 * (2 * result32) + 2 * result32;
   EXPECT_GE(held, result32) << "the check's results are large blocks";
   EXPECT_LT(held, 2 * one_draw) << "the results of more than one draw at once";
+  std::remove(path.c_str());
+}
+
+// The blocks a check's draws freed for one another are given back when it ends, not held through
+// what comes next (a model host's run, in the gate).
+TEST(Equivalence, ACheckGivesBackTheBlocksItFreed) {
+  const std::string path = testing::uniqueTempPath("large-results.pt");
+  const auto model = largeResultsModel(path);
+  const EquivalenceResult result = checkWholeModel(*model, *model, 3);
+  EXPECT_TRUE(result.accepted()) << result.problem();
+  EXPECT_EQ(largeBlocksKept(), 0u);
+  // That the check made large blocks at all, which it would have kept: a second check reaches a
+  // peak above what is live after it.
+  resetLargeBlocksLivePeak();
+  const size_t before = largeBlocksLive();
+  EXPECT_TRUE(checkWholeModel(*model, *model, 3).accepted());
+  EXPECT_GE(largeBlocksLivePeak() - before, static_cast<size_t>(kResultRows * kResultColumns) *
+                                                sizeof(double));
+  EXPECT_EQ(largeBlocksKept(), 0u);
   std::remove(path.c_str());
 }
 
