@@ -174,8 +174,8 @@ TEST(Equivalence, ACheckGivesBackTheBlocksItFreed) {
   resetLargeBlocksLivePeak();
   const size_t before = largeBlocksLive();
   EXPECT_TRUE(checkWholeModel(*model, *model, 3).accepted());
-  EXPECT_GE(largeBlocksLivePeak() - before, static_cast<size_t>(kResultRows * kResultColumns) *
-                                                sizeof(double));
+  const size_t result64 = static_cast<size_t>(kResultRows * kResultColumns) * sizeof(double);
+  EXPECT_GE(largeBlocksLivePeak() - before, result64);
   EXPECT_EQ(largeBlocksKept(), 0u);
   std::remove(path.c_str());
 }
