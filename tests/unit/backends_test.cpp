@@ -12,6 +12,7 @@
 #include "simulator/interpreter/sixteen_bit.h"
 #include "simulator/interpreter/widening_buffers.h"
 #include "simulator/numerics/tensor_rounding.h"
+#include "simulator/support/large_blocks.h"
 #include "tests/unit/synthetic_models.h"
 #include "tests/unit/zoo.h"
 
@@ -237,6 +238,23 @@ TEST(SpyreSim, AModelHostSaysWhenAPlacementDoesNotCompile) {
                                         model->example_inputs, {});
   EXPECT_EQ(ran.status, BackendRun::Status::kCompleted) << ran.message;
   EXPECT_FALSE(ran.outputs.empty());
+}
+
+// The caller waits while its model host runs: the freed blocks it keeps for its own next
+// allocations are given back first, not held beside the host's model for the whole run.
+TEST(SpyreSim, ACallerGivesBackItsKeptBlocksBeforeWaitingOnItsModelHost) {
+  const auto model = loadModel(zooPath("gpt2-tiny.pt"));
+  {
+    at::Tensor block = at::empty({int64_t{4} << 20}, at::kByte);  // a large block, then freed
+    block.fill_(1);
+  }
+  ASSERT_GE(largeBlocksKept(), size_t{4} << 20);
+  Placement attention_only;
+  attention_only.device_modules = {"transformer.h.0.attn"};
+  const BackendRun ran = runOnModelHost(*model, {"spyre-sim:spyre-2025", attention_only, -1},
+                                        model->example_inputs, {});
+  ASSERT_EQ(ran.status, BackendRun::Status::kCompleted) << ran.message;
+  EXPECT_EQ(largeBlocksKept(), 0u);  // the tiny model's outputs are small blocks
 }
 
 // A run compared in lockstep in its model host sends the comparison back with its outputs:
