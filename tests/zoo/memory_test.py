@@ -11,12 +11,12 @@ checks beside a model host running the device.
 
 Each run's figures are peaks over its whole process tree (the CLI, its workers and model hosts),
 sampled every 20 ms, less the same for a zoo model (what a run costs without weights: LibTorch's
-libraries, the profile, the catalog; qwen2-hd128, which both backends run and the gate passes), as multiples of the
-archive's weight bytes: the proportional set size (every page the tree holds, one shared by
-several processes counted once) and its anonymous part (what the processes hold of their own,
-not the archive's mapped pages). The weights are mapped from the archive (mapped_archive.h), so
-the CLI and the model host share one copy; a bfloat16 model is computed in float32 from them
-without a float32 copy, which would add 2x on its own.
+libraries, the profile, the catalog; qwen2-hd128, which both backends run and the gate passes),
+as multiples of the archive's weight bytes: the proportional set size (every page the tree
+holds, one shared by several processes counted once) and its anonymous part (what the processes
+hold of their own, not the archive's mapped pages). The weights are mapped from the archive
+(mapped_archive.h), so the CLI and the model host share one copy; a bfloat16 model is computed
+in float32 from them without a float32 copy, which would add 2x on its own.
 
 Usage: memory_test.py STICKLER_BINARY ZOO_DIR WORK_DIR
 """
