@@ -17,8 +17,7 @@
 namespace stickler {
 namespace {
 
-using Feeds = std::vector<c10::IValue>;                 // the values captured for one input draw
-using Results = std::vector<std::vector<c10::IValue>>;  // per draw, the compared values
+using Feeds = std::vector<c10::IValue>;  // the values captured for one input draw
 
 // What feeds the region on each draw: `given` when it holds every draw, else captured from
 // runs of `after`.
@@ -44,8 +43,10 @@ struct Side {
   const std::vector<const torch::jit::Value*>* outputs;
   const std::vector<size_t>* slots;
   Precision precision;
-  std::optional<RegionProgram> program;
-  Results results;
+  bool itself;       // the whole model as it runs (float32): its own interpreter, no program
+  bool given_truth;  // the original in float64, whose values on draw 0 the caller passed in
+  std::optional<RegionProgram> program = std::nullopt;
+  std::vector<c10::IValue> results = {};  // the compared values of the draw being compared
 };
 
 AgreementSummary compare(const LoadedModel& before, const LoadedModel& after,
@@ -56,10 +57,12 @@ AgreementSummary compare(const LoadedModel& before, const LoadedModel& after,
   // Heaviest first (float64, the adapted side), so that the threads finish together.
   std::vector<Side> sides;
   for (Precision precision : {Precision::kFloat64, Precision::kFloat32}) {
+    const bool itself = whole && precision == Precision::kFloat32;
     sides.push_back({&after, &region.after_nodes, &region.after_inputs, &region.after_outputs,
-                     &region.after_feeds, precision, std::nullopt, Results(feeds.size())});
+                     &region.after_feeds, precision, itself, /*given_truth=*/false});
     sides.push_back({&before, &region.before_nodes, &region.before_inputs, &region.before_outputs,
-                     &region.before_feeds, precision, std::nullopt, Results(feeds.size())});
+                     &region.before_feeds, precision, itself,
+                     /*given_truth=*/truth != nullptr && precision == Precision::kFloat64});
   }
   // Widening buffers, a set per running task, handed from one task to the next.
   std::mutex buffers_mutex;
@@ -79,10 +82,7 @@ AgreementSummary compare(const LoadedModel& before, const LoadedModel& after,
     idle_buffers.push_back(std::move(buffers));
   };
   for (Side& side : sides) {
-    const bool itself = whole && side.precision == Precision::kFloat32;
-    const bool known = truth != nullptr && feeds.size() == 1 && side.model == &before &&
-                       side.precision == Precision::kFloat64;
-    if (!itself && !known) {
+    if (!side.itself && !(side.given_truth && feeds.size() == 1)) {
       side.program.emplace(*side.model, *side.nodes, *side.inputs, *side.outputs, side.precision);
     }
   }
@@ -93,37 +93,35 @@ AgreementSummary compare(const LoadedModel& before, const LoadedModel& after,
   for (size_t draw = 0; draw < feeds.size(); ++draw) {
     std::vector<std::function<void()>> tasks;
     for (Side& side : sides) {
-      const bool itself = whole && side.precision == Precision::kFloat32;
-      if (itself && draw == 0) {  // the model itself, on its example inputs: already known
-        side.results[0] = side.model->example_outputs;
+      if (side.itself && draw == 0) {  // the model itself, on its example inputs: already known
+        side.results = side.model->example_outputs;
         continue;
       }
-      if (truth != nullptr && draw == 0 && side.model == &before &&
-          side.precision == Precision::kFloat64) {
-        side.results[0] = *truth;
+      if (side.given_truth && draw == 0) {
+        side.results = *truth;
         continue;
       }
-      tasks.emplace_back([&side, &feeds, &withBuffers, draw, itself, cancelled] {
+      tasks.emplace_back([&side, &feeds, &withBuffers, draw, cancelled] {
         const Feeds fed = select(feeds[draw], *side.slots);
-        if (itself) {
-          side.results[draw] = side.model->interpreter->run(fed);
+        if (side.itself) {
+          side.results = side.model->interpreter->run(fed);
         } else {
           withBuffers([&](WideningBuffers* buffers) {
-            side.results[draw] = side.program->run(fed, buffers, cancelled);
+            side.results = side.program->run(fed, buffers, cancelled);
           });
         }
       });
     }
     runConcurrently(tasks);
-    const std::vector<c10::IValue>& adapted64 = sides[0].results[draw];
-    const std::vector<c10::IValue>& original64 = sides[1].results[draw];
-    const std::vector<c10::IValue>& adapted32 = sides[2].results[draw];
-    const std::vector<c10::IValue>& original32 = sides[3].results[draw];
+    const std::vector<c10::IValue>& adapted64 = sides[0].results;
+    const std::vector<c10::IValue>& original64 = sides[1].results;
+    const std::vector<c10::IValue>& adapted32 = sides[2].results;
+    const std::vector<c10::IValue>& original32 = sides[3].results;
     for (size_t i = 0; i < region.output_names.size(); ++i) {
       agreement.add(region.output_names[i], static_cast<int>(draw), original32.at(i),
                     adapted32.at(i), original64.at(i), adapted64.at(i));
     }
-    for (Side& side : sides) side.results[draw].clear();
+    for (Side& side : sides) side.results.clear();
   }
   // The draws reused one another's freed blocks; what follows a check (a run, another adapter's
   // check) allocates other sizes, and kept blocks are the process's to hold until then: at 480M
