@@ -9,11 +9,13 @@
 #include <tuple>
 #include <vector>
 
+#include "simulator/graph/shared_weight_files.h"
+
 namespace stickler {
 namespace {
 
 // Small tensors cost less than the hashing: only weights are worth sharing.
-constexpr size_t kSharedFromBytes = 64 * 1024;
+constexpr size_t kSharedFromBytes = size_t{64} * 1024;
 
 using Key = std::tuple<size_t, c10::ScalarType, std::vector<int64_t>>;
 
@@ -54,7 +56,11 @@ at::Tensor sharedTensor(const at::Tensor& tensor) {
     // Bytes, not values: -0.0 and 0.0, or two NaNs, are different weights here.
     if (sameBytes(candidate, tensor)) return candidate;
   }
-  alive.emplace_back(tensor.getIntrusivePtr());
+  // A model host takes the file its caller made of this weight; any other process makes one,
+  // to pass to its model hosts (shared_weight_files.h).
+  at::Tensor kept = offeredWeightLike(tensor);
+  if (!kept.defined()) kept = inSealedMemoryFile(tensor);
+  alive.emplace_back(kept.getIntrusivePtr());
   // A server adapts model after model: the keys of tensors no graph holds any more go too.
   if (pool.by_content.size() > 2 * pool.swept_at) {
     for (auto it = pool.by_content.begin(); it != pool.by_content.end();) {
@@ -63,7 +69,7 @@ at::Tensor sharedTensor(const at::Tensor& tensor) {
     }
     pool.swept_at = std::max<size_t>(pool.by_content.size(), 64);
   }
-  return tensor;
+  return kept;
 }
 
 torch::jit::Value* insertSharedConstant(torch::jit::Graph& graph, const at::Tensor& tensor) {

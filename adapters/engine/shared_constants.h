@@ -4,7 +4,9 @@
 // adapt --decode applies the forward's adapters to its prefill and decode-step graphs too: each
 // graph's padded q/k/v/o weights were copies of their own, equal to the forward's (at 480M, a
 // third of the archive's weight bytes again for each graph). Interned, an equal tensor still
-// alive in the process is put in the graph instead of the new one.
+// alive in the process is put in the graph instead of the new one. A new one is kept in a sealed
+// memory file, which the process passes to its model hosts with the model's recipe, and a model
+// host takes the file its caller passed for it instead (shared_weight_files.h): one copy for both.
 #pragma once
 
 #include <torch/csrc/jit/ir/ir.h>

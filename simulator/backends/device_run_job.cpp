@@ -8,6 +8,7 @@
 #include "simulator/backends/value_wire.h"
 #include "simulator/graph/graph_fingerprint.h"
 #include "simulator/graph/loaded_model.h"
+#include "simulator/graph/shared_weight_files.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/execution_limit.h"
 #include "simulator/support/large_blocks.h"
@@ -114,6 +115,10 @@ WireMessage hostLoad(const ModelMaker& maker, const WireMessage& job) {
   HostState& state = hostState();
   std::lock_guard<std::mutex> lock(state.mutex);
   const auto start = std::chrono::steady_clock::now();
+  // The weights the caller's adapters made, which the same adapters make here again.
+  std::vector<int> passed;
+  for (const PassedFile& file : job.files) passed.push_back(file.fd());
+  const OfferedWeightFiles offered(passed);
   makeModel(state, maker, job.header);
   return {{{"fingerprint", state.fingerprint},
            {"seconds",
@@ -211,9 +216,14 @@ BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
   if (lease.fresh()) {
     // The model is made before the run's clock starts: loading is not the run.
     const double start = phaseClock();
-    const JobOutcome loaded = lease.worker().run(
-        {{{"kind", "host_load"}, {"recipe", facts.recipe}, {"records", facts.records}}, {}},
-        defaultExecutionSeconds(), options.cancelled);
+    WireMessage load{
+        {{"kind", "host_load"}, {"recipe", facts.recipe}, {"records", facts.records}}, {}, {}};
+    // The weights this process's adapters made, held once by both (shared_weight_files.h).
+    for (const int fd : sealedMemoryFilesOf(*model.graph, kMaxPassedFiles)) {
+      load.files.emplace_back(fd);
+    }
+    const JobOutcome loaded =
+        lease.worker().run(load, defaultExecutionSeconds(), options.cancelled);
     if (loaded.kind == JobOutcome::Kind::kCancelled) {
       return runStatus(BackendRun::Status::kCancelled, "the device run was cancelled");
     }

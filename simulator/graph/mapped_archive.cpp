@@ -15,62 +15,15 @@
 #include <unordered_set>
 #include <vector>
 
+#include "simulator/graph/file_mapping.h"
 #include "simulator/graph/zip_directory.h"
 #include "simulator/support/errors.h"
-#include "simulator/support/large_blocks.h"
 
 namespace stickler {
 namespace {
 
 // torch.jit.save aligns each record's data to 64 bytes so that it can be used where it lies.
 constexpr uint64_t kRecordAlignment = 64;
-
-class FileMapping {
- public:
-  // Takes `fd`: a copy on write maps the same pages again from it.
-  FileMapping(int fd, size_t size) : fd_(fd), size_(size) {
-    if (size == 0) return;
-    void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-    if (base != MAP_FAILED) base_ = static_cast<char*>(base);
-  }
-  ~FileMapping() {
-    if (base_ != nullptr) ::munmap(base_, size_);
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileMapping(const FileMapping&) = delete;
-  FileMapping& operator=(const FileMapping&) = delete;
-  char* at(uint64_t offset) const { return base_ + offset; }
-  bool ok() const { return base_ != nullptr; }
-  bool holds(const void* data, size_t bytes) const {
-    const auto* begin = static_cast<const char*>(data);
-    return base_ != nullptr && begin >= base_ && bytes <= size_ &&
-           begin - base_ <= static_cast<std::ptrdiff_t>(size_ - bytes);
-  }
-  uint64_t offsetOf(const void* data) const { return static_cast<const char*>(data) - base_; }
-  int fd() const { return fd_; }
-  // The buffers LibTorch allocated for the records, never written past their marker's page, and
-  // read by nothing once the load is done. A large one (a record of 1 MiB or more) is a mapping
-  // of its own (large_blocks.h), unmapped here: it was on huge pages, where the marker's write
-  // made 2 MiB resident (580 MB per process at 8B when they were kept). The others are kept, so
-  // resident one page each, as long as the mapping. A precaution: those malloc served from its
-  // heap would, freed, become free space there that a run's temporaries fill page by page, each
-  // page resident from then on (a 480M model's CPU run grew by 650 MB on some runs while its
-  // temporaries were fragmenting the heap).
-  void keep(c10::DataPtr untouched) {
-    if (discardLargeBlock(untouched.get())) {
-      // Unmapped: its deleter (tensor_memory.h's, the only allocator of large blocks) must not run.
-      static_cast<void>(untouched.release_context());
-      return;
-    }
-    untouched_.push_back(std::move(untouched));
-  }
-
- private:
-  int fd_;
-  char* base_ = nullptr;
-  size_t size_;
-  std::vector<c10::DataPtr> untouched_;
-};
 
 // Where each stored tensor record's data start in the file, by that offset, with its size.
 std::map<uint64_t, uint64_t> tensorRecords(const std::string& path, int fd, uint64_t file_size) {
@@ -213,10 +166,6 @@ void forEachTensor(const torch::jit::Module& module, Visit visit) {
   }
 }
 
-void releaseMapping(void* context) {
-  delete static_cast<std::shared_ptr<FileMapping>*>(context);
-}
-
 }  // namespace
 
 MappedLoad loadArchiveMapped(const std::string& path) {
@@ -242,9 +191,7 @@ MappedLoad loadArchiveMapped(const std::string& path) {
     const auto found = skipped.find(data);
     if (found == skipped.end() || repointed.count(data) != 0) return;
     if (storage->nbytes() != reader->recordSize(found->second)) return;
-    mapping->keep(storage->set_data_ptr(c10::DataPtr(mapping->at(found->second),
-                                                     new std::shared_ptr<FileMapping>(mapping),
-                                                     releaseMapping, c10::Device(c10::kCPU))));
+    mapping->keep(storage->set_data_ptr(dataPointerInto(mapping, found->second)));
     repointed.insert(data);
   });
   if (repointed.size() == skipped.size()) {
@@ -266,10 +213,10 @@ at::Tensor copyOnWrite(const at::Tensor& tensor) {
       tensor.numel() == 0) {
     return tensor.clone();
   }
-  const c10::DataPtr& data = tensor.storage().data_ptr();
-  if (data.get_deleter() != &releaseMapping) return tensor.clone();
-  const auto& mapping = *static_cast<std::shared_ptr<FileMapping>*>(data.get_context());
-  if (!mapping->holds(tensor.data_ptr(), tensor.nbytes())) return tensor.clone();
+  const FileMapping* mapping = mappingOf(tensor.storage().data_ptr());
+  if (mapping == nullptr || !mapping->holds(tensor.data_ptr(), tensor.nbytes())) {
+    return tensor.clone();
+  }
   static const auto kPage = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t offset = mapping->offsetOf(tensor.data_ptr());
   const uint64_t start = offset / kPage * kPage;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "simulator/support/blas_threads.h"
+#include "simulator/workers/passed_descriptors.h"
 #include "simulator/workers/worker_main.h"
 #include "simulator/workers/worker_process.h"
 
@@ -119,16 +120,7 @@ bool singleThreaded() {
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) ::_exit(0);  // the process it serves is gone
 
-    std::vector<int> fds;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < count; ++i) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-        fds.push_back(fd);
-      }
-    }
+    const std::vector<int> fds = passedDescriptors(message);
     std::vector<std::string> fields = fieldsOf(buffer.data(), static_cast<size_t>(got));
     int64_t answer;
     if (fds.size() != kRequestFds || fields.size() < 2 ||

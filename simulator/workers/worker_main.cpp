@@ -80,6 +80,7 @@ int serveAsWorker(const std::string& label) {
       // reads the result.
       std::fflush(nullptr);
       writeMessage(kWorkerChannelFd, answer);
+      job.files.clear();  // a file passed with a job is held no longer than the job
       const double took =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       spin_seconds = took < kShortJobSeconds ? kShortJobSeconds : 0;

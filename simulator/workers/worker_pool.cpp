@@ -89,8 +89,7 @@ std::list<WorkerPool::Idle> WorkerPool::trim(std::optional<uint64_t> wanted, siz
 }
 
 WorkerPool::Lease WorkerPool::acquire(const std::string& key, uint64_t charge,
-                                      const std::string& label,
-                                      const std::atomic<bool>* cancelled,
+                                      const std::string& label, const std::atomic<bool>* cancelled,
                                       const std::string& family) {
   const uint64_t cost = charge + kWorkerBaseBytes;
   std::list<Idle> ended;  // ended outside the lock: killing and reaping take a moment

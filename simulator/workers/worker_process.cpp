@@ -313,7 +313,7 @@ JobOutcome WorkerProcess::run(const WireMessage& job, double timeout_seconds,
 
   const std::string bytes = encodeMessage(job);
   // Most jobs fit the socket's buffer: sent at once, without waiting to be told there is room.
-  ssize_t first = ::send(channel_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ssize_t first = sendMessageBytes(channel_, bytes, 0, job.files, MSG_NOSIGNAL | MSG_DONTWAIT);
   size_t sent = first > 0 ? static_cast<size_t>(first) : 0;
   if (first < 0 && errno != EINTR && errno != EAGAIN) return died(reapDead());
   while (sent < bytes.size()) {
@@ -327,7 +327,7 @@ JobOutcome WorkerProcess::run(const WireMessage& job, double timeout_seconds,
     if (fds[0].revents & (POLLERR | POLLHUP)) return died(reapDead());
     if (!(fds[0].revents & POLLOUT)) continue;
     const ssize_t written =
-        ::send(channel_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        sendMessageBytes(channel_, bytes, sent, job.files, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (written > 0) {
       sent += static_cast<size_t>(written);
     } else if (written < 0 && errno != EINTR && errno != EAGAIN) {

@@ -8,6 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string>
+#include <vector>
+
+#include "simulator/workers/passed_descriptors.h"
 
 namespace stickler {
 namespace {
@@ -28,12 +32,43 @@ std::optional<uint64_t> getInteger(const std::string& buffer, size_t at, int byt
   return value;
 }
 
+// recv(2) that takes the files passed beside the bytes (SCM_RIGHTS) into `decoder`.
+ssize_t receiveWithFiles(int fd, char* buffer, size_t size, int flags, WireDecoder& decoder) {
+  iovec part{buffer, size};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFiles)];
+  msghdr header{};
+  header.msg_iov = &part;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  const ssize_t got = ::recvmsg(fd, &header, flags | MSG_CMSG_CLOEXEC);
+  if (got < 0) return got;
+  std::vector<PassedFile> files;
+  for (const int passed : passedDescriptors(header)) files.emplace_back(passed);
+  if (header.msg_flags & MSG_CTRUNC) {
+    throw WireError("a message passed more files than one message may (" +
+                    std::to_string(kMaxPassedFiles) + ")");
+  }
+  decoder.feedFiles(std::move(files));
+  return got;
+}
+
 }  // namespace
 
+PassedFile::PassedFile(int fd)
+    : fd_(new int(fd), [](const int* owned) {
+        if (*owned >= 0) ::close(*owned);
+        delete owned;
+      }) {}
+
 std::string encodeMessage(const WireMessage& message) {
+  if (message.files.size() > kMaxPassedFiles) {
+    throw WireError("a message passes " + std::to_string(message.files.size()) +
+                    " files, more than " + std::to_string(kMaxPassedFiles));
+  }
   const std::string header =
       message.header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  size_t size = sizeof kMagic + 4 + header.size() + 4;
+  size_t size = sizeof kMagic + 4 + header.size() + 4 + 4;
   for (const std::string& blob : message.blobs) size += 8 + blob.size();
   std::string out;
   out.reserve(size);
@@ -45,7 +80,36 @@ std::string encodeMessage(const WireMessage& message) {
     putInteger(out, blob.size(), 8);
     out += blob;
   }
+  putInteger(out, message.files.size(), 4);
   return out;
+}
+
+ssize_t sendMessageBytes(int fd, const std::string& bytes, size_t offset,
+                         const std::vector<PassedFile>& files, int flags) {
+  // send(), not write(): a caller that went away is an error here, not a SIGPIPE.
+  if (offset > 0 || files.empty()) {
+    const ssize_t sent = ::send(fd, bytes.data() + offset, bytes.size() - offset, flags);
+    if (sent < 0 && errno == ENOTSOCK) {
+      return ::write(fd, bytes.data() + offset, bytes.size() - offset);
+    }
+    return sent;
+  }
+  iovec part{const_cast<char*>(bytes.data()), bytes.size()};
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * files.size()), 0);
+  msghdr header{};
+  header.msg_iov = &part;
+  header.msg_iovlen = 1;
+  header.msg_control = control.data();
+  header.msg_controllen = control.size();
+  cmsghdr* rights = CMSG_FIRSTHDR(&header);
+  rights->cmsg_level = SOL_SOCKET;
+  rights->cmsg_type = SCM_RIGHTS;
+  rights->cmsg_len = CMSG_LEN(sizeof(int) * files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    const int passed = files[i].fd();
+    std::memcpy(CMSG_DATA(rights) + i * sizeof(int), &passed, sizeof(int));
+  }
+  return ::sendmsg(fd, &header, flags);
 }
 
 void WireDecoder::feed(const char* data, size_t size) {
@@ -58,6 +122,10 @@ void WireDecoder::feed(const char* data, size_t size) {
     consumed_ = 0;
   }
   buffer_.append(data, size);
+}
+
+void WireDecoder::feedFiles(std::vector<PassedFile> files) {
+  for (PassedFile& file : files) files_.push_back(std::move(file));
 }
 
 std::optional<WireMessage> WireDecoder::next() {
@@ -92,6 +160,14 @@ std::optional<WireMessage> WireDecoder::next() {
     spans.emplace_back(at, *blob_size);
     at += *blob_size;
   }
+  const auto file_count = getInteger(buffer_, at, 4);
+  if (!file_count) return std::nullopt;
+  at += 4;
+  // A sender's files travel beside its message's first byte: all of them are here by its end.
+  if (*file_count > files_.size()) {
+    throw WireError("a worker's message passes " + std::to_string(*file_count) +
+                    " files, of which " + std::to_string(files_.size()) + " arrived");
+  }
   WireMessage message;
   try {
     message.header = nlohmann::json::parse(
@@ -101,6 +177,10 @@ std::optional<WireMessage> WireDecoder::next() {
     throw WireError(std::string("a worker's message header is not JSON: ") + e.what());
   }
   for (const auto& [start, size] : spans) message.blobs.emplace_back(buffer_, start, size);
+  for (uint64_t i = 0; i < *file_count; ++i) {
+    message.files.push_back(std::move(files_.front()));
+    files_.pop_front();
+  }
   consumed_ = at;
   return message;
 }
@@ -110,24 +190,27 @@ bool readMessage(int fd, WireDecoder& decoder, WireMessage& message, double spin
   const auto spin_until =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(spin_seconds);
   bool spinning = spin_seconds > 0;
+  bool socket = true;
   while (true) {
     if (auto complete = decoder.next()) {
       message = std::move(*complete);
       return true;
     }
     ssize_t got;
-    if (spinning && std::chrono::steady_clock::now() < spin_until) {
-      got = ::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (!socket) {
+      got = ::read(fd, buffer, sizeof buffer);
+    } else if (spinning && std::chrono::steady_clock::now() < spin_until) {
+      got = receiveWithFiles(fd, buffer, sizeof buffer, MSG_DONTWAIT, decoder);
       if (got < 0 && errno == EAGAIN) {
         ::sched_yield();
         continue;
       }
-      if (got < 0 && errno == ENOTSOCK) {
-        spinning = false;
-        continue;
-      }
     } else {
-      got = ::read(fd, buffer, sizeof buffer);
+      got = receiveWithFiles(fd, buffer, sizeof buffer, 0, decoder);
+    }
+    if (got < 0 && errno == ENOTSOCK) {
+      socket = false;
+      continue;
     }
     if (got > 0) {
       decoder.feed(buffer, static_cast<size_t>(got));
@@ -142,18 +225,14 @@ bool readMessage(int fd, WireDecoder& decoder, WireMessage& message, double spin
 
 void writeMessage(int fd, const WireMessage& message) {
   const std::string bytes = encodeMessage(message);
-  const char* data = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {
-    // send(), not write(): a caller that went away is an error here, not a SIGPIPE.
-    ssize_t written = ::send(fd, data, left, MSG_NOSIGNAL);
-    if (written < 0 && errno == ENOTSOCK) written = ::write(fd, data, left);
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t written = sendMessageBytes(fd, bytes, sent, message.files, MSG_NOSIGNAL);
     if (written < 0) {
       if (errno == EINTR) continue;
       throw WireError(std::string("writing the channel failed: ") + std::strerror(errno));
     }
-    data += written;
-    left -= static_cast<size_t>(written);
+    sent += static_cast<size_t>(written);
   }
 }
 

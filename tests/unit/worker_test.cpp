@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -27,6 +29,7 @@
 #include "simulator/workers/job_registry.h"
 #include "simulator/workers/syscall_filter.h"
 #include "simulator/workers/worker_pool.h"
+#include "simulator/workers/worker_wire.h"
 
 namespace stickler {
 namespace {
@@ -69,6 +72,18 @@ const bool registered = [] {
       if (fd > kWorkerProgressFd && !error) open.push_back(target.string());
     }
     return WireMessage{{{"open", open}}, {}};
+  });
+  // What each file passed with the job is: its inode and its first bytes.
+  registerJob("test.files", [](const WireMessage& job, JobContext&) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const PassedFile& file : job.files) {
+      struct stat status {};
+      char start[16] = {};
+      const ssize_t got = ::pread(file.fd(), start, sizeof start, 0);
+      files.push_back({{"inode", ::fstat(file.fd(), &status) == 0 ? status.st_ino : 0},
+                       {"start", std::string(start, got > 0 ? static_cast<size_t>(got) : 0)}});
+    }
+    return WireMessage{{{"files", files}}, {}};
   });
   // Installs the adapter sandbox's system-call filter, then tries what it must refuse and what
   // it must still allow; says which succeeded.
@@ -232,6 +247,39 @@ TEST(Worker, InheritsNoDescriptorOfTheCaller) {
     EXPECT_EQ(what.rfind("socket:", 0), std::string::npos) << what;
     EXPECT_EQ(what.rfind("pipe:", 0), std::string::npos) << what;
   }
+}
+
+// A job may pass open files (the weights' sealed memory files a model host is given): the worker
+// gets the same files, not copies, and a frame that says it passes files that did not arrive
+// is refused.
+TEST(Worker, AJobsPassedFilesReachTheWorker) {
+  WireMessage files = job("test.files");
+  struct stat first {};
+  struct stat second {};
+  for (const char* text : {"first file", "second file"}) {
+    const int fd = ::memfd_create("stickler-test", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, text, std::strlen(text)), static_cast<ssize_t>(std::strlen(text)));
+    ASSERT_EQ(::fstat(fd, files.files.empty() ? &first : &second), 0);
+    files.files.emplace_back(fd);
+  }
+  const JobOutcome outcome = runInFreshWorker("test", files, 60);
+  ASSERT_EQ(outcome.kind, JobOutcome::Kind::kCompleted) << outcome.message;
+  const nlohmann::json& got = outcome.result.header["files"];
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0]["inode"], first.st_ino);
+  EXPECT_EQ(got[0]["start"], "first file");
+  EXPECT_EQ(got[1]["inode"], second.st_ino);
+  EXPECT_EQ(got[1]["start"], "second file");
+
+  // Without the files beside it, the frame is torn.
+  WireDecoder decoder;
+  const std::string bytes = encodeMessage(files);
+  decoder.feed(bytes.data(), bytes.size());
+  EXPECT_THROW(decoder.next(), WireError);
+  WireMessage too_many = job("test.files");
+  for (size_t i = 0; i <= kMaxPassedFiles; ++i) too_many.files.emplace_back(-1);
+  EXPECT_THROW(encodeMessage(too_many), WireError);
 }
 
 // The fork server's pid: the live child of this process that names itself so.
