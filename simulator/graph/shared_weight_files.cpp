@@ -119,8 +119,10 @@ OfferedWeightFiles::OfferedWeightFiles(const std::vector<int>& fds) {
     if (copy < 0) continue;
     struct stat status {};
     ::fstat(copy, &status);
-    auto mapping =
-        std::make_shared<FileMapping>(copy, static_cast<size_t>(status.st_size), /*populate=*/true);
+    // Mapped as it is read, not at once: a page is read only to be compared with a weight of the
+    // same size made here, so a file far larger than any weight (sparse, from a caller running
+    // code no one reviewed) costs nothing but address space.
+    auto mapping = std::make_shared<FileMapping>(copy, static_cast<size_t>(status.st_size));
     if (!mapping->ok()) continue;
     offered.files.push_back(mapping);
     mine_.push_back(std::move(mapping));
