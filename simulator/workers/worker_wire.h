@@ -57,8 +57,8 @@ inline constexpr size_t kMaxPassedFiles = 253;
 // for more than kMaxPassedFiles.
 std::string encodeMessage(const WireMessage& message);
 
-// Sends `size` bytes of an encoded message from `offset`, the message's files beside its first
-// byte; returns what send(2) returns. `flags` are send(2)'s.
+// Sends what is left of an encoded message from `offset` (as much as the socket takes), with
+// the message's files beside its first byte; returns what send(2) returns. `flags` are send(2)'s.
 ssize_t sendMessageBytes(int fd, const std::string& bytes, size_t offset,
                          const std::vector<PassedFile>& files, int flags);
 
