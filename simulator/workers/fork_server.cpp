@@ -48,6 +48,7 @@ std::mutex server_mutex;
 int server_socket = -1;  // this process's end; -1 when no fork server serves it
 pid_t server_pid = -1;
 int servers_started = 0;
+bool server_ready = false;  // it said it is ready (its start is an exec: it may still be starting)
 
 // In the new worker: its descriptors where worker_process.h says, everything else closed, the
 // asker's directory and environment; then the worker's loop. Never returns.
@@ -175,9 +176,9 @@ void reapForkServer() {
   }
 }
 
-// Starts the fork server and waits until it is ready; false when the system refuses, or it
-// does not serve (then none is started again). Called with server_mutex held.
-bool startForkServer() {
+// Starts the fork server without waiting for it; false when the system refuses. Called with
+// server_mutex held.
+bool spawnForkServer() {
   int ends[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) return false;
   try {
@@ -190,12 +191,25 @@ bool startForkServer() {
   }
   ::close(ends[1]);
   server_socket = ends[0];
+  server_ready = false;
   ++servers_started;
+  return true;
+}
+
+// Waits until the fork server started is ready; false when it does not serve (then none is
+// started again). Called with server_mutex held.
+bool awaitForkServer() {
+  if (server_ready) return true;
   int64_t ready = -1;
-  if (receiveAnswer(ready, kStartTimeoutMs) && ready == 0) return true;
+  if (receiveAnswer(ready, kStartTimeoutMs) && ready == 0) return server_ready = true;
   reapForkServer();
   servers_started = kMaxServerStarts;
   return false;
+}
+
+bool forkServerWanted() {
+  const char* wanted = std::getenv("STICKLER_FORK_SERVER");
+  return wanted == nullptr || std::strcmp(wanted, "0") != 0;
 }
 
 }  // namespace
@@ -211,8 +225,7 @@ int serveForkRequests() {
 
 std::optional<pid_t> forkWorker(const std::string& label, int output_fd, int channel_fd,
                                 int progress_fd) {
-  const char* wanted = std::getenv("STICKLER_FORK_SERVER");
-  if (wanted != nullptr && std::strcmp(wanted, "0") == 0) return std::nullopt;
+  if (!forkServerWanted()) return std::nullopt;
   std::string request = label + '\0';
   char directory[4096];
   if (::getcwd(directory, sizeof directory) == nullptr) return std::nullopt;
@@ -241,9 +254,10 @@ std::optional<pid_t> forkWorker(const std::string& label, int output_fd, int cha
   for (int attempt = 0; attempt < 2; ++attempt) {
     // Started again after it died (killed for memory, say), but not forever: a fork server that
     // keeps dying leaves workers to exec.
-    if (server_socket < 0 && (servers_started >= kMaxServerStarts || !startForkServer())) {
+    if (server_socket < 0 && (servers_started >= kMaxServerStarts || !spawnForkServer())) {
       return std::nullopt;
     }
+    if (!awaitForkServer()) return std::nullopt;
     ssize_t sent;
     while ((sent = ::sendmsg(server_socket, &message, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
     }
@@ -263,6 +277,17 @@ std::optional<pid_t> forkWorker(const std::string& label, int output_fd, int cha
     return static_cast<pid_t>(answer);
   }
   return std::nullopt;
+}
+
+void startForkServerAhead() {
+  if (!forkServerWanted()) return;
+  std::lock_guard<std::mutex> lock(server_mutex);
+  if (server_socket >= 0) {
+    if (::waitpid(server_pid, nullptr, WNOHANG) == 0) return;  // alive, or still starting
+    ::close(server_socket);  // gone: replaced now rather than at the next worker
+    server_socket = -1;
+  }
+  if (servers_started < kMaxServerStarts) spawnForkServer();
 }
 
 }  // namespace stickler

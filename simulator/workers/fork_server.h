@@ -5,7 +5,8 @@
 // runs a job and forks only while it has a single thread (checked at its start and before every
 // fork), so a fork of it inherits no lock another thread holds.
 //
-// It is started by exec when the first worker is asked for, not forked from main(): a fork would
+// It is started by exec when the first worker is asked for (or ahead of it, by a process that
+// knows it will ask: startForkServerAhead), not forked from main(): a fork would
 // share every page of the asker copy-on-write, and on this kind of machine the asker's writes to
 // them afterwards (LibTorch's destructors at exit alone) cost 0.3 s of faults per command.
 //
@@ -34,6 +35,13 @@ inline constexpr const char* kForkServerModeArgument = "__forks";
 // descriptors (a worker it made may hold them). The descriptors stay the caller's to close.
 std::optional<pid_t> forkWorker(const std::string& label, int output_fd, int channel_fd,
                                 int progress_fd);
+
+// Starts the fork server now, without waiting for it, for a process that knows it will ask for a
+// worker soon (a device run's model host): the exec's second or so then passes while the process
+// does its own work (loading the model, applying adapters) instead of before its first worker.
+// Does nothing when one serves this process already, or there is to be none. The first
+// forkWorker waits for it to be ready.
+void startForkServerAhead();
 
 // The fork-server mode's loop: makes a worker for each request on descriptor 3 until the process
 // it serves closes its end. Returns the exit status.

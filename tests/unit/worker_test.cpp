@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -348,6 +349,57 @@ TEST(Worker, AForkServerThatDiedIsReplacedAndWithoutOneWorkersAreExecd) {
   ASSERT_EQ(execd.kind, JobOutcome::Kind::kCompleted) << execd.message;
   EXPECT_TRUE(execd.result.header.value("exec", false));
   EXPECT_EQ(execd.result.header.value("parent", 0), ::getpid());
+}
+
+// The live children of this process (a spawn is synchronous: a child it made is listed at once).
+int liveChildren() {
+  int children = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    pid_t parent = 0;
+    rest >> state >> parent;
+    children += parent == ::getpid() && state != "Z";
+  }
+  return children;
+}
+
+// A process that knows it will ask for a worker starts the fork server ahead (its exec takes
+// about a second): it is there before any worker is asked for, the next worker is made by it,
+// and asking ahead again, or with STICKLER_FORK_SERVER=0, starts no other.
+TEST(Worker, AForkServerStartedAheadMakesTheNextWorker) {
+  if (const pid_t old = forkServerPid(); old > 0) {
+    ASSERT_EQ(::kill(old, SIGKILL), 0);
+    ASSERT_EQ(::waitpid(old, nullptr, 0), old);
+  }
+  ::setenv("STICKLER_FORK_SERVER", "0", 1);
+  const int before = liveChildren();
+  startForkServerAhead();
+  EXPECT_EQ(liveChildren(), before);
+  ::unsetenv("STICKLER_FORK_SERVER");
+
+  startForkServerAhead();  // the dead one is replaced now, not at the next worker
+  EXPECT_EQ(liveChildren(), before + 1);
+  pid_t ahead = -1;
+  for (int waited = 0; waited < 600 && (ahead = forkServerPid()) <= 0; ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GT(ahead, 0) << "no fork server started ahead within a minute";
+  startForkServerAhead();
+  EXPECT_EQ(liveChildren(), before + 1);
+
+  const JobOutcome outcome = runInFreshWorker("test", job("test.identity"), 60);
+  ASSERT_EQ(outcome.kind, JobOutcome::Kind::kCompleted) << outcome.message;
+  EXPECT_FALSE(outcome.result.header.value("exec", true));
+  EXPECT_EQ(outcome.result.header.value("parent", 0), ::getpid());
+  EXPECT_EQ(forkServerPid(), ahead);
 }
 
 // A fork server that stops answering (stopped, or stuck) is not waited for: the worker asked of

@@ -8,6 +8,7 @@
 #include "simulator/graph/model_facts.h"
 #include "simulator/graph/module_table.h"
 #include "simulator/support/errors.h"
+#include "simulator/workers/fork_server.h"
 #include "tools/adapters/adapter_support.h"
 #include "tools/diagnose/decode_focus.h"
 #include "tools/diagnose/localize_report.h"
@@ -47,14 +48,17 @@ json run(const json& input, OperationContext& context) {
         "search over modules");
   }
   const int64_t decode_steps = input.value("decode", int64_t{0});
+  if (decode_steps > 0 && adapt) {
+    throw UserError(
+        "decode localizes the archive's own prefill and step graphs, to which adapters are "
+        "not applied yet: localize with adapt or with decode, not both");
+  }
+  // Every device run goes to the model's host, made by the fork server: started while the model
+  // loads (and is adapted).
+  startForkServerAhead();
   json decode;
   std::shared_ptr<const LoadedModel> model;
   if (decode_steps > 0) {
-    if (adapt) {
-      throw UserError(
-          "decode localizes the archive's own prefill and step graphs, to which adapters are "
-          "not applied yet: localize with adapt or with decode, not both");
-    }
     const DecodeFocus found = focusOnDecodeStep(context, model_path, input_flags, options,
                                                 decode_steps, std::nullopt, "localize_divergence");
     model = found.model;
