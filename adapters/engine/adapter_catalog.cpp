@@ -11,6 +11,7 @@
 #include "simulator/support/errors.h"
 #include "simulator/support/file_stamp.h"
 #include "simulator/support/resource_dirs.h"
+#include "simulator/support/sha256.h"
 #include "simulator/support/text_files.h"
 
 namespace stickler {
@@ -50,6 +51,7 @@ ParsedText parsedOnce(const std::string& text, const std::string& path, bool rev
   try {
     auto file = std::make_shared<AdapterFile>(parseAdapterFile(text, path));
     file->reviewed = reviewed;
+    file->source_sha256 = sha256Bytes(text);
     result.file = std::move(file);
   } catch (const UserError& e) {
     result.error = e.what();

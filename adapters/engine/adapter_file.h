@@ -59,6 +59,9 @@ struct TransformCall {
 struct AdapterFile {
   std::string path;
   std::string source;  // the file's text, from which a model host applies it again
+  // Its SHA-256, set by the catalog that read it (adapter_catalog.h): a session's adapted model
+  // is looked up by it on every call.
+  std::string source_sha256;
   std::string docstring;
   AdapterMetadata metadata;
   // A rewrite: pattern and replacement (same parameters), with an optional `condition`

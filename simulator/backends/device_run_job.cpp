@@ -3,6 +3,7 @@
 #include <chrono>
 #include <list>
 #include <mutex>
+#include <utility>
 
 #include "simulator/backends/model_host_client.h"
 #include "simulator/backends/value_wire.h"
@@ -172,8 +173,9 @@ HostModel makeHostModel(const ModelMaker& maker, const ModelRecipe& recipe,
 }
 
 void registerDeviceRunJobs(ModelMaker maker) {
-  registerJob("host_load",
-              [maker](const WireMessage& job, JobContext&) { return hostLoad(maker, job); });
+  registerJob("host_load", [maker = std::move(maker)](const WireMessage& job, JobContext&) {
+    return hostLoad(maker, job);
+  });
   registerJob("device_run", deviceRun);
 }
 

@@ -34,6 +34,7 @@
 #include "simulator/lowering/host_placement.h"
 #include "simulator/lowering/op_classes.h"
 #include "simulator/support/errors.h"
+#include "simulator/support/sha256.h"
 #include "simulator/support/text_files.h"
 #include "tests/cli/fault_profiles.h"
 #include "tests/unit/adapter_test_support.h"
@@ -1415,6 +1416,9 @@ TEST(AdapterEngine, ACatalogFileEditedInPlaceIsParsedAgain) {
   EXPECT_TRUE(first.file->reviewed);
   const CatalogEntry edited = catalogEntryFromText("x", text(8), "x.py", "workspace");
   EXPECT_EQ(edited.file->metadata.max_ulps, 8);
+  // The text's digest, with which a session finds the model it adapted, is the edited text's.
+  EXPECT_EQ(first.file->source_sha256, sha256Bytes(text(4)));
+  EXPECT_EQ(edited.file->source_sha256, sha256Bytes(text(8)));
   const CatalogEntry draft = catalogEntryFromText("x", text(4), "x.py", "draft");
   EXPECT_EQ(draft.file->metadata.max_ulps, 4);
   EXPECT_FALSE(draft.file->reviewed);

@@ -50,23 +50,9 @@ std::string mainStatus(const WorkspaceCatalog& catalog, const CatalogEntry& entr
   return "workspace";
 }
 
-// The SHA-256 of the text an adapter was parsed from, kept with its parse (shared by every
-// catalog entry of that text): a session's adapted model is looked up by it on every call.
-// The parse is held, so its address is never another's.
+// The SHA-256 of the text an adapter was parsed from (kept with its parse, else of its text).
 std::string sourceSha256(const CatalogEntry& entry) {
-  if (!entry.file) return sha256Bytes(entry.text);
-  constexpr size_t kKept = 1024;
-  static std::mutex mutex;
-  static std::map<std::shared_ptr<const AdapterFile>, std::string> kept;
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (auto found = kept.find(entry.file); found != kept.end()) return found->second;
-  }
-  std::string digest = sha256Bytes(entry.file->source);
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (kept.size() >= kKept) kept.clear();
-  kept.emplace(entry.file, digest);
-  return digest;
+  return entry.file ? entry.file->source_sha256 : sha256Bytes(entry.text);
 }
 
 }  // namespace
