@@ -8,7 +8,8 @@ against the runs they make: one device run and one CPU run, and for a decoder it
 prefill and 4 steps on the device and on the CPU reference); and the peak memory of each command's whole process tree (the CLI and the
 model hosts and workers it starts) against the archive's weight bytes, as proportional set size
 (a page shared by several processes, such as the archive's mapped weights, counted once) and its
-anonymous part (what the processes hold of their own).
+anonymous part (what the processes hold of their own); for the runs of the adapted archive, also
+against the tensors that archive stores (its weights and its adapters' constants).
 
 Models come from bench/models/generate_large.py (generated on first use, never committed):
 llama-110m (215 MB) and llama-480m (0.97 GB) by default; llama-8b (Llama-3-8B's geometry, 16 GB,
