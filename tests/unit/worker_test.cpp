@@ -23,6 +23,7 @@
 #include <iterator>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "simulator/support/task_control.h"
@@ -283,21 +284,32 @@ TEST(Worker, AJobsPassedFilesReachTheWorker) {
   EXPECT_THROW(encodeMessage(too_many), WireError);
 }
 
-// The fork server's pid: the live child of this process that names itself so.
-pid_t forkServerPid() {
+// The live (not yet reaped) children of this process, each with the name it gives itself.
+std::vector<std::pair<pid_t, std::string>> liveChildren() {
+  std::vector<std::pair<pid_t, std::string>> children;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::ifstream stat(entry.path() / "stat");
     std::string line;
     std::getline(stat, line);
-    const size_t close = line.rfind(')');
-    if (close == std::string::npos || line.find("(stickler-forks)") == std::string::npos) continue;
+    const size_t open = line.find('('), close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
     std::istringstream rest(line.substr(close + 2));
     std::string state;
     pid_t parent = 0;
     rest >> state >> parent;
-    if (parent == ::getpid() && state != "Z") return std::stoi(name);
+    if (parent == ::getpid() && state != "Z") {
+      children.emplace_back(std::stoi(name), line.substr(open + 1, close - open - 1));
+    }
+  }
+  return children;
+}
+
+// The fork server's pid: the live child of this process that names itself so.
+pid_t forkServerPid() {
+  for (const auto& [pid, comm] : liveChildren()) {
+    if (comm == "stickler-forks") return pid;
   }
   return -1;
 }
@@ -351,26 +363,6 @@ TEST(Worker, AForkServerThatDiedIsReplacedAndWithoutOneWorkersAreExecd) {
   EXPECT_EQ(execd.result.header.value("parent", 0), ::getpid());
 }
 
-// The live children of this process (a spawn is synchronous: a child it made is listed at once).
-int liveChildren() {
-  int children = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    std::getline(stat, line);
-    const size_t close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    std::string state;
-    pid_t parent = 0;
-    rest >> state >> parent;
-    children += parent == ::getpid() && state != "Z";
-  }
-  return children;
-}
-
 // A process that knows it will ask for a worker starts the fork server ahead (its exec takes
 // about a second): it is there before any worker is asked for, the next worker is made by it,
 // and asking ahead again, or with STICKLER_FORK_SERVER=0, starts no other.
@@ -380,20 +372,21 @@ TEST(Worker, AForkServerStartedAheadMakesTheNextWorker) {
     ASSERT_EQ(::waitpid(old, nullptr, 0), old);
   }
   ::setenv("STICKLER_FORK_SERVER", "0", 1);
-  const int before = liveChildren();
+  // A spawn is synchronous: a child it made is listed at once.
+  const size_t before = liveChildren().size();
   startForkServerAhead();
-  EXPECT_EQ(liveChildren(), before);
+  EXPECT_EQ(liveChildren().size(), before);
   ::unsetenv("STICKLER_FORK_SERVER");
 
   startForkServerAhead();  // the dead one is replaced now, not at the next worker
-  EXPECT_EQ(liveChildren(), before + 1);
+  EXPECT_EQ(liveChildren().size(), before + 1);
   pid_t ahead = -1;
   for (int waited = 0; waited < 600 && (ahead = forkServerPid()) <= 0; ++waited) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_GT(ahead, 0) << "no fork server started ahead within a minute";
   startForkServerAhead();
-  EXPECT_EQ(liveChildren(), before + 1);
+  EXPECT_EQ(liveChildren().size(), before + 1);
 
   const JobOutcome outcome = runInFreshWorker("test", job("test.identity"), 60);
   ASSERT_EQ(outcome.kind, JobOutcome::Kind::kCompleted) << outcome.message;
