@@ -6,9 +6,9 @@
 // fork), so a fork of it inherits no lock another thread holds.
 //
 // It is started by exec when the first worker is asked for (or ahead of it, by a process that
-// knows it will ask: startForkServerAhead), not forked from main(): a fork would
-// share every page of the asker copy-on-write, and on this kind of machine the asker's writes to
-// them afterwards (LibTorch's destructors at exit alone) cost 0.3 s of faults per command.
+// knows it will ask: startForkServerAhead), not forked from main(): a fork would share every
+// page of the asker copy-on-write, and on this kind of machine the asker's writes to them
+// afterwards (LibTorch's destructors at exit alone) cost 0.3 s of faults per command.
 //
 // Each worker is made with CLONE_PARENT: it is the child of the process that asked, not of the
 // fork server, so that process kills and reaps it as it would an exec'd worker, and sees how it

@@ -50,9 +50,11 @@ std::string mainStatus(const WorkspaceCatalog& catalog, const CatalogEntry& entr
   return "workspace";
 }
 
-// The SHA-256 of the text an adapter was parsed from (kept with its parse, else of its text).
+// The SHA-256 of the text an adapter was parsed from: kept with its parse by the catalog that
+// read it, else (an entry that does not parse) computed.
 std::string sourceSha256(const CatalogEntry& entry) {
-  return entry.file ? entry.file->source_sha256 : sha256Bytes(entry.text);
+  if (entry.file && !entry.file->source_sha256.empty()) return entry.file->source_sha256;
+  return sha256Bytes(entry.text);
 }
 
 }  // namespace
