@@ -6,7 +6,6 @@
 #include "simulator/lowering/check_support.h"
 #include "simulator/run/run_decode.h"
 #include "simulator/support/errors.h"
-#include "simulator/workers/fork_server.h"
 #include "tools/adapters/adapter_support.h"
 
 namespace stickler {
@@ -46,9 +45,6 @@ bool forwardPassed(const BringUpResult& so_far) {
 }
 
 BringUpResult bringUp(const BringUpRequest& request, const TaskControl& control) {
-  // Its run goes to a model host, made by the fork server: started while the model loads and the
-  // adapters are applied and checked.
-  startForkServerAhead();
   BringUpResult result;
   if (request.stack != nullptr) {
     result.stack = request.stack;
