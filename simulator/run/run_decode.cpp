@@ -11,7 +11,6 @@
 #include "simulator/run/decode_cosines.h"
 #include "simulator/run/run_parts.h"
 #include "simulator/support/errors.h"
-#include "simulator/workers/fork_server.h"
 
 namespace stickler {
 namespace {
@@ -146,8 +145,6 @@ RunResult runDecode(const RunRequest& request, const TaskControl& control,
   if (!request.inputs.empty()) {
     throw UserError("--decode runs the card's decode interface; --input does not apply to it");
   }
-  // The device runs on the graphs' host, made by the fork server: started while they load.
-  if (spec.kind == BackendSpec::Kind::kSpyreSim) startForkServerAhead();
   control.progress(0, 4, "loading " + request.model);
   const auto prefill = request.decode_prefill ? request.decode_prefill
                                               : loadGraph(request.model, ModelGraph::kPrefill);

@@ -7,7 +7,6 @@
 #include "simulator/run/run_decode.h"
 #include "simulator/run/run_parts.h"
 #include "simulator/support/errors.h"
-#include "simulator/workers/fork_server.h"
 
 namespace stickler {
 
@@ -63,8 +62,6 @@ RunResult runModel(const RunRequest& request, const TaskControl& control, ModelC
   const BackendSpec& spec = request.backend;
   const auto backend = makeBackend(spec);
   if (!(request.timeout_seconds > 0)) throw UserError("timeout_seconds must be positive");
-  // The device runs on the model's host, made by the fork server: started while the model loads.
-  if (spec.kind == BackendSpec::Kind::kSpyreSim) startForkServerAhead();
   control.progress(0, 4, "loading " + request.model);
   const auto model =
       request.loaded ? request.loaded : obtainModel(request.model, request.inputs, cache);
