@@ -15,7 +15,11 @@ void keepFreedMemory();
 // Gives back to the kernel what the process has freed (malloc_trim, and the large blocks kept by
 // large_blocks.h): for a process that lives on after its work (a pooled worker between jobs,
 // the server once no call runs), so that memory kept for reuse within a job is not held while
-// idle, nor counted beside the next process's.
+// idle, nor counted beside the next process's; and where a piece of work ends whose sizes what
+// follows will not ask for (a load's example run, an equivalence check), so that it is not held
+// through what follows. How much of the heap a process keeps depends on which of its threads'
+// arenas served which piece of work: the review gate's worker at 110M parameters held 0.1 GB
+// more in some runs than in others until it was given back at those points.
 void releaseFreedMemory();
 
 }  // namespace stickler

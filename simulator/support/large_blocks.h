@@ -11,8 +11,8 @@ namespace stickler {
 // more per process (docs/benchmarks.md). A freed block is kept for the next one of its size, as
 // runs free and allocate the same sizes operator after operator, and a fresh mapping costs a
 // fault and a zeroing per page; what is kept is bounded (kLargeBlocksKeptAtMost) and given back
-// by releaseFreedMemory (freed_memory.h), and by releaseLargeBlocks where a piece of work ends
-// whose sizes the next will not ask for (an equivalence check, before waiting on a model host).
+// by releaseFreedMemory (freed_memory.h; also where a load's example run or an equivalence check
+// ends), and by releaseLargeBlocks before a caller waits on a model host's run.
 
 // Every block starts on a boundary of this many bytes (a transparent huge page's size).
 constexpr size_t kLargeBlockAlignment = size_t{2} << 20;

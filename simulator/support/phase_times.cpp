@@ -44,9 +44,16 @@ std::string memoryText() {
   const ProcessMemory memory = readProcessMemory();
   if (memory.own_kb < 0 || memory.peak_kb < 0) return "";
   resetPeak();
-  char text[128];
-  std::snprintf(text, sizeof text, "[own %.2f GB (large tensors %.2f, kept %.2f), peak %.2f GB] ",
-                memory.own_kb / 1e6, largeBlocksLive() / 1e9, largeBlocksKept() / 1e9,
+  // The large tensors' peak is measured at every allocation, not sampled: a spike between two
+  // lines (a weight widened, a run's transient results) shows in it where `peak` cannot (a
+  // sandboxed worker's, never reset). Read after what is alive, so that it is never below it.
+  const size_t large_live = largeBlocksLive();
+  const size_t large_peak = largeBlocksLivePeak();
+  resetLargeBlocksLivePeak();
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "[own %.2f GB (large tensors %.2f, at most %.2f, kept %.2f), peak %.2f GB] ",
+                memory.own_kb / 1e6, large_live / 1e9, large_peak / 1e9, largeBlocksKept() / 1e9,
                 memory.peak_kb / 1e6);
   return text;
 }

@@ -11,7 +11,7 @@
 #include "simulator/graph/loaded_model.h"
 #include "simulator/support/blas_library.h"
 #include "simulator/support/concurrent_tasks.h"
-#include "simulator/support/large_blocks.h"
+#include "simulator/support/freed_memory.h"
 #include "simulator/support/task_control.h"
 
 namespace stickler {
@@ -125,8 +125,9 @@ AgreementSummary compare(const LoadedModel& before, const LoadedModel& after,
   }
   // The draws reused one another's freed blocks; what follows a check (a run, another adapter's
   // check) allocates other sizes, and kept blocks are the process's to hold until then: at 480M
-  // parameters the gate's worker kept 0.4 GB of them through the model host's runs.
-  releaseLargeBlocks();
+  // parameters the gate's worker kept 0.4 GB of them through the model host's runs. The heap's
+  // free pages too (freed_memory.h).
+  releaseFreedMemory();
   return agreement.summary();
 }
 
