@@ -413,14 +413,15 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
 namespace {
 
 // `base` with `module` and `graph` in its place, not yet run.
-std::unique_ptr<LoadedModel> unrecordedCopy(const LoadedModel& base, torch::jit::Module module,
+std::unique_ptr<LoadedModel> unrecordedCopy(const LoadedModel& base,
+                                            const torch::jit::Module& module,
                                             std::shared_ptr<torch::jit::Graph> graph,
                                             const std::string& identity) {
   auto model = std::make_unique<LoadedModel>();
   model->path = base.path;
   model->sha256 = identity;
   model->card = base.card;
-  model->module = std::move(module);
+  model->module = module;
   model->graph = std::move(graph);
   model->modules = base.modules;
   model->unique_parameters = base.unique_parameters;
@@ -438,11 +439,11 @@ std::unique_ptr<LoadedModel> unrecordedCopy(const LoadedModel& base, torch::jit:
 
 }  // namespace
 
-std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::Module module,
+std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, const torch::jit::Module& module,
                                           std::shared_ptr<torch::jit::Graph> graph,
                                           const std::string& identity, ExecutionObserver* also,
                                           RecordFrom record_from) {
-  auto model = unrecordedCopy(base, std::move(module), std::move(graph), identity);
+  auto model = unrecordedCopy(base, module, std::move(graph), identity);
   if (record_from != RecordFrom::kAsTheBase) {
     model->records_from_shapes = record_from == RecordFrom::kShapes;
   }

@@ -100,7 +100,7 @@ void requireWeights(const LoadedModel& model, const std::string& doing);
 // are run again to record what each node sees. `identity` stands in for the archive's hash.
 // `also` observes that run too (to capture values without running the model again; it records
 // from values).
-std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, torch::jit::Module module,
+std::unique_ptr<LoadedModel> rebuildModel(const LoadedModel& base, const torch::jit::Module& module,
                                           std::shared_ptr<torch::jit::Graph> graph,
                                           const std::string& identity,
                                           ExecutionObserver* also = nullptr,

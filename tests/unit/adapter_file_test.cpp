@@ -120,8 +120,7 @@ TEST(AdapterFile, HostileSizeAndDepthAreRefusedBeforeAnythingRecurses) {
                  "return " + std::string(20000, '(') + "x" + std::string(20000, ')'));
   const std::string deep = errorOf(parens);
   EXPECT_NE(deep.find("adapters/pow-cube.py:23:"), std::string::npos) << deep;
-  EXPECT_NE(deep.find("brackets nested more than 100 levels deep here"), std::string::npos)
-      << deep;
+  EXPECT_NE(deep.find("brackets nested more than 100 levels deep here"), std::string::npos) << deep;
 
   std::string sum = "return x";
   for (int i = 0; i < 5000; ++i) sum += " + x";
