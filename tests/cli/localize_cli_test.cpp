@@ -134,9 +134,9 @@ TEST(LocalizeCli, PhaseTimesSayWhereTheTimeWent) {
   EXPECT_EQ(timed.err.rfind("stickler phase ", hosts), timed.err.rfind('\n', hosts) + 1)
       << timed.err;
   // Each line says what the process holds: its own (anonymous) memory, the part of it in large
-  // tensors, the most of them alive at once during the phase, and the part kept for them, and
-  // its peak resident set during the phase, which holds the own memory at least (and the mapped
-  // weights).
+  // tensors, the most of them alive at once since its previous line, and the part kept for
+  // them, and its peak resident set during the phase, which holds the own memory at least (and
+  // the mapped weights).
   const std::regex memory(
       R"(^stickler phase +[0-9.]+ s (?:\(\+[0-9.]+ s\) )?\[own ([0-9.]+) GB )"
       R"(\(large tensors ([0-9.]+), at most ([0-9.]+), kept ([0-9.]+)\), peak ([0-9.]+) GB\] )");
@@ -152,7 +152,7 @@ TEST(LocalizeCli, PhaseTimesSayWhereTheTimeWent) {
     EXPECT_GT(own, 0.0) << line;           // a LibTorch process holds megabytes of its own
     EXPECT_GE(peak + 0.005, own) << line;  // each rounded to 10 MB
     // Large tensors are part of the process's own memory (a zoo model has few or none), and
-    // what is alive as the phase ends was alive during it.
+    // what is alive as the phase ends was alive since the previous line.
     const double large = std::stod(match[2]);
     EXPECT_LE(large, own + 0.005) << line;
     EXPECT_GE(std::stod(match[3]), large) << line;
