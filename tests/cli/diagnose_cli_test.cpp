@@ -110,14 +110,16 @@ TEST(DiagnoseCli, RunModePinsADeviceAbortToItsAttentionModule) {
   ASSERT_TRUE(repro.contains("command")) << repro.dump(2);
   EXPECT_TRUE(repro["reproduces"]) << repro.dump(2);
   EXPECT_EQ(repro["scope"], "operator, at its module path model.layers.0.self_attn");
+  EXPECT_EQ(repro["grown"], 0);  // the softmax at no path could not abort: it is not tried
   EXPECT_EQ(repro["observed"], "aborted in aten::softmax");
   const Result replay = stickler(commandArguments(repro["command"]));
   EXPECT_EQ(replay.status, 4) << replay.out << replay.err;
 }
 
 TEST(DiagnoseCli, AReproGrowsToTheModuleThatFailsTheSameWay) {
-  // The compiler fails on a layer_norm fused with the add before it. The layer_norm alone (or
-  // alone in its own module) compiles; its layer, which holds the add, fails the same way.
+  // The compiler fails on a layer_norm fused with the add before it. The layer_norm at its
+  // path (or alone in its own module) compiles; its layer, which holds the add, fails the same
+  // way. The layer_norm at no path is not tried: the fault names its path.
   const std::string bundles = ::testing::TempDir() + "grown-" + std::to_string(::getpid());
   const Result result = stickler({"diagnose", zooPath("vit-tiny.pt"), "--profile",
                                   testing::testProfile("fused-layernorm-compile-error.json"),
@@ -132,7 +134,7 @@ TEST(DiagnoseCli, AReproGrowsToTheModuleThatFailsTheSameWay) {
   ASSERT_TRUE(repro.contains("command")) << failure.dump(2);
   EXPECT_TRUE(repro["reproduces"]) << repro.dump(2);
   EXPECT_EQ(repro["scope"], "module encoder.layer.1");
-  EXPECT_EQ(repro["grown"], 3);  // operator; at its path; its module; its layer
+  EXPECT_EQ(repro["grown"], 2);  // the operator at its path; its module; its layer
   const Result replay = stickler(commandArguments(repro["command"]));
   EXPECT_EQ(replay.status, 3) << replay.out << replay.err;
   EXPECT_NE(replay.out.find("internal compiler error: fused add + layer_norm"), std::string::npos)
