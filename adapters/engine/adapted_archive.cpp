@@ -109,47 +109,76 @@ nlohmann::json modulePathsOf(const torch::jit::Graph& graph) {
   return {{"version", 1}, {"scopes", scopes}, {"nodes", nodes}};
 }
 
-}  // namespace
-
-void requireSavable(const LoadedModel& model) {
-  if (!model.host_modules.empty()) {
-    throw UserError("cannot save the adapted model: it places modules on the host (" +
-                    model.host_modules.front() +
-                    ", ...), and a TorchScript archive does not keep the module paths of its "
-                    "nodes, so the placement would be lost");
-  }
-  if (countPlacedOnHost(*model.graph) > 0) {
-    throw UserError(
-        "cannot save the adapted model: it places operators on the host (built masks), and a "
-        "TorchScript archive does not keep that placement, so it would be lost");
-  }
-}
-
-void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>& adapters,
-                        const std::string& out_path) {
-  requireSavable(model);
-  torch::NoGradGuard no_grad;
-  // A module of its own, with types of its own, whose forward can be replaced.
-  torch::jit::Module saved = loadArchiveMapped(model.path).module;
+// `method` of `saved` replaced by `model`'s graph, reading `saved`'s weights where the adapters
+// left them alone. Returns the graph as saved, for its record of module paths.
+std::shared_ptr<torch::jit::Graph> replaceMethod(torch::jit::Module& saved,
+                                                 const std::string& method,
+                                                 const LoadedModel& model) {
   auto graph = model.graph->copy();
   readWeightsFromSavedModule(*graph, c10::IValue(model.module._ivalue()), saved);
   graph->inputs().at(0)->setType(saved.type());
-  const c10::QualifiedName forward_name(*saved.type()->name(), "forward");
-  saved.type()->unsafeRemoveMethod("forward");
+  const c10::QualifiedName name(*saved.type()->name(), method);
+  saved.type()->unsafeRemoveMethod(method);
   auto unit = saved._ivalue()->compilation_unit();
-  unit->unsafeRemoveMethod(forward_name);
-  torch::jit::Function* forward = unit->create_function(forward_name, graph);
-  saved.type()->addMethod(forward);
+  unit->unsafeRemoveMethod(name);
+  saved.type()->addMethod(unit->create_function(name, graph));
+  return graph;
+}
+
+}  // namespace
+
+std::string whyNotSavable(const LoadedModel& model) {
+  if (!model.host_modules.empty()) {
+    return "it places modules on the host (" + model.host_modules.front() +
+           ", ...), and a TorchScript archive does not keep the module paths of its nodes, so "
+           "the placement would be lost";
+  }
+  if (countPlacedOnHost(*model.graph) > 0) {
+    return "it places operators on the host (built masks), and a TorchScript archive does not "
+           "keep that placement, so it would be lost";
+  }
+  return "";
+}
+
+void requireSavable(const LoadedModel& model) {
+  const std::string why = whyNotSavable(model);
+  if (!why.empty()) throw UserError("cannot save the adapted model: " + why);
+}
+
+void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>& adapters,
+                        const std::string& out_path, const DecodeGraphsToSave* decode) {
+  requireSavable(model);
+  const bool with_decode = decode != nullptr && model.card.decode;
+  if (with_decode) {
+    requireSavable(*decode->prefill);
+    requireSavable(*decode->step);
+  }
+  torch::NoGradGuard no_grad;
+  // A module of its own, with types of its own, whose methods can be replaced.
+  torch::jit::Module saved = loadArchiveMapped(model.path).module;
+  nlohmann::json module_paths = modulePathsOf(*replaceMethod(saved, "forward", model));
+  nlohmann::json applied{{"adapters", adapters}, {"identity", model.sha256}};
 
   nlohmann::json card = modelCardToJson(model.card);
-  // Adapters rewrite the forward only: the archive's prefill and step are the original ones,
-  // so the saved card does not offer them as this model's decode interface.
-  card.erase("decode");
-  torch::jit::ExtraFilesMap extra = {
-      {ModelCard::kArchivePath, card.dump(2)},
-      {"stickler/adapters.json",
-       nlohmann::json{{"adapters", adapters}, {"identity", model.sha256}}.dump(2)},
-      {ModelCard::kModulePathsPath, modulePathsOf(*graph).dump()}};
+  if (with_decode) {
+    // Each decode graph's weights are read from the module as the forward's are; a weight two
+    // graphs' adapters changed alike is one constant in the archive (TorchScript's export
+    // stores equal tensor constants once).
+    const DecodeSpec& spec = *model.card.decode;
+    module_paths["methods"] = {
+        {spec.prefill.method,
+         modulePathsOf(*replaceMethod(saved, spec.prefill.method, *decode->prefill))},
+        {spec.step.method, modulePathsOf(*replaceMethod(saved, spec.step.method, *decode->step))}};
+    applied["decode"] = {{spec.prefill.method, decode->prefill_adapters},
+                         {spec.step.method, decode->step_adapters}};
+  } else {
+    // Adapters rewrote the forward only: the archive's prefill and step are the original ones,
+    // so the saved card does not offer them as this model's decode interface.
+    card.erase("decode");
+  }
+  torch::jit::ExtraFilesMap extra = {{ModelCard::kArchivePath, card.dump(2)},
+                                     {"stickler/adapters.json", applied.dump(2)},
+                                     {ModelCard::kModulePathsPath, module_paths.dump()}};
   if (std::any_of(model.captured_inputs.begin(), model.captured_inputs.end(),
                   [](const at::Tensor& tensor) { return tensor.defined(); })) {
     // A repro's captured inputs travel with it: None for the inputs drawn from the card.

@@ -19,8 +19,21 @@ struct LoadedModel;
 // Throws UserError when `model` cannot be saved faithfully (it places modules on the host):
 // callers check before doing work whose result they mean to save.
 void requireSavable(const LoadedModel& model);
+// The same check as a reason: "" when `model` can be saved.
+std::string whyNotSavable(const LoadedModel& model);
+
+// The graphs of the model's decode interface with the adapters they took (adapt --decode):
+// saved as the archive's prefill and step methods, in place of the original ones, so the saved
+// card keeps its decode interface. Without them the saved card has none: the archive's own
+// prefill and step would run the model as it was before its adapters.
+struct DecodeGraphsToSave {
+  const LoadedModel* prefill = nullptr;
+  const LoadedModel* step = nullptr;
+  std::vector<std::string> prefill_adapters;
+  std::vector<std::string> step_adapters;
+};
 
 void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>& adapters,
-                        const std::string& out_path);
+                        const std::string& out_path, const DecodeGraphsToSave* decode = nullptr);
 
 }  // namespace stickler

@@ -384,9 +384,9 @@ std::unique_ptr<LoadedModel> loadModel(const std::string& path, const LoadOption
     }
   }
   model->graph = inlineWithModulePaths(model->module, method);
-  if (archive.module_paths && options.graph == ModelGraph::kForward) {
+  if (archive.module_paths) {
     try {
-      restoreModulePaths(*model->graph, *archive.module_paths);
+      restoreModulePaths(*model->graph, *archive.module_paths, method);
     } catch (const UserError& e) {
       throw UserError(path + ": " + e.what());
     }

@@ -150,8 +150,16 @@ std::string modulePathOf(const Node& node) {
   return scope->name().toUnqualString();
 }
 
-void restoreModulePaths(Graph& graph, const std::string& record_json) {
-  const auto record = nlohmann::json::parse(record_json, nullptr, /*allow_exceptions=*/false);
+void restoreModulePaths(Graph& graph, const std::string& record_json, const std::string& method) {
+  auto record = nlohmann::json::parse(record_json, nullptr, /*allow_exceptions=*/false);
+  if (method != "forward" && record.is_object()) {
+    const auto methods = record.find("methods");
+    if (methods == record.end()) return;
+    if (!methods->is_object()) throw UserError("its record of module paths is malformed");
+    const auto own = methods->find(method);
+    if (own == methods->end()) return;
+    record = nlohmann::json(*own);  // a record of its own, with its version
+  }
   if (!record.is_object() || !record.contains("scopes") || !record.contains("nodes") ||
       !record["scopes"].is_array() || !record["nodes"].is_array()) {
     throw UserError("its record of module paths is malformed");

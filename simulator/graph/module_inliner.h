@@ -30,6 +30,9 @@ std::string operatorWhere(const torch::jit::Node& node);
 // UserError when the record is malformed or does not fit the graph (more than a twentieth of
 // the graph's nodes not in it): a model whose nodes all sat at the root would be judged
 // differently.
-void restoreModulePaths(torch::jit::Graph& graph, const std::string& record_json);
+// `method` other than the forward: its own record in the record's `methods` (an adapted archive
+// saved with its decode graphs); nothing is restored when it has none.
+void restoreModulePaths(torch::jit::Graph& graph, const std::string& record_json,
+                        const std::string& method = "forward");
 
 }  // namespace stickler

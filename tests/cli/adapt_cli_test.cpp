@@ -287,6 +287,44 @@ TEST(AdaptCli, SavesAnArchiveThatRunPasses) {
   std::remove(out.c_str());
 }
 
+// A decoder adapted with --decode and saved decodes on the device as it did in memory: the
+// archive's own prefill would not compile there (its heads of 64 are not padded). Saved without
+// --decode, its card offers no decode interface, and the report says why.
+TEST(AdaptCli, ADecoderSavedWithItsDecodeGraphsDecodesOnTheDevice) {
+  const std::string out = testing::uniqueTempPath("llama-hd64-adapted.pt");
+  const Result adapt = stickler({"adapt", zooPath("llama-hd64.pt"), "--profile", "spyre-2026",
+                                 "--decode", "2", "--save", out, "--json"});
+  ASSERT_EQ(adapt.status, 0) << adapt.out << adapt.err;
+  const auto report = nlohmann::json::parse(adapt.out);
+  EXPECT_EQ(report["saved_decode"], true) << adapt.out;
+  EXPECT_FALSE(report.contains("saved_without_decode"));
+  const Result original = stickler(
+      {"run", zooPath("llama-hd64.pt"), "--backend", "spyre-sim:spyre-2026", "--decode", "2"});
+  EXPECT_NE(original.status, 0) << original.out;
+  EXPECT_NE(original.out.find("the prefill graph does not compile"), std::string::npos)
+      << original.out;
+  const Result decoded =
+      stickler({"run", out, "--backend", "spyre-sim:spyre-2026", "--decode", "2", "--json"});
+  ASSERT_EQ(decoded.status, 0) << decoded.out << decoded.err;
+  const auto run = nlohmann::json::parse(decoded.out);
+  EXPECT_EQ(run["verdict"], "pass");
+  EXPECT_EQ(run["decode"]["per_step"].size(), 3u);
+
+  const Result forward_only =
+      stickler({"adapt", zooPath("llama-hd64.pt"), "--profile", "spyre-2026", "--save", out});
+  ASSERT_EQ(forward_only.status, 0) << forward_only.out << forward_only.err;
+  EXPECT_NE(forward_only.out.find("without its decode interface (its prefill and step graphs "
+                                  "were not adapted"),
+            std::string::npos)
+      << forward_only.out;
+  const Result no_decode =
+      stickler({"run", out, "--backend", "spyre-sim:spyre-2026", "--decode", "2"});
+  EXPECT_EQ(no_decode.status, 2);
+  EXPECT_NE(no_decode.err.find("its model card has no decode interface"), std::string::npos)
+      << no_decode.err;
+  std::remove(out.c_str());
+}
+
 TEST(AdaptCli, AnArchiveWithPrecomputedTablesKeepsItsInputShapes) {
   const std::string out = testing::uniqueTempPath("qwen2-adapted.pt");
   const Result adapt = stickler(

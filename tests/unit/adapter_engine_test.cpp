@@ -1389,6 +1389,16 @@ TEST(AdapterEngine, AModulePathRecordThatDoesNotFitIsAnError) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("does not fit its graph"), std::string::npos) << e.what();
   }
+  // A decode graph's record is its own, under `methods`: checked as the forward's is, and
+  // nothing restored for a method that has none.
+  nlohmann::json with_methods = {{"version", 1},
+                                 {"scopes", nlohmann::json::array()},
+                                 {"nodes", nlohmann::json::array()},
+                                 {"methods", {{"prefill", other}}}};
+  EXPECT_THROW(restoreModulePaths(*graph, with_methods.dump(), "prefill"), UserError);
+  EXPECT_NO_THROW(restoreModulePaths(*graph, with_methods.dump(), "decode_step"));
+  with_methods["methods"] = "prefill";
+  EXPECT_THROW(restoreModulePaths(*graph, with_methods.dump(), "prefill"), UserError);
 }
 
 // One file with a number out of range is listed with its error; it does not take the catalog's

@@ -69,8 +69,33 @@ json run(const json& input, OperationContext& context) {
     }
     if (input.contains("save")) {
       const std::string out = context.resolveOutputPath(requireString(input, "save"));
-      saveAdaptedArchive(*stack.current(), stack.names(), out);
+      const auto& adapted_decode = brought.decode_adaptation;
+      DecodeGraphsToSave decode;
+      std::string without_decode;  // why the saved card has no decode interface
+      if (cardOf(original).decode) {
+        if (!adapted_decode || !adapted_decode->prefill || !adapted_decode->step) {
+          without_decode =
+              "its prefill and step graphs were not adapted: give decode to adapt them too and "
+              "keep its decode interface";
+        } else {
+          std::string why = whyNotSavable(*adapted_decode->prefill);
+          if (why.empty()) why = whyNotSavable(*adapted_decode->step);
+          if (!why.empty()) {
+            without_decode = "its adapted decode graphs cannot be saved: " + why;
+          } else {
+            decode = {adapted_decode->prefill.get(), adapted_decode->step.get(),
+                      adapted_decode->prefill_applied, adapted_decode->step_applied};
+          }
+        }
+      }
+      saveAdaptedArchive(*stack.current(), stack.names(), out,
+                         decode.prefill != nullptr ? &decode : nullptr);
       report["saved"] = out;
+      if (decode.prefill != nullptr) report["saved_decode"] = true;
+      if (!without_decode.empty()) {
+        report["saved_decode"] = false;
+        report["saved_without_decode"] = without_decode;
+      }
     }
     session = sessionStackToJson(stack);
   }
@@ -134,7 +159,15 @@ std::string renderText(const json& report) {
     }
   }
   text += operationNamed("run_model").render_text(report);
-  if (report.contains("saved")) text += "saved " + report["saved"].get<std::string>() + "\n";
+  if (report.contains("saved")) {
+    text += "saved " + report["saved"].get<std::string>();
+    if (report.value("saved_decode", false)) text += ", with its decode graphs adapted";
+    if (report.contains("saved_without_decode")) {
+      text += ", without its decode interface (" +
+              report["saved_without_decode"].get<std::string>() + ")";
+    }
+    text += "\n";
+  }
   return text;
 }
 
@@ -160,7 +193,11 @@ Operation makeAdaptModelOperation() {
   schema["properties"]["profile"] = profileField();
   schema["properties"]["inputs"] = inputsField();
   schema["properties"]["save"] = {
-      {"type", "string"}, {"description", "Write the adapted model to this archive (.pt)."}};
+      {"type", "string"},
+      {"description",
+       "Write the adapted model to this archive (.pt). With decode, its adapted prefill and step "
+       "graphs are saved too and the saved card keeps its decode interface (saved_decode); "
+       "without, the saved card has none (saved_without_decode says why)."}};
   schema["properties"]["decode"] = {
       {"type", "integer"},
       {"minimum", 0},
@@ -178,7 +215,10 @@ Operation makeAdaptModelOperation() {
                               {{"schema", {{"const", "stickler.adapt_run"}}},
                                {"verdict", {{"type", "string"}}},
                                {"adapters", {{"type", "object"}}},
-                               {"session", {{"type", "object"}}}}},
+                               {"session", {{"type", "object"}}},
+                               {"saved", {{"type", "string"}}},
+                               {"saved_decode", {{"type", "boolean"}}},
+                               {"saved_without_decode", {{"type", "string"}}}}},
                              {"required", {"schema", "verdict", "adapters", "session"}}};
   operation.annotations = {false, false, false};
   operation.cli = {"adapt", {"model"}, {{"inputs", "input"}, {"timeout_seconds", "timeout"}}};
