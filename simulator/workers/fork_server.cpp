@@ -110,22 +110,16 @@ bool singleThreaded() {
 [[noreturn]] void serveForks(int socket) {
   std::vector<char> buffer(kMaxRequest);
   while (true) {
-    iovec data{buffer.data(), buffer.size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kRequestFds)];
-    msghdr message{};
-    message.msg_iov = &data;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    const ssize_t got = ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
+    DescriptorMessage message(buffer.data(), buffer.size(), kRequestFds);
+    const ssize_t got = ::recvmsg(socket, message.header(), MSG_CMSG_CLOEXEC);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) ::_exit(0);  // the process it serves is gone
 
-    const std::vector<int> fds = passedDescriptors(message);
+    const std::vector<int> fds = passedDescriptors(*message.header());
     std::vector<std::string> fields = fieldsOf(buffer.data(), static_cast<size_t>(got));
     int64_t answer;
     if (fds.size() != kRequestFds || fields.size() < 2 ||
-        (message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
+        (message.header()->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
       answer = -EINVAL;
     } else if (!singleThreaded()) {
       answer = -EDEADLK;  // checked at every fork, not only at the start: the asker execs instead
@@ -236,19 +230,7 @@ std::optional<pid_t> forkWorker(const std::string& label, int output_fd, int cha
   }
   if (request.size() > kMaxRequest) return std::nullopt;
 
-  const int fds[kRequestFds] = {output_fd, channel_fd, progress_fd};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-  iovec data{request.data(), request.size()};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&message);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof fds);
-  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+  DescriptorMessage message(request.data(), request.size(), {output_fd, channel_fd, progress_fd});
 
   std::lock_guard<std::mutex> lock(server_mutex);
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -259,7 +241,8 @@ std::optional<pid_t> forkWorker(const std::string& label, int output_fd, int cha
     }
     if (!awaitForkServer()) return std::nullopt;
     ssize_t sent;
-    while ((sent = ::sendmsg(server_socket, &message, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+    while ((sent = ::sendmsg(server_socket, message.header(), MSG_NOSIGNAL)) < 0 &&
+           errno == EINTR) {
     }
     if (sent < 0 && errno == EMSGSIZE) return std::nullopt;
     if (sent < 0) {  // it died before this request: another gets it

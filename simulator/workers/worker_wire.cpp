@@ -34,18 +34,12 @@ std::optional<uint64_t> getInteger(const std::string& buffer, size_t at, int byt
 
 // recv(2) that takes the files passed beside the bytes (SCM_RIGHTS) into `decoder`.
 ssize_t receiveWithFiles(int fd, char* buffer, size_t size, int flags, WireDecoder& decoder) {
-  iovec part{buffer, size};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFiles)];
-  msghdr header{};
-  header.msg_iov = &part;
-  header.msg_iovlen = 1;
-  header.msg_control = control;
-  header.msg_controllen = sizeof control;
-  const ssize_t got = ::recvmsg(fd, &header, flags | MSG_CMSG_CLOEXEC);
+  DescriptorMessage message(buffer, size, kMaxPassedFiles);
+  const ssize_t got = ::recvmsg(fd, message.header(), flags | MSG_CMSG_CLOEXEC);
   if (got < 0) return got;
   std::vector<PassedFile> files;
-  for (const int passed : passedDescriptors(header)) files.emplace_back(passed);
-  if (header.msg_flags & MSG_CTRUNC) {
+  for (const int passed : passedDescriptors(*message.header())) files.emplace_back(passed);
+  if (message.header()->msg_flags & MSG_CTRUNC) {
     throw WireError("a message passed more files than one message may (" +
                     std::to_string(kMaxPassedFiles) + ")");
   }
@@ -94,22 +88,10 @@ ssize_t sendMessageBytes(int fd, const std::string& bytes, size_t offset,
     }
     return sent;
   }
-  iovec part{const_cast<char*>(bytes.data()), bytes.size()};
-  std::vector<char> control(CMSG_SPACE(sizeof(int) * files.size()), 0);
-  msghdr header{};
-  header.msg_iov = &part;
-  header.msg_iovlen = 1;
-  header.msg_control = control.data();
-  header.msg_controllen = control.size();
-  cmsghdr* rights = CMSG_FIRSTHDR(&header);
-  rights->cmsg_level = SOL_SOCKET;
-  rights->cmsg_type = SCM_RIGHTS;
-  rights->cmsg_len = CMSG_LEN(sizeof(int) * files.size());
-  for (size_t i = 0; i < files.size(); ++i) {
-    const int passed = files[i].fd();
-    std::memcpy(CMSG_DATA(rights) + i * sizeof(int), &passed, sizeof(int));
-  }
-  return ::sendmsg(fd, &header, flags);
+  std::vector<int> fds(files.size());
+  for (size_t i = 0; i < files.size(); ++i) fds[i] = files[i].fd();
+  DescriptorMessage message(bytes.data(), bytes.size(), fds);
+  return ::sendmsg(fd, message.header(), flags);
 }
 
 void WireDecoder::feed(const char* data, size_t size) {

@@ -251,7 +251,9 @@ TEST(DecodeCli, AdaptAppliesTheForwardsAdaptersToTheDecodeGraphsThenDecodes) {
     std::set<std::string> took;
     for (const auto& name : decode.at("adapters").at(graph)) took.insert(name.get<std::string>());
     for (const std::string& name : forward) {
-      if (name != "precompute-rotary-tables") EXPECT_TRUE(took.count(name)) << graph << " " << name;
+      if (name != "precompute-rotary-tables") {
+        EXPECT_TRUE(took.count(name)) << graph << " " << name;
+      }
     }
   }
   // The caches keep the model's own head_dim: [layers, batch, kv_heads, slots, 64].

@@ -140,7 +140,9 @@ TEST(TracedPatterns, APatternsToAndViewAreLookedThroughOnlyWhereTheyChangeNothin
     const auto application = applyAdapter(doubleTheFirstHalf(input), model,
                                           loadProfile("spyre-2026"), /*check_equivalence=*/matches);
     EXPECT_EQ(application.changed(), matches) << input;
-    if (matches) EXPECT_TRUE(application.accepted()) << input << application.equivalence.problem();
+    if (matches) {
+      EXPECT_TRUE(application.accepted()) << input << application.equivalence.problem();
+    }
   }
 }
 
