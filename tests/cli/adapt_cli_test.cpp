@@ -322,6 +322,15 @@ TEST(AdaptCli, ADecoderSavedWithItsDecodeGraphsDecodesOnTheDevice) {
   EXPECT_EQ(no_decode.status, 2);
   EXPECT_NE(no_decode.err.find("its model card has no decode interface"), std::string::npos)
       << no_decode.err;
+  // One adapter applied and saved: the forward only, and the report says so.
+  const Result applied = stickler({"apply", zooPath("llama-hd64.pt"), "pad-attention-heads",
+                                   "--profile", "spyre-2026", "--save", out, "--json"});
+  ASSERT_EQ(applied.status, 0) << applied.out << applied.err;
+  EXPECT_NE(nlohmann::json::parse(applied.out)
+                .value("saved_without_decode", "")
+                .find("its prefill and step graphs were not adapted"),
+            std::string::npos)
+      << applied.out;
   std::remove(out.c_str());
 }
 

@@ -52,7 +52,8 @@ json outputSchema() {
       "applied": {"type": "array", "items": {"type": "string"}},
       "session": {"type": "object"},
       "blockers_left": {"type": "object"},
-      "saved": {"type": "string"}
+      "saved": {"type": "string"},
+      "saved_without_decode": {"type": "string"}
     },
     "required": ["schema", "version", "model", "status", "applied"]
   })");
@@ -156,6 +157,11 @@ json run(const json& input, OperationContext& context) {
     const std::string out = context.resolveOutputPath(requireString(input, "save"));
     saveAdaptedArchive(*stack.current(), stack.names(), out);
     report["saved"] = out;
+    if (cardOf(*stack.original()).decode) {
+      report["saved_without_decode"] =
+          "its prefill and step graphs were not adapted: adapt_model with decode (stickler adapt "
+          "--decode N --save) adapts them too and keeps its decode interface";
+    }
   }
   return report;
 }
@@ -192,7 +198,14 @@ std::string renderText(const json& report) {
   for (const auto& name : report["applied"]) text += name.get<std::string>() + " ";
   text += "\n  blockers left on " + report["blockers_left"]["profile"].get<std::string>() + ": " +
           std::to_string(report["blockers_left"]["total"].get<int>()) + "\n";
-  if (report.contains("saved")) text += "  saved " + report["saved"].get<std::string>() + "\n";
+  if (report.contains("saved")) {
+    text += "  saved " + report["saved"].get<std::string>();
+    if (report.contains("saved_without_decode")) {
+      text += ", without its decode interface (" +
+              report["saved_without_decode"].get<std::string>() + ")";
+    }
+    text += "\n";
+  }
   return text;
 }
 
