@@ -15,6 +15,7 @@
 
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/mapped_archive.h"
+#include "simulator/graph/model_archive.h"
 #include "simulator/lowering/host_placement.h"
 #include "simulator/support/errors.h"
 #include "simulator/support/sha256.h"
@@ -157,7 +158,12 @@ void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>
   // A module of its own, with types of its own, whose methods can be replaced.
   torch::jit::Module saved = loadArchiveMapped(model.path).module;
   nlohmann::json module_paths = modulePathsOf(*replaceMethod(saved, "forward", model));
-  nlohmann::json applied{{"adapters", adapters}, {"identity", model.sha256}};
+  // `identity` is what caches key the adapted model on (the archive's hash chained with each
+  // adapter's name); `from_sha256` the archive it was made from, as `inspect` reports it.
+  nlohmann::json applied{{"adapters", adapters},
+                         {"identity", model.sha256},
+                         {"from_archive", model.recipe.archive},
+                         {"from_sha256", model.recipe.sha256}};
 
   nlohmann::json card = modelCardToJson(model.card);
   if (with_decode) {
@@ -177,7 +183,7 @@ void saveAdaptedArchive(const LoadedModel& model, const std::vector<std::string>
     card.erase("decode");
   }
   torch::jit::ExtraFilesMap extra = {{ModelCard::kArchivePath, card.dump(2)},
-                                     {"stickler/adapters.json", applied.dump(2)},
+                                     {kAdaptersRecordPath, applied.dump(2)},
                                      {ModelCard::kModulePathsPath, module_paths.dump()}};
   if (std::any_of(model.captured_inputs.begin(), model.captured_inputs.end(),
                   [](const at::Tensor& tensor) { return tensor.defined(); })) {

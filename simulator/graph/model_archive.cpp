@@ -28,10 +28,10 @@ bool startsLikeZip(const std::string& path) {
   return in.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
 }
 
-// The zip entry of the archive's model card, if it has one (whatever folder the archive's
-// records are under).
-const ZipEntry* cardEntry(const std::vector<ZipEntry>& entries) {
-  const std::string suffix = std::string("/extra/") + ModelCard::kArchivePath;
+// The zip entry of the archive's extra file `name`, if it has one (whatever folder the
+// archive's records are under).
+const ZipEntry* extraEntry(const std::vector<ZipEntry>& entries, const std::string& name) {
+  const std::string suffix = "/extra/" + name;
   for (const ZipEntry& entry : entries) {
     if (entry.name.size() > suffix.size() &&
         entry.name.compare(entry.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
@@ -39,6 +39,10 @@ const ZipEntry* cardEntry(const std::vector<ZipEntry>& entries) {
     }
   }
   return nullptr;
+}
+
+const ZipEntry* cardEntry(const std::vector<ZipEntry>& entries) {
+  return extraEntry(entries, ModelCard::kArchivePath);
 }
 
 }  // namespace
@@ -134,21 +138,26 @@ void checkArchiveFitsInMemory(const ArchiveSummary& archive, bool shapes_only,
                   "use a machine with more");
 }
 
-std::optional<std::string> readModelCardText(const std::string& path) {
+std::optional<std::string> readArchiveExtraText(const std::string& path, const std::string& name,
+                                                uint64_t max_bytes) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec) || !startsLikeZip(path)) return std::nullopt;
   try {
     const std::vector<ZipEntry> entries = readZipDirectory(path);
-    const ZipEntry* card = cardEntry(entries);
-    if (card == nullptr || card->uncompressed > ModelCard::kMaxBytes) return std::nullopt;
+    const ZipEntry* entry = extraEntry(entries, name);
+    if (entry == nullptr || entry->uncompressed > max_bytes) return std::nullopt;
     caffe2::serialize::PyTorchStreamReader reader(path);
-    const std::string card_record = std::string("extra/") + ModelCard::kArchivePath;
-    if (!reader.hasRecord(card_record)) return std::nullopt;
-    auto [data, size] = reader.getRecord(card_record);
+    const std::string record = "extra/" + name;
+    if (!reader.hasRecord(record)) return std::nullopt;
+    auto [data, size] = reader.getRecord(record);
     return std::string(static_cast<const char*>(data.get()), size);
   } catch (const std::exception&) {
-    return std::nullopt;  // c10::Error and UserError alike: not an archive to read a card from
+    return std::nullopt;  // c10::Error and UserError alike: not an archive to read it from
   }
+}
+
+std::optional<std::string> readModelCardText(const std::string& path) {
+  return readArchiveExtraText(path, ModelCard::kArchivePath, ModelCard::kMaxBytes);
 }
 
 }  // namespace stickler

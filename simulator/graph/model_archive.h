@@ -36,4 +36,14 @@ void checkArchiveFitsInMemory(const ArchiveSummary& archive, bool shapes_only,
 // archive or has no card.
 std::optional<std::string> readModelCardText(const std::string& path);
 
+// What an archive saved by `adapt --save` or `apply --save` says of its making: the adapters
+// applied, the archive they were applied to (its SHA-256) and what each decode graph took.
+inline constexpr const char* kAdaptersRecordPath = "stickler/adapters.json";
+inline constexpr uint64_t kAdaptersRecordMaxBytes = uint64_t{1} << 20;
+
+// The extra file `name` (e.g. kAdaptersRecordPath) of the archive at `path`, read as the model
+// card is; nullopt when the archive has none, cannot be read, or it is over `max_bytes`.
+std::optional<std::string> readArchiveExtraText(const std::string& path, const std::string& name,
+                                                uint64_t max_bytes);
+
 }  // namespace stickler

@@ -309,6 +309,20 @@ TEST(AdaptCli, ADecoderSavedWithItsDecodeGraphsDecodesOnTheDevice) {
   const auto run = nlohmann::json::parse(decoded.out);
   EXPECT_EQ(run["verdict"], "pass");
   EXPECT_EQ(run["decode"]["per_step"].size(), 3u);
+  // inspect says how the archive was made: from which archive, with what, graph by graph.
+  const Result original_inspected =
+      stickler({"inspect", zooPath("llama-hd64.pt"), "--no-include-nodes", "--json"});
+  ASSERT_EQ(original_inspected.status, 0) << original_inspected.err;
+  const auto original_report = nlohmann::json::parse(original_inspected.out);
+  EXPECT_FALSE(original_report.contains("adapted"));
+  const Result inspected = stickler({"inspect", out, "--no-include-nodes", "--json"});
+  ASSERT_EQ(inspected.status, 0) << inspected.err;
+  const auto adapted = nlohmann::json::parse(inspected.out).value("adapted", nlohmann::json());
+  EXPECT_EQ(adapted.value("from_sha256", ""), original_report["model"]["sha256"]) << adapted;
+  EXPECT_EQ(adapted["adapters"], report["adapters"]["stack"]) << adapted;
+  for (const char* graph : {"prefill", "decode_step"}) {
+    EXPECT_EQ(adapted["decode"][graph], report["decode"]["adapters"][graph]) << graph;
+  }
 
   const Result forward_only =
       stickler({"adapt", zooPath("llama-hd64.pt"), "--profile", "spyre-2026", "--save", out});

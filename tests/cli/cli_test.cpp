@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -51,6 +52,28 @@ TEST(Cli, InspectJsonIsTheDocumentedReport) {
       stickler({"inspect", testing::zooPath("llama-tiny.pt"), "--json", "--no-include-nodes"});
   ASSERT_EQ(without.status, 0) << without.err;
   EXPECT_FALSE(nlohmann::json::parse(without.out).contains("nodes"));
+}
+
+// An archive's record of how it was adapted is reported as it is; one that is not such a record
+// is named, and the rest of the report stands.
+TEST(Cli, InspectNamesAMalformedRecordOfAdapters) {
+  const std::string archive = testing::uniqueTempPath("bad-adapters-record.pt");
+  const std::string command =
+      "/usr/bin/python3 -c \"import shutil, sys, zipfile\n"
+      "shutil.copyfile(sys.argv[1], sys.argv[2])\n"
+      "with zipfile.ZipFile(sys.argv[2], 'a') as out:\n"
+      "    root = out.namelist()[0].split('/')[0]\n"
+      "    out.writestr(root + '/extra/stickler/adapters.json', '{\\\"adapters\\\": [1]}')\" " +
+      testing::zooPath("gpt2-tiny.pt") + " " + archive;
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  const Result r = stickler({"inspect", archive, "--json", "--no-include-nodes"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["adapted"].value("error", ""),
+            "stickler/adapters.json is not a record of adapters")
+      << report["adapted"];
+  EXPECT_EQ(report["model"]["name"], "gpt2-tiny");
+  std::remove(archive.c_str());
 }
 
 TEST(Cli, ForeignModelWithInputFlags) {

@@ -1,6 +1,9 @@
 // inspect_model: what a model is made of, before anything runs on the device.
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
+#include "simulator/graph/model_archive.h"
 #include "simulator/inspect/inspect_model.h"
 #include "simulator/inspect/module_tree.h"
 #include "tools/framework/list_pages.h"
@@ -54,10 +57,37 @@ json outputSchema() {
       "inputs": {"type": "array"},
       "outputs": {"type": "array"},
       "run": {"type": "object"},
-      "nodes": {"type": "array"}
+      "nodes": {"type": "array"},
+      "adapted": {"type": "object"}
     },
     "required": ["schema", "version", "model", "parameters", "module_tree", "operators", "inputs", "outputs"]
   })");
+}
+
+// How an archive saved adapted was made (adapted_archive.h): the adapters, the archive they
+// were applied to, and what each decode graph took; nullopt for any other archive.
+std::optional<json> adaptedRecord(const std::string& path) {
+  const auto text = readArchiveExtraText(path, kAdaptersRecordPath, kAdaptersRecordMaxBytes);
+  if (!text) return std::nullopt;
+  const json record = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  const auto names = [](const json& list) {
+    return list.is_array() &&
+           std::all_of(list.begin(), list.end(), [](const json& name) { return name.is_string(); });
+  };
+  if (!record.is_object() || !names(record.value("adapters", json()))) {
+    return json{{"error", std::string(kAdaptersRecordPath) + " is not a record of adapters"}};
+  }
+  json adapted{{"adapters", record["adapters"]}};
+  // Archives saved before 2026-12-07 name only the adapted model's identity.
+  for (const char* field : {"from_sha256", "from_archive"}) {
+    if (record.value(field, json()).is_string()) adapted[field] = record[field];
+  }
+  if (record.contains("decode") && record["decode"].is_object()) {
+    for (const auto& [graph, took] : record["decode"].items()) {
+      if (names(took)) adapted["decode"][graph] = took;
+    }
+  }
+  return adapted;
 }
 
 json run(const json& input, OperationContext& context) {
@@ -72,6 +102,7 @@ json run(const json& input, OperationContext& context) {
   const PageRequest nodes = pageRequest(input, "node", context);
   json report = inspectReport(inspectModel(request, context.task(), context.models()));
   keepPage(report, "nodes", nodes.offset, nodes.limit);
+  if (auto adapted = adaptedRecord(request.model)) report["adapted"] = std::move(*adapted);
   return report;
 }
 
@@ -92,6 +123,29 @@ std::string shapeText(const json& shape) {
   return text + "]";
 }
 
+std::string adaptedText(const json& adapted) {
+  if (adapted.contains("error")) return "adapted: " + adapted["error"].get<std::string>() + "\n";
+  const auto list = [](const json& names) {
+    std::string text;
+    for (const auto& name : names) text += (text.empty() ? "" : " ") + name.get<std::string>();
+    return text.empty() ? std::string("none") : text;
+  };
+  std::string out = "adapted with: " + list(adapted["adapters"]);
+  if (adapted.contains("from_sha256")) {
+    out += " (from " + adapted.value("from_archive", std::string("an archive")) + ", sha256 " +
+           adapted["from_sha256"].get<std::string>() + ")";
+  }
+  out += "\n";
+  if (adapted.contains("decode")) {
+    out += "  its decode graphs took:";
+    for (const auto& [graph, took] : adapted["decode"].items()) {
+      out += " " + graph + " [" + list(took) + "]";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 std::string renderText(const json& report) {
   std::string out;
   const auto& model = report.at("model");
@@ -99,7 +153,9 @@ std::string renderText(const json& report) {
   if (title.empty()) title = model.value("class", "model");
   if (!model.value("family", "").empty()) title += " (" + model["family"].get<std::string>() + ")";
   out += title + "  " + model.at("path").get<std::string>() + "\n";
-  out += "sha256 " + model.at("sha256").get<std::string>() + "\n\n";
+  out += "sha256 " + model.at("sha256").get<std::string>() + "\n";
+  if (report.contains("adapted")) out += adaptedText(report["adapted"]);
+  out += "\n";
   out += renderModuleTree(treeFromJson(report.at("module_tree")));
   const auto& parameters = report.at("parameters");
   out +=
