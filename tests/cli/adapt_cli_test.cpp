@@ -331,6 +331,10 @@ TEST(AdaptCli, ADecoderSavedWithItsDecodeGraphsDecodesOnTheDevice) {
                                   "were not adapted"),
             std::string::npos)
       << forward_only.out;
+  EXPECT_NE(forward_only.out.find("not judged through decode: its card has a decode interface"),
+            std::string::npos)
+      << forward_only.out;
+  EXPECT_FALSE(report.contains("not_decoded"));  // the call with decode judged it
   const Result no_decode =
       stickler({"run", out, "--backend", "spyre-sim:spyre-2026", "--decode", "2"});
   EXPECT_EQ(no_decode.status, 2);

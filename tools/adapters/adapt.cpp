@@ -54,6 +54,13 @@ json run(const json& input, OperationContext& context) {
     }
     stacked = stackingToJson(brought.stacking, stack, context.listLimit());
     const LoadedModel& original = *brought.original;
+    if (cardOf(original).decode && !brought.decode) {
+      // A decoder is served token by token: the forward's verdict alone does not say it runs.
+      report["not_decoded"] =
+          "its card has a decode interface, which this call did not judge: give decode "
+          "(stickler adapt --decode 4) to apply the adapters to its prefill and step graphs "
+          "and decode it";
+    }
     // What the end-to-end run says about each workspace adapter goes into its history.
     for (const auto& application : stack.applied()) {
       // A probe applied inline is in no catalog and leaves no trace in one.
@@ -159,6 +166,9 @@ std::string renderText(const json& report) {
     }
   }
   text += operationNamed("run_model").render_text(report);
+  if (report.contains("not_decoded")) {
+    text += "not judged through decode: " + report["not_decoded"].get<std::string>() + "\n";
+  }
   if (report.contains("saved")) {
     text += "saved " + report["saved"].get<std::string>();
     if (report.value("saved_decode", false)) text += ", with its decode graphs adapted";
@@ -218,7 +228,8 @@ Operation makeAdaptModelOperation() {
                                {"session", {{"type", "object"}}},
                                {"saved", {{"type", "string"}}},
                                {"saved_decode", {{"type", "boolean"}}},
-                               {"saved_without_decode", {{"type", "string"}}}}},
+                               {"saved_without_decode", {{"type", "string"}}},
+                               {"not_decoded", {{"type", "string"}}}}},
                              {"required", {"schema", "verdict", "adapters", "session"}}};
   operation.annotations = {false, false, false};
   operation.cli = {"adapt", {"model"}, {{"inputs", "input"}, {"timeout_seconds", "timeout"}}};
