@@ -54,8 +54,9 @@ json run(const json& input, OperationContext& context) {
     }
     stacked = stackingToJson(brought.stacking, stack, context.listLimit());
     const LoadedModel& original = *brought.original;
-    if (cardOf(original).decode && !brought.decode) {
+    if (cardOf(original).decode && !input.contains("decode")) {
       // A decoder is served token by token: the forward's verdict alone does not say it runs.
+      // `decode: 0` asks for the forward alone, and gets it without this.
       report["not_decoded"] =
           "its card has a decode interface, which this call did not judge: give decode "
           "(stickler adapt --decode 4) to apply the adapters to its prefill and step graphs "
