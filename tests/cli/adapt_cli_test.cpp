@@ -344,6 +344,7 @@ TEST(AdaptCli, ADecoderSavedWithItsDecodeGraphsDecodesOnTheDevice) {
   const Result applied = stickler({"apply", zooPath("llama-hd64.pt"), "pad-attention-heads",
                                    "--profile", "spyre-2026", "--save", out, "--json"});
   ASSERT_EQ(applied.status, 0) << applied.out << applied.err;
+  EXPECT_EQ(nlohmann::json::parse(applied.out).value("saved_decode", true), false) << applied.out;
   EXPECT_NE(nlohmann::json::parse(applied.out)
                 .value("saved_without_decode", "")
                 .find("its prefill and step graphs were not adapted"),

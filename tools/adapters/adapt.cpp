@@ -8,6 +8,7 @@
 #include "tools/adapters/adapter_support.h"
 #include "tools/adapters/bring_up.h"
 #include "tools/adapters/decode_summary.h"
+#include "tools/adapters/saved_archive_report.h"
 #include "tools/framework/operation_table.h"
 #include "tools/framework/schema_fields.h"
 #include "tools/model/run_report.h"
@@ -98,12 +99,7 @@ json run(const json& input, OperationContext& context) {
       }
       saveAdaptedArchive(*stack.current(), stack.names(), out,
                          decode.prefill != nullptr ? &decode : nullptr);
-      report["saved"] = out;
-      if (decode.prefill != nullptr) report["saved_decode"] = true;
-      if (!without_decode.empty()) {
-        report["saved_decode"] = false;
-        report["saved_without_decode"] = without_decode;
-      }
+      noteSavedArchive(report, out, cardOf(original).decode.has_value(), without_decode);
     }
     session = sessionStackToJson(stack);
   }
@@ -170,16 +166,7 @@ std::string renderText(const json& report) {
   if (report.contains("not_decoded")) {
     text += "not judged through decode: " + report["not_decoded"].get<std::string>() + "\n";
   }
-  if (report.contains("saved")) {
-    text += "saved " + report["saved"].get<std::string>();
-    if (report.value("saved_decode", false)) text += ", with its decode graphs adapted";
-    if (report.contains("saved_without_decode")) {
-      text += ", without its decode interface (" +
-              report["saved_without_decode"].get<std::string>() + ")";
-    }
-    text += "\n";
-  }
-  return text;
+  return text + savedArchiveText(report);
 }
 
 }  // namespace

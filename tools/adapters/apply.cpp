@@ -7,6 +7,7 @@
 #include "simulator/support/errors.h"
 #include "tools/adapters/adapter_json.h"
 #include "tools/adapters/adapter_support.h"
+#include "tools/adapters/saved_archive_report.h"
 #include "tools/framework/operation_table.h"
 #include "tools/framework/schema_fields.h"
 
@@ -53,6 +54,7 @@ json outputSchema() {
       "session": {"type": "object"},
       "blockers_left": {"type": "object"},
       "saved": {"type": "string"},
+      "saved_decode": {"type": "boolean"},
       "saved_without_decode": {"type": "string"}
     },
     "required": ["schema", "version", "model", "status", "applied"]
@@ -156,12 +158,10 @@ json run(const json& input, OperationContext& context) {
   if (input.contains("save") && report["status"] == "applied") {
     const std::string out = context.resolveOutputPath(requireString(input, "save"));
     saveAdaptedArchive(*stack.current(), stack.names(), out);
-    report["saved"] = out;
-    if (cardOf(*stack.original()).decode) {
-      report["saved_without_decode"] =
-          "its prefill and step graphs were not adapted: adapt_model with decode (stickler adapt "
-          "--decode N --save) adapts them too and keeps its decode interface";
-    }
+    noteSavedArchive(report, out, cardOf(*stack.original()).decode.has_value(),
+                     "its prefill and step graphs were not adapted: adapt_model with decode "
+                     "(stickler adapt --decode N --save) adapts them too and keeps its decode "
+                     "interface");
   }
   return report;
 }
@@ -198,14 +198,7 @@ std::string renderText(const json& report) {
   for (const auto& name : report["applied"]) text += name.get<std::string>() + " ";
   text += "\n  blockers left on " + report["blockers_left"]["profile"].get<std::string>() + ": " +
           std::to_string(report["blockers_left"]["total"].get<int>()) + "\n";
-  if (report.contains("saved")) {
-    text += "  saved " + report["saved"].get<std::string>();
-    if (report.contains("saved_without_decode")) {
-      text += ", without its decode interface (" +
-              report["saved_without_decode"].get<std::string>() + ")";
-    }
-    text += "\n";
-  }
+  if (report.contains("saved")) text += "  " + savedArchiveText(report);
   return text;
 }
 
