@@ -40,7 +40,8 @@ StackingOutcome stackUnchecked(AdapterStack& stack, const std::vector<const Cata
 std::optional<StackingOutcome> stackRemembered(AdapterStack& stack,
                                                const std::vector<const CatalogEntry*>& entries,
                                                const DeviceProfile& profile,
-                                               const RememberedStacking& remembered) {
+                                               const RememberedStacking& remembered,
+                                               const BeforeReference& before_reference = {}) {
   const std::vector<std::string>& pushed = remembered.pushed;
   StackingOutcome outcome;
   outcome.remembered = true;
@@ -55,13 +56,24 @@ std::optional<StackingOutcome> stackRemembered(AdapterStack& stack,
     });
     if (entry == entries.end()) return undo();
     // Only the last model's outputs are read (the diagnosis's reference): the ones before it
-    // record from shapes, which is all an adapter reads of them, without a CPU run each.
+    // record from shapes, which is all an adapter reads of them, without a CPU run each. The
+    // last does too when `before_reference` is to see it before its reference run.
+    const bool last = i + 1 == pushed.size();
     const RecordFrom record_from =
-        i + 1 < pushed.size() ? RecordFrom::kShapes : RecordFrom::kValues;
+        last && !before_reference ? RecordFrom::kValues : RecordFrom::kShapes;
     try {
       AdapterApplication application = applyAdapter(*(*entry)->file, stack.current(), profile,
                                                     /*check_equivalence=*/false, record_from);
       if (!application.changed()) return undo();
+      if (last && before_reference && application.after->records_from_shapes) {
+        // Its records are the ones adapt checked (from values) when they give the remembered
+        // result; a model host made from shapes then lowers the model as this process will.
+        if (stackingResult(*application.after) == remembered.result) {
+          before_reference(application.after);
+        }
+        application.after =
+            withExampleInputs(*application.after, application.after->example_inputs);
+      }
       stack.push(std::move(application));
       ++outcome.pushed;
     } catch (const UserError&) {
@@ -209,16 +221,20 @@ StackingOutcome stackAdapters(AdapterStack& stack, const std::vector<const Catal
 std::optional<RememberedAdaptation> rememberedAdaptation(
     const std::string& model_path, const std::vector<std::string>& input_flags,
     const std::function<std::vector<const CatalogEntry*>(const LoadedModel&)>& meant_for,
-    const DeviceProfile& profile) {
+    const DeviceProfile& profile, const BeforeReference& before_reference) {
   LoadOptions options = loadOptionsFromFlags(input_flags);
   options.records_from_shapes = true;
   AdapterStack stack(loadModel(model_path, options));
-  const StackingOutcome stacking =
-      stackAdapters(stack, meant_for(*stack.current()), profile, StackingChecks::kRememberedOnly);
-  if (!stacking.remembered || stacking.pushed == 0 || stack.current()->records_from_shapes) {
+  const std::vector<const CatalogEntry*> entries = meant_for(*stack.current());
+  const std::optional<RememberedStacking> remembered =
+      rememberedStacking(stackingKey(stack, entries, profile));
+  if (!remembered) return std::nullopt;
+  const std::optional<StackingOutcome> stacking =
+      stackRemembered(stack, entries, profile, *remembered, before_reference);
+  if (!stacking || stacking->pushed == 0 || stack.current()->records_from_shapes) {
     return std::nullopt;
   }
-  return RememberedAdaptation{stack.current(), stacking.pushedNames(stack)};
+  return RememberedAdaptation{stack.current(), stacking->pushedNames(stack)};
 }
 
 }  // namespace stickler

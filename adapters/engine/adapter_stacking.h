@@ -11,6 +11,7 @@
 
 #include "adapters/engine/adapter_catalog.h"
 #include "adapters/engine/adapter_stack.h"
+#include "simulator/graph/before_reference.h"
 
 namespace stickler {
 
@@ -72,6 +73,9 @@ StackingOutcome stackAdapters(AdapterStack& stack, const std::vector<const Catal
 // (stackingResult). At 8B that spares a CPU run of the model, half a minute. None when no
 // stacking of the entries `meant_for` the model gives is remembered, or it no longer applies
 // alike, or it pushed none.
+//
+// `before_reference`, when given, sees the last model recorded from shapes, before it runs its
+// example inputs for the reference, when its records are the ones adapt checked.
 struct RememberedAdaptation {
   std::shared_ptr<const LoadedModel> model;
   std::vector<std::string> pushed;
@@ -79,6 +83,6 @@ struct RememberedAdaptation {
 std::optional<RememberedAdaptation> rememberedAdaptation(
     const std::string& model_path, const std::vector<std::string>& input_flags,
     const std::function<std::vector<const CatalogEntry*>(const LoadedModel&)>& meant_for,
-    const DeviceProfile& profile);
+    const DeviceProfile& profile, const BeforeReference& before_reference = {});
 
 }  // namespace stickler

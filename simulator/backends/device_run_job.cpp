@@ -205,42 +205,57 @@ const HostFacts& hostFactsOf(const LoadedModel& model) {
   });
 }
 
+WorkerPool::Lease acquireModelHost(const LoadedModel& model, const std::atomic<bool>* cancelled) {
+  const HostFacts& facts = hostFactsOf(model);
+  // The family: the archive. Its other graphs (a decode's prefill and step) and adapted forms
+  // take an idle host of it over, which makes them from the module it holds already.
+  return WorkerPool::modelHosts().acquire(facts.key, facts.weight_bytes, "host " + model.card.name,
+                                          cancelled,
+                                          model.recipe.archive + "\n" + model.recipe.sha256);
+}
+
+std::optional<BackendRun> giveModelToHost(WorkerPool::Lease& lease, const LoadedModel& model,
+                                          const std::atomic<bool>* cancelled,
+                                          const std::string& when) {
+  const HostFacts& facts = hostFactsOf(model);
+  // The model is made before the run's clock starts: loading is not the run.
+  const double start = phaseClock();
+  WireMessage load{
+      {{"kind", "host_load"}, {"recipe", facts.recipe}, {"records", facts.records}}, {}, {}};
+  // The weights this process's adapters made, held once by both (shared_weight_files.h).
+  for (const int fd : sealedMemoryFilesOf(*model.graph, kMaxPassedFiles)) {
+    load.files.emplace_back(fd);
+  }
+  const JobOutcome loaded = lease.worker().run(load, defaultExecutionSeconds(), cancelled);
+  if (loaded.kind == JobOutcome::Kind::kCancelled) {
+    return runStatus(BackendRun::Status::kCancelled, "the device run was cancelled");
+  }
+  if (!loaded.completed()) {
+    return runStatus(BackendRun::Status::kFailed,
+                     "the model host could not make the model: " + loaded.message +
+                         (loaded.stderr_tail.empty() ? "" : " (" + loaded.stderr_tail + ")"));
+  }
+  notePhase("model host started and made " + model.card.name + when + " (" +
+                secondsText(loaded.result.header.value("seconds", 0.0)) + " s of it making)",
+            phaseClock() - start);
+  if (loaded.result.header.value("fingerprint", "") != facts.fingerprint) {
+    return runStatus(BackendRun::Status::kFailed,
+                     "the model host made a different graph from the model's recipe (a bug: "
+                     "the adapters did not apply the same way twice)");
+  }
+  return std::nullopt;
+}
+
 BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
                           const std::vector<c10::IValue>& inputs, const RunOptions& options) {
   const HostFacts& facts = hostFactsOf(model);
   const std::string& fingerprint = facts.fingerprint;
-  // The family: the archive. Its other graphs (a decode's prefill and step) and adapted forms
-  // take an idle host of it over, which makes them from the module it holds already.
-  WorkerPool::Lease lease = WorkerPool::modelHosts().acquire(
-      facts.key, facts.weight_bytes, "host " + model.card.name, options.cancelled,
-      model.recipe.archive + "\n" + model.recipe.sha256);
-
-  if (lease.fresh()) {
-    // The model is made before the run's clock starts: loading is not the run.
-    const double start = phaseClock();
-    WireMessage load{
-        {{"kind", "host_load"}, {"recipe", facts.recipe}, {"records", facts.records}}, {}, {}};
-    // The weights this process's adapters made, held once by both (shared_weight_files.h).
-    for (const int fd : sealedMemoryFilesOf(*model.graph, kMaxPassedFiles)) {
-      load.files.emplace_back(fd);
-    }
-    const JobOutcome loaded =
-        lease.worker().run(load, defaultExecutionSeconds(), options.cancelled);
-    if (loaded.kind == JobOutcome::Kind::kCancelled) {
-      return runStatus(BackendRun::Status::kCancelled, "the device run was cancelled");
-    }
-    if (!loaded.completed()) {
-      return runStatus(BackendRun::Status::kFailed,
-                       "the model host could not make the model: " + loaded.message +
-                           (loaded.stderr_tail.empty() ? "" : " (" + loaded.stderr_tail + ")"));
-    }
-    notePhase("model host started and made " + model.card.name + " (" +
-                  secondsText(loaded.result.header.value("seconds", 0.0)) + " s of it making)",
-              phaseClock() - start);
-    if (loaded.result.header.value("fingerprint", "") != fingerprint) {
-      return runStatus(BackendRun::Status::kFailed,
-                       "the model host made a different graph from the model's recipe (a bug: "
-                       "the adapters did not apply the same way twice)");
+  // A host made beside the caller's reference run (model_host_ahead.h) has the model already.
+  std::optional<WorkerPool::Lease> ahead = takeHostAhead(facts);
+  WorkerPool::Lease lease = ahead ? std::move(*ahead) : acquireModelHost(model, options.cancelled);
+  if (!ahead && lease.fresh()) {
+    if (std::optional<BackendRun> failed = giveModelToHost(lease, model, options.cancelled, "")) {
+      return std::move(*failed);
     }
   }
 

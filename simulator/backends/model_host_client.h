@@ -1,13 +1,16 @@
 // A device run given to the model host of its model (device_run_job.h): the caller's side.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "simulator/backends/backend.h"
+#include "simulator/workers/worker_pool.h"
 
 namespace stickler {
 
@@ -34,6 +37,21 @@ struct DeviceRunSpec {
 // the host's progress and named with `model`'s own nodes and module calls.
 BackendRun runOnModelHost(const LoadedModel& model, const DeviceRunSpec& spec,
                           const std::vector<c10::IValue>& inputs, const RunOptions& options);
+
+// A host for the model's recipe: an idle one of it, or a fresh one (lease.fresh()) to be given
+// the model with giveModelToHost.
+WorkerPool::Lease acquireModelHost(const LoadedModel& model, const std::atomic<bool>* cancelled);
+
+// Makes `model` in a fresh host (host_load); a failed or cancelled run saying why when it could
+// not. `when` is added to the phase line after the model's name.
+std::optional<BackendRun> giveModelToHost(WorkerPool::Lease& lease, const LoadedModel& model,
+                                          const std::atomic<bool>* cancelled,
+                                          const std::string& when);
+
+// The host started ahead for the model's recipe (model_host_ahead.h), once it has made the
+// model, when the records it made it with are the model's; none when none was started (or it
+// failed). A host made with other records is ended.
+std::optional<WorkerPool::Lease> takeHostAhead(const HostFacts& facts);
 
 // The bytes of a model's weights (parameters and buffers, each tensor once), which its host
 // charges against the hosts' memory budget.

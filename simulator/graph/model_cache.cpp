@@ -111,4 +111,15 @@ std::shared_ptr<const LoadedModel> loadModelSeeded(const std::string& path, uint
   return loadModel(path, options);
 }
 
+std::shared_ptr<const LoadedModel> loadBesideReference(const std::string& path,
+                                                       const std::vector<std::string>& input_flags,
+                                                       const BeforeReference& before_reference) {
+  LoadOptions options = loadOptionsFromFlags(input_flags);
+  options.records_from_shapes = true;
+  std::shared_ptr<const LoadedModel> shaped = loadModel(path, options);
+  if (!shaped->records_from_shapes) return shaped;
+  before_reference(shaped);
+  return withExampleInputs(*shaped, shaped->example_inputs);
+}
+
 }  // namespace stickler

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "simulator/graph/before_reference.h"
+
 namespace stickler {
 
 struct LoadedModel;
@@ -64,5 +66,12 @@ std::shared_ptr<const LoadedModel> obtainModel(const std::string& path,
 // further draws from the seeds after it): the review gate's draws, never the ones every tool
 // uses (seed 0).
 std::shared_ptr<const LoadedModel> loadModelSeeded(const std::string& path, uint64_t seed);
+
+// A command line's model for a diagnosis, which keeps no session: loaded recording from shapes
+// and shown to `before_reference` first, then recorded again from values for the reference
+// (shapes that do not carry the model through record from values at once, unseen).
+std::shared_ptr<const LoadedModel> loadBesideReference(const std::string& path,
+                                                       const std::vector<std::string>& input_flags,
+                                                       const BeforeReference& before_reference);
 
 }  // namespace stickler

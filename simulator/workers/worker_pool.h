@@ -50,6 +50,9 @@ class WorkerPool {
     // Started for this lease, or given over from another key: either way the caller gives it
     // what it needs (a model host: its model) first.
     bool fresh() const { return fresh_; }
+    // Ends the worker now: what it holds is not what its key says (a model host made for a
+    // guess that proved wrong), so it is not given back.
+    void end() { worker_.reset(); }
 
    private:
     friend class WorkerPool;

@@ -127,6 +127,13 @@ TEST(LocalizeCli, PhaseTimesSayWhereTheTimeWent) {
     ++runs;
   }
   EXPECT_EQ(runs, report["device_runs"].get<size_t>()) << timed.err;
+  // The model's host is made beside the reference run (model_host_ahead.h), and it is the one
+  // every device run used: no other host was made.
+  const std::string made = "model host started and made vit-tiny";
+  const size_t ahead = timed.err.find(made + " ahead, beside the reference run (");
+  EXPECT_NE(ahead, std::string::npos) << timed.err;
+  EXPECT_EQ(timed.err.find(made), ahead) << timed.err;
+  EXPECT_EQ(timed.err.rfind(made), ahead) << timed.err;
   EXPECT_NE(timed.err.find("stickler phase "), std::string::npos);
   // The model host's own phases come through, named by the host.
   const size_t hosts = timed.err.find(" [host vit-tiny]\n");

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "simulator/backends/model_host_ahead.h"
 #include "simulator/backends/model_host_client.h"
 #include "simulator/compare/module_errors.h"
 #include "simulator/interpreter/rounded_when_widened.h"
@@ -238,6 +239,72 @@ TEST(SpyreSim, AModelHostSaysWhenAPlacementDoesNotCompile) {
                                         model->example_inputs, {});
   EXPECT_EQ(ran.status, BackendRun::Status::kCompleted) << ran.message;
   EXPECT_FALSE(ran.outputs.empty());
+}
+
+// A model host started while its caller runs the model for its reference (model_host_ahead.h)
+// serves the model's first device run: one host is made for both, and the run gives what a run
+// in a host made after the reference gives.
+TEST(SpyreSim, AModelHostStartedAheadServesTheFirstDeviceRun) {
+  WorkerPool::modelHosts().endIdle();  // no host of this model left idle by another test
+  LoadOptions from_shapes;
+  from_shapes.records_from_shapes = true;
+  const std::shared_ptr<const LoadedModel> shaped = loadModel(zooPath("gpt2-tiny.pt"), from_shapes);
+  ASSERT_TRUE(shaped->records_from_shapes);
+  const size_t started = WorkerPool::modelHosts().stats().started;
+  ModelHostAhead ahead = startModelHostAhead(shaped, nullptr);
+  ASSERT_TRUE(ahead.started());
+  const auto model = withExampleInputs(*shaped, shaped->example_inputs);  // the reference run
+  Placement attention_only;
+  attention_only.device_modules = {"transformer.h.0.attn"};
+  const DeviceRunSpec spec{"spyre-sim:spyre-2025", attention_only, -1};
+  const BackendRun ran = runOnModelHost(*model, spec, model->example_inputs, {});
+  ASSERT_EQ(ran.status, BackendRun::Status::kCompleted) << ran.message;
+  EXPECT_EQ(WorkerPool::modelHosts().stats().started, started + 1);
+
+  WorkerPool::modelHosts().endIdle();
+  const BackendRun again = runOnModelHost(*model, spec, model->example_inputs, {});
+  ASSERT_EQ(again.status, BackendRun::Status::kCompleted) << again.message;
+  EXPECT_EQ(WorkerPool::modelHosts().stats().started, started + 2);
+  EXPECT_TRUE(sameBytes(flattenTensors(ran.outputs).at(0), flattenTensors(again.outputs).at(0)));
+}
+
+// A host made ahead with records that are not its caller's (here: the caller ran other inputs)
+// would lower the model otherwise than its caller: it is ended, and the run makes its own.
+TEST(SpyreSim, AModelHostMadeAheadWithOtherRecordsIsEndedNotUsed) {
+  WorkerPool::modelHosts().endIdle();
+  LoadOptions from_shapes;
+  from_shapes.records_from_shapes = true;
+  const std::shared_ptr<const LoadedModel> shaped = loadModel(zooPath("gpt2-tiny.pt"), from_shapes);
+  const size_t started = WorkerPool::modelHosts().stats().started;
+  ModelHostAhead ahead = startModelHostAhead(shaped, nullptr);
+  const at::Tensor ids = shaped->example_inputs.at(0).toTensor();
+  const auto shorter = withExampleInputs(*shaped, {ids.narrow(1, 0, ids.size(1) - 4)});
+  ASSERT_NE(hostFactsOf(*shorter).records, hostFactsOf(*shaped).records);
+  ASSERT_EQ(hostFactsOf(*shorter).key, hostFactsOf(*shaped).key);  // the same recipe's host
+
+  Placement attention_only;
+  attention_only.device_modules = {"transformer.h.0.attn"};
+  const BackendRun ran = runOnModelHost(*shorter, {"spyre-sim:spyre-2025", attention_only, -1},
+                                        shorter->example_inputs, {});
+  ASSERT_EQ(ran.status, BackendRun::Status::kCompleted) << ran.message;
+  EXPECT_EQ(WorkerPool::modelHosts().stats().started, started + 2);
+  EXPECT_EQ(flattenTensors(ran.outputs).at(0).sizes(),
+            flattenTensors(shorter->example_outputs).at(0).sizes());
+  EXPECT_EQ(WorkerPool::modelHosts().stats().idle, 1u);  // the run's own, not the one made ahead
+}
+
+// A host made ahead that no run took over is ended with the object that started it: it holds a
+// model recorded from shapes that no caller confirmed.
+TEST(SpyreSim, AModelHostMadeAheadAndNeverUsedIsEnded) {
+  WorkerPool::modelHosts().endIdle();
+  LoadOptions from_shapes;
+  from_shapes.records_from_shapes = true;
+  const std::shared_ptr<const LoadedModel> shaped = loadModel(zooPath("gpt2-tiny.pt"), from_shapes);
+  const size_t started = WorkerPool::modelHosts().stats().started;
+  { const ModelHostAhead ahead = startModelHostAhead(shaped, nullptr); }
+  EXPECT_EQ(WorkerPool::modelHosts().stats().started, started + 1);
+  EXPECT_EQ(WorkerPool::modelHosts().stats().idle, 0u);
+  EXPECT_EQ(WorkerPool::modelHosts().stats().busy, 0u);
 }
 
 // The caller waits while its model host runs: the freed blocks it keeps for its own next

@@ -628,6 +628,22 @@ TEST(StackingRecord, ACommandLineDiagnosisAppliesItWithoutACpuRunOfTheArchive) {
   EXPECT_EQ(stackingResult(*again->model), stackingResult(*checked.current()));
   EXPECT_TRUE(at::allclose(flattenTensors(again->model->example_outputs).at(0),
                            flattenTensors(checked.current()->example_outputs).at(0), 1e-4, 1e-5));
+
+  // Looked at before its reference run (a model host made beside it, model_host_ahead.h), the
+  // last model is recorded from shapes, with the records adapt's checked model has from values;
+  // the model given back records from values after the look.
+  std::shared_ptr<const LoadedModel> seen;
+  const auto looked =
+      rememberedAdaptation(path, {}, meant_for, profile,
+                           [&](const std::shared_ptr<const LoadedModel>& model) { seen = model; });
+  ASSERT_TRUE(looked.has_value());
+  ASSERT_NE(seen, nullptr);
+  EXPECT_TRUE(seen->records_from_shapes);
+  EXPECT_EQ(stackingResult(*seen), stackingResult(*checked.current()));
+  EXPECT_FALSE(looked->model->records_from_shapes);
+  EXPECT_EQ(stackingResult(*looked->model), stackingResult(*checked.current()));
+  EXPECT_TRUE(at::allclose(flattenTensors(looked->model->example_outputs).at(0),
+                           flattenTensors(checked.current()->example_outputs).at(0), 1e-4, 1e-5));
 }
 
 TEST(BlasLibrary, IsTheOneThisRunAskedFor) {

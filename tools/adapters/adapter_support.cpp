@@ -152,15 +152,21 @@ std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
                                                    const std::string& model_path,
                                                    const std::vector<std::string>& input_flags,
                                                    const DeviceProfile* adapt_for,
-                                                   nlohmann::json* applied) {
+                                                   nlohmann::json* applied,
+                                                   const BeforeReference& before_reference) {
   // A command line (no session cache, no session adapters): nothing else reads the archive's
   // own outputs.
-  if (adapt_for != nullptr && context.models() == nullptr && context.adapterStacks() == nullptr) {
+  const bool command_line = context.models() == nullptr && context.adapterStacks() == nullptr;
+  if (command_line && adapt_for == nullptr && before_reference) {
+    return loadBesideReference(model_path, input_flags, before_reference);
+  }
+  if (adapt_for != nullptr && command_line) {
     const auto catalog = adapterCatalog(context);
     const auto meant_for = [&](const LoadedModel& model) {
       return adaptersMeantFor(catalog, model, adapt_for);
     };
-    if (auto adapted = rememberedAdaptation(model_path, input_flags, meant_for, *adapt_for)) {
+    if (auto adapted = rememberedAdaptation(model_path, input_flags, meant_for, *adapt_for,
+                                            before_reference)) {
       for (const std::string& name : adapted->pushed) applied->push_back(name);
       return adapted->model;
     }

@@ -87,12 +87,16 @@ extern const char* const kChangesTheSession;
 // with `adapt_for` the catalog's adapters meant for it and that profile applied on top, on a
 // stack of the call's own (the session does not change), skipping those the session already
 // has; their names go to `applied` (the model's identity lists the whole stack). The
-// session's lock is released before returning, so long device runs do not hold it.
+// session's lock is released before returning, so long device runs do not hold it. On a
+// command line, `before_reference` sees the model recorded from shapes before it runs for its
+// reference, when the archive (or, with `adapt_for`, a stacking adapt checked) is loaded that
+// way: a checked stacking records from values as it goes, and a session keeps its models.
 std::shared_ptr<const LoadedModel> modelToDiagnose(OperationContext& context,
                                                    const std::string& model_path,
                                                    const std::vector<std::string>& input_flags,
                                                    const DeviceProfile* adapt_for,
-                                                   nlohmann::json* applied);
+                                                   nlohmann::json* applied,
+                                                   const BeforeReference& before_reference = {});
 
 nlohmann::json applicationToJson(const AdapterApplication& application, size_t limit);
 

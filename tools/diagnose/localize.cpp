@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "simulator/backends/model_host_ahead.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/causal_localization.h"
 #include "simulator/graph/model_facts.h"
@@ -57,6 +58,7 @@ json run(const json& input, OperationContext& context) {
   // loads (and is adapted).
   startForkServerAhead();
   json decode;
+  ModelHostAhead host_ahead;  // outlives the localization, whose first device run takes it over
   std::shared_ptr<const LoadedModel> model;
   if (decode_steps > 0) {
     const DecodeFocus found = focusOnDecodeStep(context, model_path, input_flags, options,
@@ -64,8 +66,11 @@ json run(const json& input, OperationContext& context) {
     model = found.model;
     decode = found.decode;
   } else {
-    model =
-        modelToDiagnose(context, model_path, input_flags, adapt ? &profile : nullptr, &adapters);
+    // The model's host is made while this process runs the model for its reference, not after.
+    model = modelToDiagnose(context, model_path, input_flags, adapt ? &profile : nullptr, &adapters,
+                            [&](const std::shared_ptr<const LoadedModel>& shaped) {
+                              host_ahead = startModelHostAhead(shaped, options.control.cancelled);
+                            });
   }
   const LocalizationResult result = localizeDivergence(*model, options);
   json report = localizeReport(result);
