@@ -171,6 +171,27 @@ TEST(DiagnoseCli, NumericsModeWritesAReproGrownToTheModuleThatFails) {
   EXPECT_EQ(clean.status, 0) << clean.out << clean.err;
 }
 
+// Numerics mode makes the model's host while it runs the model for its reference
+// (model_host_ahead.h), and compares in that host: one host made, ahead, for the comparison.
+TEST(DiagnoseCli, NumericsModeMakesTheModelsHostBesideItsReferenceRun) {
+  const std::string bundles = ::testing::TempDir() + "ahead-repros-" + std::to_string(getpid());
+  const Result result =
+      testing::sticklerIn("",
+                          {"diagnose", zooPath("vit-tiny.pt"), "--profile",
+                           testing::wrongScaleProfile("encoder.layer.1.attention.output.dense"),
+                           "--mode", "numerics", "--bundle-dir", bundles, "--json"},
+                          {"STICKLER_PHASE_TIMES=1"});
+  std::filesystem::remove_all(bundles);
+  ASSERT_EQ(result.status, 1) << result.err;
+  const json report = json::parse(result.out);
+  ASSERT_FALSE(report["deviations"].empty()) << report.dump(2);
+  const std::string made = "model host started and made vit-tiny ";
+  const size_t ahead = result.err.find(made + "ahead, beside the reference run (");
+  EXPECT_NE(ahead, std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find(made), ahead) << result.err;
+  EXPECT_EQ(result.err.rfind(made), ahead) << result.err;
+}
+
 TEST(DiagnoseCli, RunModeRunsTheAdaptedModel) {
   // Blocked as it stands on spyre-2025-clean; with the catalog's adapters it runs and passes.
   const Result result = stickler({"diagnose", zooPath("gpt2-tiny.pt"), "--profile",

@@ -10,6 +10,7 @@
 
 #include "adapters/engine/adapter_matching.h"
 #include "knowledge/kb_index.h"
+#include "simulator/backends/model_host_ahead.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/causal_localization.h"
 #include "simulator/diagnose/repro_bundle.h"
@@ -207,6 +208,7 @@ json run(const json& input, OperationContext& context) {
     throw UserError("mode must be compile, run or numerics, not '" + mode + "'");
   }
   json adapters = json::array();
+  ModelHostAhead host_ahead;  // outlives the comparison, whose device run takes it over
   std::shared_ptr<const LoadedModel> model;
   json decode;
   const int64_t decode_steps = input.value("decode", int64_t{0});
@@ -233,8 +235,17 @@ json run(const json& input, OperationContext& context) {
   } else if (input.contains("decode_step")) {
     throw UserError("decode_step picks a step of a decode: give decode (the steps) too");
   } else {
+    // Numerics compares the model's run on the device with its reference module call by module
+    // call: the model's host is made while this process runs the reference, not after.
+    BeforeReference before_reference;
+    if (mode == "numerics") {
+      before_reference = [&](const std::shared_ptr<const LoadedModel>& shaped) {
+        host_ahead = startModelHostAhead(shaped, context.task().cancelled);
+      };
+    }
     model = modelToDiagnose(context, model_path, input_flags,
-                            input.value("adapt", false) ? &profile : nullptr, &adapters);
+                            input.value("adapt", false) ? &profile : nullptr, &adapters,
+                            before_reference);
   }
   json report;
   if (mode == "compile") {
