@@ -15,6 +15,7 @@
 #include "simulator/compare/output_comparison.h"
 #include "simulator/device/device_profile.h"
 #include "simulator/diagnose/repro_region.h"
+#include "simulator/faults/fault_match.h"
 #include "simulator/graph/graph_nodes.h"
 #include "simulator/graph/loaded_model.h"
 #include "simulator/graph/module_inliner.h"
@@ -365,9 +366,9 @@ bool onlyStruckAtItsPath(const Node& node, const DeviceProfile& profile) {
   const std::string path = modulePathOf(node);
   bool struck = false;
   for (const FaultRule& rule : profile.faults) {
-    if (!rule.op.empty() && rule.op != op) continue;
-    if (rule.module.empty() || globMatch(rule.module, "")) return false;
-    struck = struck || globMatch(rule.module, path);
+    if (!faultRuleNamesOp(rule, op)) continue;
+    if (faultRuleNamesPath(rule, "")) return false;
+    struck = struck || faultRuleNamesPath(rule, path);
   }
   return struck;
 }

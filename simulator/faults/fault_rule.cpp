@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include "simulator/faults/fault_match.h"
 #include "simulator/support/errors.h"
 
 namespace stickler {
@@ -248,6 +249,14 @@ bool shapeSatisfies(const std::vector<int64_t>& shape, const ShapePredicate& pre
       return size == predicate.value;
   }
   return false;
+}
+
+bool faultRuleNamesOp(const FaultRule& rule, const std::string& op) {
+  return rule.op.empty() || rule.op == op;
+}
+
+bool faultRuleNamesPath(const FaultRule& rule, const std::string& module_path) {
+  return rule.module.empty() || globMatch(rule.module, module_path);
 }
 
 }  // namespace stickler

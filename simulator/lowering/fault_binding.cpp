@@ -1,4 +1,5 @@
 // Faults: the profile's realistic backend bugs, bound to the device nodes they hit.
+#include "simulator/faults/fault_match.h"
 #include "simulator/graph/module_inliner.h"
 #include "simulator/lowering/lowering_context.h"
 
@@ -11,8 +12,7 @@ namespace {
 bool matches(const LoweringContext& context, const LoweringResult& result, const FaultRule& rule,
              const Node& node) {
   const std::string op = context.opName(node);
-  if (!rule.op.empty() && rule.op != op) return false;
-  if (!rule.module.empty() && !globMatch(rule.module, modulePathOf(node))) return false;
+  if (!faultRuleNamesOp(rule, op) || !faultRuleNamesPath(rule, modulePathOf(node))) return false;
   for (const ShapePredicate& predicate : rule.shapes) {
     const ValueDesc* desc = predicate.output ? context.outputDesc(node, predicate.index)
                                              : context.inputDesc(node, predicate.index);
