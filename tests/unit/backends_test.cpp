@@ -241,14 +241,20 @@ TEST(SpyreSim, AModelHostSaysWhenAPlacementDoesNotCompile) {
   EXPECT_FALSE(ran.outputs.empty());
 }
 
+// gpt2-tiny recorded from shapes, as a command line's diagnosis loads it before its reference
+// run, with no model host left idle by another test (the pool's counts then are this test's).
+std::shared_ptr<const LoadedModel> gpt2FromShapesWithNoHostIdle() {
+  WorkerPool::modelHosts().endIdle();
+  LoadOptions from_shapes;
+  from_shapes.records_from_shapes = true;
+  return loadModel(zooPath("gpt2-tiny.pt"), from_shapes);
+}
+
 // A model host started while its caller runs the model for its reference (model_host_ahead.h)
 // serves the model's first device run: one host is made for both, and the run gives what a run
 // in a host made after the reference gives.
 TEST(SpyreSim, AModelHostStartedAheadServesTheFirstDeviceRun) {
-  WorkerPool::modelHosts().endIdle();  // no host of this model left idle by another test
-  LoadOptions from_shapes;
-  from_shapes.records_from_shapes = true;
-  const std::shared_ptr<const LoadedModel> shaped = loadModel(zooPath("gpt2-tiny.pt"), from_shapes);
+  const std::shared_ptr<const LoadedModel> shaped = gpt2FromShapesWithNoHostIdle();
   ASSERT_TRUE(shaped->records_from_shapes);
   const size_t started = WorkerPool::modelHosts().stats().started;
   ModelHostAhead ahead = startModelHostAhead(shaped, nullptr);
@@ -271,10 +277,7 @@ TEST(SpyreSim, AModelHostStartedAheadServesTheFirstDeviceRun) {
 // A host made ahead with records that are not its caller's (here: the caller ran other inputs)
 // would lower the model otherwise than its caller: it is ended, and the run makes its own.
 TEST(SpyreSim, AModelHostMadeAheadWithOtherRecordsIsEndedNotUsed) {
-  WorkerPool::modelHosts().endIdle();
-  LoadOptions from_shapes;
-  from_shapes.records_from_shapes = true;
-  const std::shared_ptr<const LoadedModel> shaped = loadModel(zooPath("gpt2-tiny.pt"), from_shapes);
+  const std::shared_ptr<const LoadedModel> shaped = gpt2FromShapesWithNoHostIdle();
   const size_t started = WorkerPool::modelHosts().stats().started;
   ModelHostAhead ahead = startModelHostAhead(shaped, nullptr);
   const at::Tensor ids = shaped->example_inputs.at(0).toTensor();
@@ -296,10 +299,7 @@ TEST(SpyreSim, AModelHostMadeAheadWithOtherRecordsIsEndedNotUsed) {
 // A host made ahead that no run took over is ended with the object that started it: it holds a
 // model recorded from shapes that no caller confirmed.
 TEST(SpyreSim, AModelHostMadeAheadAndNeverUsedIsEnded) {
-  WorkerPool::modelHosts().endIdle();
-  LoadOptions from_shapes;
-  from_shapes.records_from_shapes = true;
-  const std::shared_ptr<const LoadedModel> shaped = loadModel(zooPath("gpt2-tiny.pt"), from_shapes);
+  const std::shared_ptr<const LoadedModel> shaped = gpt2FromShapesWithNoHostIdle();
   const size_t started = WorkerPool::modelHosts().stats().started;
   { const ModelHostAhead ahead = startModelHostAhead(shaped, nullptr); }
   EXPECT_EQ(WorkerPool::modelHosts().stats().started, started + 1);
